@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Gate 3 artifact-hash: the build artifact and the installed artifact are the same bytes.
+ * Both files are hashed concurrently; each digest comes from the fd that was fstat'ed.
+ */
+#include <sys/stat.h>
+
+#include "checks.h"
+
+static cJSON *file_json(const struct pvg_file_id *id, bool full)
+{
+	cJSON *o = cJSON_CreateObject();
+	pvg_json_add_str(o, "path", id->path);
+	pvg_json_add_str(o, "sha256", id->hashed ? id->hex : NULL);
+	pvg_json_add_u64(o, "size", id->size);
+	if (full) {
+		char t[48];
+		pvg_json_add_u64(o, "dev", id->dev);
+		pvg_json_add_u64(o, "inode", id->ino);
+		pvg_format_time(id->mtime.tv_sec, id->mtime.tv_nsec, t, sizeof(t));
+		cJSON_AddStringToObject(o, "mtime", t);
+		pvg_format_time(id->ctime.tv_sec, id->ctime.tv_nsec, t, sizeof(t));
+		cJSON_AddStringToObject(o, "ctime", t);
+	}
+	return o;
+}
+
+/* Explains why one side could not be hashed; returns the status that follows from it. */
+static enum pvg_status side_problem(struct pvg_result *res, const char *side,
+				    const struct pvg_file_id *id)
+{
+	int e = id->err;
+	if (e == ENOENT || e == ENOTDIR) {
+		pvg_problem(res,
+			    strcmp(side, "build") == 0 ? "artifact-hash.build-missing"
+						       : "artifact-hash.installed-missing",
+			    strcmp(side, "build") == 0
+				    ? "build the artifact, or fix build.artifact in the config"
+				    : "install the artifact (cmake --install / pip install), or fix "
+				      "install.artifact",
+			    "%s artifact %s does not exist", side, id->path);
+		return PVG_FAIL;
+	}
+	if (e == EISDIR || e == EINVAL) {
+		pvg_problem(res, "artifact-hash.not-regular-file",
+			    "point the config at the shared library file itself",
+			    "%s artifact %s %s", side, id->path, id->err_what);
+		return PVG_FAIL;
+	}
+	if (e == EACCES || e == EPERM) {
+		pvg_problem(res, "artifact-hash.unreadable",
+			    "run provgate as a user that can read the artifact",
+			    "%s artifact %s cannot be read: %s", side, id->path, strerror(e));
+		return PVG_UNVERIFIABLE;
+	}
+	pvg_problem(res, "artifact-hash.read-error",
+		    e == EAGAIN ? "something is still writing the artifact; wait for the build or "
+				  "install to finish and run again"
+				: NULL,
+		    "%s artifact %s: %s (%s)", side, id->path,
+		    e == EAGAIN ? "file size changed while it was being read" : strerror(e),
+		    id->err_what ? id->err_what : "read");
+	return PVG_UNVERIFIABLE;
+}
+
+static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
+{
+	/* fail outranks unverifiable: the evidence that exists contradicts the claim */
+	if (a == PVG_FAIL || b == PVG_FAIL)
+		return PVG_FAIL;
+	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
+		return PVG_UNVERIFIABLE;
+	return PVG_PASS;
+}
+
+static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	if (!cfg->build.artifact) {
+		pvg_summary(res, "build.artifact is not configured");
+		pvg_problem(res, "artifact-hash.not-configured",
+			    "set build.artifact to the file the build produced",
+			    "no build artifact to compare: build.artifact is not set");
+		return PVG_UNVERIFIABLE;
+	}
+	const char *installed, *why;
+	int r = pvg_ctx_installed(ctx, &installed, &why);
+	if (cfg->install.python_module) {
+		cJSON *m = cJSON_AddObjectToObject(res->evidence, "python_module");
+		pvg_json_add_str(m, "name", cfg->install.python_module);
+		pvg_json_add_str(m, "python", cfg->install.python ? cfg->install.python : "python3");
+		pvg_json_add_str(m, "resolved", installed);
+		pvg_json_add_str(m, "answer", why);
+	}
+	if (r == -EDESTADDRREQ) {
+		pvg_summary(res, "installed artifact is not configured");
+		pvg_problem(res, "artifact-hash.not-configured",
+			    "set install.artifact, or install.python_module (with install.python)",
+			    "%s", why);
+		return PVG_UNVERIFIABLE;
+	}
+	if (r == -ENOENT) {
+		pvg_summary(res, "installed module %s cannot be found", cfg->install.python_module);
+		pvg_problem(res, "artifact-hash.module-not-found",
+			    "install the package into the interpreter named by install.python",
+			    "%s", why);
+		return PVG_FAIL;
+	}
+	if (r < 0) {
+		pvg_summary(res, "could not ask the interpreter where %s is",
+			    cfg->install.python_module);
+		pvg_problem(res, "artifact-hash.python-failed",
+			    "check install.python names a working interpreter", "%s", why);
+		return PVG_UNVERIFIABLE;
+	}
+
+	const char *paths[2] = { cfg->build.artifact, installed };
+	const struct pvg_file_id *ids[2];
+	r = pvg_ctx_hash(ctx, paths, 2, ids);
+	if (r < 0) {
+		pvg_problem(res, "artifact-hash.read-error", NULL, "hashing failed: %s", strerror(-r));
+		return PVG_UNVERIFIABLE;
+	}
+	const struct pvg_file_id *b = ids[0], *in = ids[1];
+	cJSON_AddItemToObject(res->evidence, "build", file_json(b, true));
+	cJSON_AddItemToObject(res->evidence, "installed", file_json(in, true));
+	if (b->hashed)
+		pvg_chain_set(ctx, "build", file_json(b, false));
+	if (in->hashed)
+		pvg_chain_set(ctx, "installed", file_json(in, true));
+
+	enum pvg_status st = PVG_PASS;
+	if (!b->hashed)
+		st = worst(st, side_problem(res, "build", b));
+	if (!in->hashed)
+		st = worst(st, side_problem(res, "installed", in));
+	if (st != PVG_PASS) {
+		pvg_summary(res, "cannot compare: %s", res->problems[0].message);
+		return st;
+	}
+
+	bool same_file = b->dev == in->dev && b->ino == in->ino;
+	pvg_json_add_bool(res->evidence, "same_file", same_file);
+	if (b->size == 0 || in->size == 0) {
+		pvg_summary(res, "%s artifact is empty", b->size == 0 ? "build" : "installed");
+		pvg_problem(res, "artifact-hash.empty",
+			    "an empty file is never a working library; rebuild and reinstall",
+			    "%s artifact %s is 0 bytes", b->size == 0 ? "build" : "installed",
+			    b->size == 0 ? b->path : in->path);
+		return PVG_FAIL;
+	}
+	if (memcmp(b->sha256, in->sha256, 32) != 0) {
+		pvg_summary(res, "installed artifact differs from the build: sha256 %.12s… vs %.12s…",
+			    b->hex, in->hex);
+		pvg_problem(res, "artifact-hash.mismatch",
+			    "reinstall the build artifact (cmake --install, or copy it) and run again",
+			    "build %s is sha256 %s (%" PRIu64 " bytes) but installed %s is sha256 %s "
+			    "(%" PRIu64 " bytes)",
+			    b->path, b->hex, b->size, in->path, in->hex, in->size);
+		return PVG_FAIL;
+	}
+	pvg_summary(res, "sha256 %.12s… equal (%" PRIu64 " bytes)%s", b->hex, b->size,
+		    same_file ? ", same file" : "");
+	return PVG_PASS;
+}
+
+const struct pvg_check pvg_check_artifact_hash = {
+	.id = 3,
+	.name = "artifact-hash",
+	.run = run_artifact_hash,
+};

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared by the verbs of cmd/: rendering and report files. No gate logic lives here. */
+#pragma once
+#include "pvg.h"
+
+enum { EXIT_OK = 0, EXIT_NOT_CERTIFIED = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+struct cli_verb {
+	const char *name;
+	int (*main)(int argc, char **argv);
+	const char *synopsis;
+	const char *help;
+};
+
+extern const struct cli_verb verb_run, verb_certify, verb_exec, verb_inspect, verb_maps;
+
+/* Colour escape codes, or "" when stdout is not a terminal or NO_COLOR is set. */
+struct cli_style {
+	const char *pass, *fail, *warn, *dim, *bold, *reset;
+};
+void cli_style_init(struct cli_style *st, FILE *f, bool force_off);
+
+void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosity,
+		   const struct cli_style *st);
+/* Writes text atomically (temp file + rename); "-" is stdout. 0 or -errno. */
+int cli_write_file(const char *path, const char *text);
+char *cli_junit(const struct pvg_run *run);
+/* Loads the config named by -c / $PROVGATE_CONFIG / ./provgate.json; exit code or 0. */
+int cli_load_config(const char *opt_path, struct pvg_config **cfg);
+/* Parses "1,3-4" or gate names into a mask; -EINVAL with a message on stderr. */
+int cli_parse_gates(const char *spec, pvg_gate_mask *out);
+void cli_progress(const char *path, uint64_t done, uint64_t total);

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* provgate: the command. Dispatches to verbs; each verb lives in its own file under cmd/. */
+#include "cli.h"
+
+static const struct cli_verb *const verbs[] = {
+	&verb_run, &verb_certify, &verb_exec, &verb_inspect, &verb_maps,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"provgate %s: proves that the GPU kernel a benchmark runs is the one you built.\n"
+		"\n"
+		"Usage:\n",
+		pvg_version());
+	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
+		fprintf(f, "  provgate %s\n", verbs[i]->synopsis);
+	fprintf(f,
+		"  provgate --help | --version\n"
+		"\n"
+		"Gates, in order: 1 build-log, 2 install-scope, 3 artifact-hash, 4 process-maps,\n"
+		"5 stale-service, 6 code-object, 7 dispatch-marker.\n"
+		"Exit: 0 every selected gate passed (certify: certified), 1 not certified,\n"
+		"2 usage or configuration error, 3 internal error.\n"
+		"\n"
+		"'provgate VERB --help' describes a verb; man provgate(1) and provgate.json(5).\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *verb = argv[1];
+	if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(verb, "--version") == 0 || strcmp(verb, "-V") == 0) {
+		printf("provgate %s\n", pvg_version());
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
+		if (strcmp(verb, verbs[i]->name) == 0)
+			return verbs[i]->main(argc - 1, argv + 1);
+	fprintf(stderr, "provgate: unknown verb \"%s\"; try 'provgate --help'\n", verb);
+	return EXIT_USAGE;
+}

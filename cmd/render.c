@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/* Text, JUnit and file output of a run; config discovery; gate lists. */
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+void cli_style_init(struct cli_style *st, FILE *f, bool force_off)
+{
+	const char *nc = getenv("NO_COLOR");
+	bool on = !force_off && isatty(fileno(f)) && !(nc && nc[0]);
+	const char *term = getenv("TERM");
+	if (term && strcmp(term, "dumb") == 0)
+		on = false;
+	st->pass = on ? "\033[32m" : "";
+	st->fail = on ? "\033[31m" : "";
+	st->warn = on ? "\033[33m" : "";
+	st->dim = on ? "\033[2m" : "";
+	st->bold = on ? "\033[1m" : "";
+	st->reset = on ? "\033[0m" : "";
+}
+
+static const char *status_colour(const struct cli_style *st, enum pvg_status s)
+{
+	switch (s) {
+	case PVG_PASS:
+		return st->pass;
+	case PVG_FAIL:
+		return st->fail;
+	case PVG_UNVERIFIABLE:
+		return st->warn;
+	default:
+		return st->dim;
+	}
+}
+
+/* Terminal text must not carry escape sequences from paths or logs. */
+static void put_clean(FILE *f, const char *s)
+{
+	_cleanup_free_ char *c = pvg_utf8_sanitize(s ? s : "", s ? strlen(s) : 0);
+	fputs(c, f);
+}
+
+static void print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask only,
+			int verbosity, const struct cli_style *st)
+{
+	for (int i = 0; i < PVG_N_GATES; i++) {
+		const struct pvg_result *r = &results[i];
+		if (only && !(only & PVG_GATE_BIT(r->id)))
+			continue;
+		char label[16];
+		snprintf(label, sizeof(label), "%s", pvg_status_name(r->status));
+		for (char *p = label; *p; p++)
+			*p = (char)(*p - 32 * (*p >= 'a' && *p <= 'z'));
+		fprintf(f, "  %d %-16s %s%-12s%s ", r->id, r->name, status_colour(st, r->status),
+			label, st->reset);
+		put_clean(f, r->summary);
+		fputc('\n', f);
+		for (size_t k = 0; k < r->n_problems; k++) {
+			const struct pvg_problem *p = &r->problems[k];
+			fprintf(f, "      %s%s%s: ", st->bold, p->code, st->reset);
+			put_clean(f, p->message);
+			fputc('\n', f);
+			if (p->hint) {
+				fprintf(f, "      %shint:%s ", st->dim, st->reset);
+				put_clean(f, p->hint);
+				fputc('\n', f);
+			}
+		}
+		if (verbosity > 0 && r->evidence && r->evidence->child) {
+			_cleanup_free_ char *ev = cJSON_PrintUnformatted(r->evidence);
+			fprintf(f, "      %sevidence:%s %s\n", st->dim, st->reset, ev);
+		}
+	}
+}
+
+static const struct pvg_result *first_not_passed(const struct pvg_result *results,
+						 pvg_gate_mask selected)
+{
+	for (int i = 0; i < PVG_N_GATES; i++)
+		if ((selected & PVG_GATE_BIT(i + 1)) && results[i].status != PVG_PASS)
+			return &results[i];
+	return NULL;
+}
+
+void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosity,
+		   const struct cli_style *st)
+{
+	if (verbosity >= 0) {
+		fprintf(f, "%sprovgate %s%s", st->bold, pvg_version(), st->reset);
+		if (run->cfg->name) {
+			fputs(" · ", f);
+			put_clean(f, run->cfg->name);
+		}
+		fprintf(f, " · phase %s", pvg_phase_name(run->phase));
+		if (run->cfg->path) {
+			fputs(" · ", f);
+			put_clean(f, run->cfg->path);
+		}
+		fputc('\n', f);
+		print_gates(f, run->results, 0, verbosity, st);
+		if (run->after) {
+			fprintf(f, "%safter the command:%s\n", st->bold, st->reset);
+			print_gates(f, run->after, run->after_selected, verbosity, st);
+		}
+	}
+	const struct pvg_result *bad = first_not_passed(run->results, run->selected);
+	if (!bad && run->after)
+		bad = first_not_passed(run->after, run->after_selected);
+	int n_sel = 0, n_bad = 0;
+	for (int i = 0; i < PVG_N_GATES; i++)
+		if (run->selected & PVG_GATE_BIT(i + 1)) {
+			n_sel++;
+			n_bad += run->results[i].status != PVG_PASS;
+		}
+	if (certify) {
+		if (pvg_run_certified(run))
+			fprintf(f, "%sCERTIFIED%s: all seven gates passed\n", st->pass, st->reset);
+		else
+			fprintf(f,
+				"%sNOT CERTIFIED%s: gate %d %s is %s%s\n", st->fail, st->reset,
+				bad ? bad->id : 0, bad ? bad->name : "?",
+				bad ? pvg_status_name(bad->status) : "?",
+				run->after && bad && bad >= run->after && bad < run->after + PVG_N_GATES
+					? " after the command"
+					: "");
+	} else if (!bad) {
+		fprintf(f, "%sPASSED%s: %d of %d selected gates passed (phase %s)%s\n", st->pass,
+			st->reset, n_sel, n_sel, pvg_phase_name(run->phase),
+			pvg_run_certified(run) ? "; certified" : "; not a certification");
+	} else {
+		fprintf(f, "%sFAILED%s: %d of %d selected gates did not pass; first: gate %d %s is %s\n",
+			st->fail, st->reset, n_bad, n_sel, bad->id, bad->name,
+			pvg_status_name(bad->status));
+	}
+}
+
+int cli_write_file(const char *path, const char *text)
+{
+	size_t len = strlen(text);
+	if (strcmp(path, "-") == 0) {
+		if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0)
+			return -EIO;
+		return 0;
+	}
+	/* temp file beside the target, then rename: a reader never sees half a report */
+	_cleanup_free_ char *tmp = pvg_asprintf("%s.tmp.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? -errno : -EIO;
+			close(fd);
+			unlink(tmp);
+			return e;
+		}
+		off += (size_t)w;
+	}
+	(void)fchmod(fd, 0644 & ~(mode_t)0);
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		int e = -errno;
+		unlink(tmp);
+		return e;
+	}
+	if (rename(tmp, path) < 0) {
+		int e = -errno;
+		unlink(tmp);
+		return e;
+	}
+	return 0;
+}
+
+static void xml_escape(FILE *f, const char *s)
+{
+	_cleanup_free_ char *c = pvg_utf8_sanitize(s ? s : "", s ? strlen(s) : 0);
+	for (const char *p = c; *p; p++) {
+		switch (*p) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&apos;", f); break;
+		default: fputc(*p, f);
+		}
+	}
+}
+
+static void junit_cases(FILE *f, const struct pvg_result *results, const char *suffix)
+{
+	for (int i = 0; i < PVG_N_GATES; i++) {
+		const struct pvg_result *r = &results[i];
+		fprintf(f, "    <testcase classname=\"provgate\" name=\"%d %s%s\" time=\"%.3f\">\n",
+			r->id, r->name, suffix, (double)r->elapsed_ns / 1e9);
+		if (r->status == PVG_FAIL || r->status == PVG_UNVERIFIABLE) {
+			fprintf(f, "      <failure type=\"%s\" message=\"", pvg_status_name(r->status));
+			xml_escape(f, r->summary);
+			fputs("\">", f);
+			for (size_t k = 0; k < r->n_problems; k++) {
+				xml_escape(f, r->problems[k].code);
+				fputs(": ", f);
+				xml_escape(f, r->problems[k].message);
+				if (r->problems[k].hint) {
+					fputs("\nhint: ", f);
+					xml_escape(f, r->problems[k].hint);
+				}
+				fputc('\n', f);
+			}
+			fputs("</failure>\n", f);
+		} else if (r->status == PVG_BLOCKED || r->status == PVG_SKIPPED) {
+			fprintf(f, "      <skipped message=\"%s: ", pvg_status_name(r->status));
+			xml_escape(f, r->summary);
+			fputs("\"/>\n", f);
+		} else {
+			fputs("      <system-out>", f);
+			xml_escape(f, r->summary);
+			fputs("</system-out>\n", f);
+		}
+		fputs("    </testcase>\n", f);
+	}
+}
+
+static void junit_counts(const struct pvg_result *results, int *fail, int *skip)
+{
+	for (int i = 0; i < PVG_N_GATES; i++) {
+		*fail += results[i].status == PVG_FAIL || results[i].status == PVG_UNVERIFIABLE;
+		*skip += results[i].status == PVG_BLOCKED || results[i].status == PVG_SKIPPED;
+	}
+}
+
+char *cli_junit(const struct pvg_run *run)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	if (!f)
+		return pvg_strdup("");
+	int fail = 0, skip = 0, tests = PVG_N_GATES;
+	junit_counts(run->results, &fail, &skip);
+	if (run->after) {
+		junit_counts(run->after, &fail, &skip);
+		tests += PVG_N_GATES;
+	}
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+	fprintf(f, "<testsuites name=\"provgate\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
+		tests, fail, skip);
+	fputs("  <testsuite name=\"provgate ", f);
+	xml_escape(f, run->cfg->name ? run->cfg->name : "run");
+	fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", tests, fail,
+		skip);
+	junit_cases(f, run->results, "");
+	if (run->after)
+		junit_cases(f, run->after, " (after command)");
+	fputs("  </testsuite>\n</testsuites>\n", f);
+	fclose(f);
+	return buf;
+}
+
+int cli_load_config(const char *opt_path, struct pvg_config **cfg)
+{
+	const char *path = opt_path;
+	const char *env = getenv("PROVGATE_CONFIG");
+	if (!path && env && env[0])
+		path = env;
+	if (!path) {
+		if (access("provgate.json", F_OK) != 0) {
+			fprintf(stderr,
+				"provgate: no config: pass -c FILE, set PROVGATE_CONFIG, or create "
+				"./provgate.json (see provgate.json(5))\n");
+			return EXIT_USAGE;
+		}
+		path = "provgate.json";
+	}
+	struct pvg_error err = { { 0 } };
+	if (pvg_config_load(path, cfg, &err) < 0) {
+		fprintf(stderr, "provgate: %s\n", err.message);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int cli_parse_gates(const char *spec, pvg_gate_mask *out)
+{
+	pvg_gate_mask m = 0;
+	_cleanup_free_ char *copy = pvg_strdup(spec);
+	char *save = NULL;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int lo = 0, hi = 0;
+		char tail = 0;
+		for (int id = 1; id <= PVG_N_GATES; id++)
+			if (strcmp(t, pvg_gate_name(id)) == 0)
+				lo = hi = id;
+		if (!lo) {
+			int n = sscanf(t, "%d-%d%c", &lo, &hi, &tail);
+			if (n == 1 && strchr(t, '-') == NULL) {
+				char extra;
+				if (sscanf(t, "%d%c", &lo, &extra) != 1)
+					lo = 0;
+				hi = lo;
+			} else if (n != 2) {
+				lo = 0;
+			}
+		}
+		if (lo < 1 || hi > PVG_N_GATES || lo > hi) {
+			fprintf(stderr,
+				"provgate: --gates: \"%s\" is not a gate (1-7, a range like 3-4, or a "
+				"name like artifact-hash)\n",
+				t);
+			return -EINVAL;
+		}
+		for (int id = lo; id <= hi; id++)
+			m |= PVG_GATE_BIT(id);
+	}
+	if (!m) {
+		fprintf(stderr, "provgate: --gates: empty list\n");
+		return -EINVAL;
+	}
+	*out = m;
+	return 0;
+}
+
+static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t progress_start;
+
+void cli_progress(const char *path, uint64_t done, uint64_t total)
+{
+	if (!isatty(STDERR_FILENO))
+		return;
+	pthread_mutex_lock(&progress_lock);
+	uint64_t now = pvg_now_ns();
+	if (!progress_start)
+		progress_start = now;
+	/* Only once hashing has taken more than a second: short runs stay quiet. */
+	if (now - progress_start > 1000000000u) {
+		if (done >= total)
+			fprintf(stderr, "\r\033[Khashed %s (%.1f MiB)\n", pvg_basename(path),
+				(double)total / 1048576.0);
+		else
+			fprintf(stderr, "\r\033[Khashing %s: %3d%% of %.1f MiB", pvg_basename(path),
+				total ? (int)(done * 100 / total) : 0, (double)total / 1048576.0);
+	}
+	pthread_mutex_unlock(&progress_lock);
+}

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/* provgate run / certify: evaluate the gates and render the verdict. */
+#include <getopt.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "run-opts.h"
+
+enum {
+	OPT_PHASE = 256,
+	OPT_GATES,
+	OPT_KEEP_GOING,
+	OPT_JSON,
+	OPT_JUNIT,
+	OPT_OUT,
+	OPT_NO_COLOR,
+	OPT_OVERRIDE_BASE = 512,
+};
+
+/* Flags that set a config key; paths given here are relative to the working directory. */
+static const struct {
+	const char *flag;
+	const char *key;
+	const char *help;
+} overrides[] = {
+	{ "arch", "arch", "expected GPU architecture (gfx936, gfx90a:xnack-, sm_90)" },
+	{ "name", "name", "experiment name for the report" },
+	{ "build-log", "build.log", "build log to check (gate 1)" },
+	{ "artifact", "build.artifact", "artifact the build produced" },
+	{ "installed", "install.artifact", "installed artifact" },
+	{ "python", "install.python", "interpreter that resolves install.python_module" },
+	{ "repo", "source.repo", "git work tree (gate 2)" },
+	{ "baseline", "source.baseline", "baseline ref (gate 2)" },
+	{ "pid", "service.pid", "service process id (gates 4, 5, 7)" },
+	{ "pidfile", "service.pidfile", "file holding the service's pid" },
+	{ "port", "service.port", "port the service listens on (gate 5)" },
+	{ "log", "markers.log", "service log with dispatch markers (gate 7)" },
+};
+
+void cli_run_opts_help(FILE *f)
+{
+	fprintf(f,
+		"  -c, --config FILE     config (default $PROVGATE_CONFIG, else ./provgate.json)\n"
+		"      --phase PHASE     install | prestart | live (default live)\n"
+		"      --gates LIST      narrow the phase's gates: 1,3-4 or names (artifact-hash)\n"
+		"      --keep-going      evaluate every selected gate even after one fails\n"
+		"      --json FILE|-     write the JSON report to FILE, or to stdout instead of text\n"
+		"      --out FILE        same as --json FILE\n"
+		"      --junit FILE      write a JUnit XML report (one testcase per gate)\n"
+		"  -q, --quiet           print only the verdict\n"
+		"  -v, --verbose         print each gate's evidence too\n"
+		"      --no-color        never colour (NO_COLOR in the environment does the same)\n"
+		"Config overrides:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(overrides); i++)
+		fprintf(f, "      --%-12s V   %s (%s)\n", overrides[i].flag, overrides[i].help,
+			overrides[i].key);
+}
+
+int cli_parse_run_opts(int argc, char **argv, struct run_opts *o, bool certify)
+{
+	static struct option base[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "phase", required_argument, NULL, OPT_PHASE },
+		{ "gates", required_argument, NULL, OPT_GATES },
+		{ "keep-going", no_argument, NULL, OPT_KEEP_GOING },
+		{ "json", required_argument, NULL, OPT_JSON },
+		{ "junit", required_argument, NULL, OPT_JUNIT },
+		{ "out", required_argument, NULL, OPT_OUT },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "no-color", no_argument, NULL, OPT_NO_COLOR },
+		{ "help", no_argument, NULL, 'h' },
+	};
+	struct option longopts[ARRAY_SIZE(base) + ARRAY_SIZE(overrides) + 1];
+	memcpy(longopts, base, sizeof(base));
+	for (size_t i = 0; i < ARRAY_SIZE(overrides); i++)
+		longopts[ARRAY_SIZE(base) + i] = (struct option){ overrides[i].flag,
+								  required_argument, NULL,
+								  OPT_OVERRIDE_BASE + (int)i };
+	memset(&longopts[ARRAY_SIZE(longopts) - 1], 0, sizeof(struct option));
+
+	memset(o, 0, sizeof(*o));
+	o->phase = PVG_PHASE_LIVE;
+	bool phase_given = false;
+	optind = 1;
+	opterr = 1;
+	int c;
+	/* "+" stops at the first non-option, so exec's "-- CMD" stays intact. */
+	while ((c = getopt_long(argc, argv, "+c:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case OPT_PHASE:
+			if (pvg_phase_from_name(optarg, &o->phase) < 0) {
+				fprintf(stderr,
+					"provgate: --phase: \"%s\" is not a phase (install, prestart, "
+					"live)\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			phase_given = true;
+			break;
+		case OPT_GATES:
+			if (cli_parse_gates(optarg, &o->gates) < 0)
+				return EXIT_USAGE;
+			break;
+		case OPT_KEEP_GOING:
+			o->keep_going = true;
+			break;
+		case OPT_JSON:
+		case OPT_OUT:
+			if (o->json && strcmp(o->json, optarg) != 0) {
+				fprintf(stderr, "provgate: --json/--out given twice\n");
+				return EXIT_USAGE;
+			}
+			o->json = optarg;
+			break;
+		case OPT_JUNIT:
+			o->junit = optarg;
+			break;
+		case 'q':
+			o->verbosity = -1;
+			break;
+		case 'v':
+			o->verbosity = 1;
+			break;
+		case OPT_NO_COLOR:
+			o->no_color = true;
+			break;
+		case 'h':
+			o->help = true;
+			return EXIT_OK;
+		default:
+			if (c >= OPT_OVERRIDE_BASE &&
+			    c < OPT_OVERRIDE_BASE + (int)ARRAY_SIZE(overrides)) {
+				if (o->n_overrides == ARRAY_SIZE(o->override_key))
+					return EXIT_USAGE;
+				o->override_key[o->n_overrides] = overrides[c - OPT_OVERRIDE_BASE].key;
+				o->override_value[o->n_overrides++] = optarg;
+				break;
+			}
+			return EXIT_USAGE; /* getopt printed why */
+		}
+	}
+	o->rest = argv + optind;
+	o->n_rest = argc - optind;
+	if (certify && (phase_given || o->gates)) {
+		if (!(o->phase == PVG_PHASE_LIVE && (!o->gates || o->gates == PVG_ALL_GATES))) {
+			fprintf(stderr, "provgate: certify always evaluates all seven gates in phase "
+					"live; use 'provgate run' for --phase/--gates\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (o->gates && !(o->gates & pvg_phase_gates(o->phase))) {
+		fprintf(stderr, "provgate: --gates selects no gate of phase %s (it has gates",
+			pvg_phase_name(o->phase));
+		for (int i = 1; i <= PVG_N_GATES; i++)
+			if (pvg_phase_gates(o->phase) & PVG_GATE_BIT(i))
+				fprintf(stderr, " %d", i);
+		fprintf(stderr, ")\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int cli_open_config(const struct run_opts *o, struct pvg_config **cfg)
+{
+	int rc = cli_load_config(o->config, cfg);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < o->n_overrides; i++) {
+		struct pvg_error err = { { 0 } };
+		if (pvg_config_override(*cfg, o->override_key[i], o->override_value[i], &err) < 0) {
+			fprintf(stderr, "provgate: %s\n", err.message);
+			pvg_config_free(*cfg);
+			*cfg = NULL;
+			return EXIT_USAGE;
+		}
+	}
+	return EXIT_OK;
+}
+
+int cli_emit(const struct run_opts *o, const struct pvg_run *run, bool certify)
+{
+	int rc = EXIT_OK;
+	bool json_stdout = o->json && strcmp(o->json, "-") == 0;
+	if (!json_stdout) {
+		struct cli_style st;
+		cli_style_init(&st, stdout, o->no_color);
+		cli_print_run(stdout, run, certify, o->verbosity, &st);
+		fflush(stdout);
+	}
+	if (o->json) {
+		_cleanup_free_ char *text = pvg_run_report_json(run);
+		_cleanup_free_ char *withnl = pvg_asprintf("%s\n", text);
+		int r = cli_write_file(o->json, withnl);
+		if (r < 0) {
+			fprintf(stderr, "provgate: cannot write report %s: %s\n", o->json,
+				strerror(-r));
+			rc = EXIT_USAGE;
+		}
+	}
+	if (o->junit) {
+		_cleanup_free_ char *xml = cli_junit(run);
+		int r = cli_write_file(o->junit, xml);
+		if (r < 0) {
+			fprintf(stderr, "provgate: cannot write JUnit report %s: %s\n", o->junit,
+				strerror(-r));
+			rc = EXIT_USAGE;
+		}
+	}
+	return rc;
+}
+
+static int run_or_certify(int argc, char **argv, bool certify)
+{
+	struct run_opts o;
+	int rc = cli_parse_run_opts(argc, argv, &o, certify);
+	if (rc || o.help) {
+		if (o.help) {
+			printf("Usage: provgate %s\n\n%s\n", certify ? verb_certify.synopsis
+								: verb_run.synopsis,
+			       certify ? verb_certify.help : verb_run.help);
+			cli_run_opts_help(stdout);
+		}
+		return rc;
+	}
+	if (o.n_rest > 0) {
+		fprintf(stderr, "provgate: unexpected argument \"%s\"\n", o.rest[0]);
+		return EXIT_USAGE;
+	}
+	struct pvg_config *cfg = NULL;
+	rc = cli_open_config(&o, &cfg);
+	if (rc)
+		return rc;
+	pvg_hash_set_progress(cli_progress);
+	struct pvg_run *run = pvg_run_new(cfg, certify ? PVG_PHASE_LIVE : o.phase,
+					  certify ? 0 : o.gates, o.keep_going);
+	int r = pvg_run_execute(run);
+	pvg_hash_set_progress(NULL);
+	if (r < 0) {
+		fprintf(stderr, "provgate: internal error: %s\n", strerror(-r));
+		rc = EXIT_INTERNAL;
+	} else {
+		int erc = cli_emit(&o, run, certify);
+		if (certify)
+			rc = pvg_run_certified(run) ? EXIT_OK : EXIT_NOT_CERTIFIED;
+		else
+			rc = r == 0 ? EXIT_OK : EXIT_NOT_CERTIFIED;
+		if (erc)
+			rc = erc;
+	}
+	pvg_run_free(run);
+	pvg_config_free(cfg);
+	return rc;
+}
+
+static int run_main(int argc, char **argv)
+{
+	return run_or_certify(argc, argv, false);
+}
+
+static int certify_main(int argc, char **argv)
+{
+	return run_or_certify(argc, argv, true);
+}
+
+const struct cli_verb verb_run = {
+	.name = "run",
+	.main = run_main,
+	.synopsis = "run [-c FILE] [--phase install|prestart|live] [--gates 1,3-4] [--keep-going]\n"
+		    "                 [--json FILE|-] [--junit FILE] [-q|-v]",
+	.help = "Evaluates the phase's gates in order (default phase live: all seven) and stops at\n"
+		"the first that does not pass; later ones are reported blocked. Exit 0 when every\n"
+		"selected gate passed.\n",
+};
+
+const struct cli_verb verb_certify = {
+	.name = "certify",
+	.main = certify_main,
+	.synopsis = "certify [run's flags] [--out FILE]",
+	.help = "Evaluates all seven gates in phase live. Exit 0 only when the benchmark is\n"
+		"certified: every link from source to dispatched kernel closed.\n",
+};

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libprovgate: run provgate's seven ordered gates and get a report.
+ *
+ *   struct pvg_config *cfg; struct pvg_error err = {0};
+ *   if (pvg_config_load("provgate.json", &cfg, &err) < 0) ... err.message ...
+ *   struct pvg_run *run = pvg_run_new(cfg, PVG_PHASE_LIVE, 0, 0);
+ *   pvg_run_execute(run);
+ *   char *json = pvg_run_report_json(run);
+ *
+ * Every function returns 0 or a negative errno; strings are UTF-8.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PVG_EXPORT __attribute__((visibility("default")))
+
+#define PVG_N_GATES 7
+
+enum pvg_status {
+	PVG_PASS = 0,
+	PVG_FAIL,
+	PVG_UNVERIFIABLE,
+	PVG_BLOCKED,
+	PVG_SKIPPED,
+};
+
+enum pvg_phase {
+	PVG_PHASE_INSTALL = 0,
+	PVG_PHASE_PRESTART,
+	PVG_PHASE_LIVE,
+};
+
+/* Bit (1u << (id - 1)) per gate id 1..7. */
+typedef unsigned pvg_gate_mask;
+#define PVG_GATE_BIT(id) (1u << ((id) - 1))
+#define PVG_ALL_GATES 0x7fu
+
+struct pvg_config;
+struct pvg_run;
+
+/* A configuration error: what was wrong, and where. */
+struct pvg_error {
+	char message[1024];
+};
+
+PVG_EXPORT const char *pvg_version(void);
+PVG_EXPORT const char *pvg_status_name(enum pvg_status s);
+PVG_EXPORT const char *pvg_phase_name(enum pvg_phase p);
+PVG_EXPORT int pvg_phase_from_name(const char *name, enum pvg_phase *out);
+PVG_EXPORT pvg_gate_mask pvg_phase_gates(enum pvg_phase p);
+PVG_EXPORT const char *pvg_gate_name(int id);
+
+/* Loads and validates a config; -EINVAL (bad content) or -errno (unreadable) with err filled. */
+PVG_EXPORT int pvg_config_load(const char *path, struct pvg_config **out, struct pvg_error *err);
+/* Applies "section.key=value" as if it were in the file (flags such as --arch). */
+PVG_EXPORT int pvg_config_override(struct pvg_config *cfg, const char *key, const char *value,
+				   struct pvg_error *err);
+PVG_EXPORT void pvg_config_free(struct pvg_config *cfg);
+
+/* gates: the subset to evaluate within the phase (0 = all of the phase). */
+PVG_EXPORT struct pvg_run *pvg_run_new(const struct pvg_config *cfg, enum pvg_phase phase,
+				       pvg_gate_mask gates, bool keep_going);
+/* Evaluates the selected gates in order. Returns 0 when every selected gate passed,
+ * 1 when one did not, negative errno on an internal error. */
+PVG_EXPORT int pvg_run_execute(struct pvg_run *run);
+PVG_EXPORT enum pvg_status pvg_run_gate_status(const struct pvg_run *run, int id);
+PVG_EXPORT bool pvg_run_certified(const struct pvg_run *run);
+/* The report as JSON text (caller frees). */
+PVG_EXPORT char *pvg_run_report_json(const struct pvg_run *run);
+PVG_EXPORT void pvg_run_free(struct pvg_run *run);
+
+#ifdef __cplusplus
+}
+#endif
