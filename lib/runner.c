@@ -106,7 +106,8 @@ enum pvg_status pvg_check_not_implemented(struct pvg_ctx *ctx, struct pvg_result
 {
 	(void)ctx;
 	pvg_summary(res, "not implemented in this version");
-	pvg_problem(res, "provgate.not-implemented",
+	_cleanup_free_ char *code = pvg_asprintf("%s.not-implemented", res->name);
+	pvg_problem(res, code,
 		    "this gate cannot be evaluated by this provgate version; do not treat the "
 		    "link as proven",
 		    "gate %d %s is not implemented in this version", res->id, res->name);

@@ -63,3 +63,6 @@ run_tests() {
 		rm -rf "$T" "$T.log"
 	done
 }
+
+# validate REPORT...: the report matches lib/report.schema.json
+validate() { /usr/bin/python3 "$PVG_SRC/tests/validate-report.py" "$@" || fail "report does not validate"; }
