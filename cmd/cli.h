@@ -20,6 +20,11 @@ struct cli_style {
 };
 void cli_style_init(struct cli_style *st, FILE *f, bool force_off);
 
+void cli_print_header(FILE *f, const struct pvg_run *run, const struct cli_style *st);
+void cli_print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask only,
+		     int verbosity, const struct cli_style *st);
+void cli_print_verdict(FILE *f, const struct pvg_run *run, bool certify,
+		       const struct cli_style *st);
 void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosity,
 		   const struct cli_style *st);
 /* Writes text atomically (temp file + rename); "-" is stdout. 0 or -errno. */

@@ -43,8 +43,8 @@ static void put_clean(FILE *f, const char *s)
 	fputs(c, f);
 }
 
-static void print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask only,
-			int verbosity, const struct cli_style *st)
+void cli_print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask only,
+		     int verbosity, const struct cli_style *st)
 {
 	for (int i = 0; i < PVG_N_GATES; i++) {
 		const struct pvg_result *r = &results[i];
@@ -85,27 +85,38 @@ static const struct pvg_result *first_not_passed(const struct pvg_result *result
 	return NULL;
 }
 
+void cli_print_header(FILE *f, const struct pvg_run *run, const struct cli_style *st)
+{
+	fprintf(f, "%sprovgate %s%s", st->bold, pvg_version(), st->reset);
+	if (run->cfg->name) {
+		fputs(" · ", f);
+		put_clean(f, run->cfg->name);
+	}
+	fprintf(f, " · phase %s", pvg_phase_name(run->phase));
+	if (run->cfg->path) {
+		fputs(" · ", f);
+		put_clean(f, run->cfg->path);
+	}
+	fputc('\n', f);
+}
+
 void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosity,
 		   const struct cli_style *st)
 {
 	if (verbosity >= 0) {
-		fprintf(f, "%sprovgate %s%s", st->bold, pvg_version(), st->reset);
-		if (run->cfg->name) {
-			fputs(" · ", f);
-			put_clean(f, run->cfg->name);
-		}
-		fprintf(f, " · phase %s", pvg_phase_name(run->phase));
-		if (run->cfg->path) {
-			fputs(" · ", f);
-			put_clean(f, run->cfg->path);
-		}
-		fputc('\n', f);
-		print_gates(f, run->results, 0, verbosity, st);
+		cli_print_header(f, run, st);
+		cli_print_gates(f, run->results, 0, verbosity, st);
 		if (run->after) {
 			fprintf(f, "%safter the command:%s\n", st->bold, st->reset);
-			print_gates(f, run->after, run->after_selected, verbosity, st);
+			cli_print_gates(f, run->after, run->after_selected, verbosity, st);
 		}
 	}
+	cli_print_verdict(f, run, certify, st);
+}
+
+void cli_print_verdict(FILE *f, const struct pvg_run *run, bool certify,
+		       const struct cli_style *st)
+{
 	const struct pvg_result *bad = first_not_passed(run->results, run->selected);
 	if (!bad && run->after)
 		bad = first_not_passed(run->after, run->after_selected);
@@ -117,7 +128,8 @@ void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosi
 		}
 	if (certify) {
 		if (pvg_run_certified(run))
-			fprintf(f, "%sCERTIFIED%s: all seven gates passed\n", st->pass, st->reset);
+			fprintf(f, "%sCERTIFIED%s: all seven gates passed%s\n", st->pass, st->reset,
+				run->after ? ", and gates 3, 4, 5, 7 still hold after the command" : "");
 		else
 			fprintf(f,
 				"%sNOT CERTIFIED%s: gate %d %s is %s%s\n", st->fail, st->reset,
