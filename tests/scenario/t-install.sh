@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# meson install places every file; the installed library and header work from a C program;
+# the man pages render without warnings; the hooks run provgate.
+source "$PVG_SRC/tests/lib.sh"
+
+test_meson_install_places_every_file_and_the_api_works() {
+	need meson ninja pkg-config cc
+	meson setup b "$PVG_SRC" --prefix=/usr -Dman=enabled >setup.log 2>&1 || { cat setup.log; fail "meson setup"; }
+	ninja -C b >build.log 2>&1 || { tail -30 build.log; fail "build"; }
+	DESTDIR="$T/dd" meson install -C b --no-rebuild >install.log 2>&1 || { cat install.log; fail "install"; }
+	for f in usr/bin/provgate usr/include/provgate.h usr/share/man/man1/provgate.1 \
+		usr/share/man/man5/provgate.json.5 usr/share/bash-completion/completions/provgate \
+		usr/share/provgate/hooks/post-install usr/share/provgate/hooks/pre-benchmark \
+		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
+		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json; do
+		[ -e "dd/$f" ] || fail "not installed: $f"
+	done
+	ls dd/usr/lib/*/libprovgate.so.0* >/dev/null || fail "library not installed"
+	pc=$(ls dd/usr/lib/*/pkgconfig/provgate.pc) || fail "pkg-config file not installed"
+	[ -x dd/usr/share/provgate/hooks/post-install ] || fail "hook not executable"
+	libdir=$(dirname "$(ls dd/usr/lib/*/libprovgate.so)")
+	cat >api.c <<-'C'
+	#include <provgate.h>
+	#include <stdio.h>
+	#include <stdlib.h>
+	int main(int argc, char **argv) {
+		struct pvg_config *cfg; struct pvg_error err;
+		if (pvg_config_load(argv[1], &cfg, &err) < 0) { fprintf(stderr, "%s\n", err.message); return 2; }
+		struct pvg_run *run = pvg_run_new(cfg, PVG_PHASE_LIVE, PVG_GATE_BIT(3), false);
+		int r = pvg_run_execute(run);
+		printf("%d %s %s\n", r, pvg_status_name(pvg_run_gate_status(run, 3)), pvg_version());
+		char *json = pvg_run_report_json(run); free(json);
+		pvg_run_free(run); pvg_config_free(cfg);
+		return 0;
+	}
+	C
+	cc -Wall -Werror -o api api.c -I dd/usr/include -L "$libdir" -lprovgate || fail "compile against the installed header"
+	head -c 100 /dev/urandom >x.so; cp x.so y.so
+	echo '{"build": {"artifact": "x.so"}, "install": {"artifact": "y.so"}}' >c.json
+	assert_eq "$(LD_LIBRARY_PATH="$libdir" ./api c.json)" "0 pass 0.1.0"
+	grep -q '^Libs: .*-lprovgate' "$pc" || fail "pkg-config Libs"
+}
+
+test_man_pages_render_without_warnings() {
+	need man scdoc
+	for page in provgate.1.scd provgate.json.5.scd; do
+		"$PVG_SRC/man/assemble.sh" "$T/page" "$PVG_SRC/man/$page" "$PVG_SRC/man/codes"
+		warn=$(MANWIDTH=80 man --warnings -l "$T/page" 2>&1 >/dev/null)
+		assert_eq "$warn" "" "man warnings for $page"
+		MANWIDTH=80 man -l "$T/page" >text 2>/dev/null
+		grep -q NAME text || fail "$page rendered nothing"
+	done
+}
+
+test_every_problem_code_in_the_code_is_documented() {
+	codes=$(grep -rhoE '"(build-log|install-scope|artifact-hash|process-maps|stale-service|code-object|dispatch-marker)\.[a-z0-9-]+"' \
+		"$PVG_SRC/checks" "$PVG_SRC/lib" | tr -d '"' | sort -u)
+	[ -n "$codes" ] || fail "no codes found"
+	for c in $codes; do
+		grep -rqF "*$c*" "$PVG_SRC/man" || fail "problem code $c is not in man/"
+	done
+}
+
+test_post_install_hook_runs_the_install_phase() {
+	head -c 100 /dev/urandom >x.so; cp x.so y.so
+	echo '{"build": {"artifact": "x.so"}, "install": {"artifact": "y.so"}}' >provgate.json
+	set +e
+	PROVGATE="$PROVGATE" PROVGATE_REPORT_DIR="$T/reports" "$PVG_SRC/hooks/post-install" --keep-going >o.txt 2>&1
+	rc=$?
+	set -e
+	[ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "hook exit $rc: $(cat o.txt)"
+	rep=$(ls reports/install-*.json) || fail "no report written"
+	assert_eq "$(jq -c .selected_gates "$rep")" "[1,2,3,6]"
+	assert_eq "$(gate_status "$rep" 3)" pass
+}
+
+test_bash_completion_offers_verbs() {
+	need bash
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate ce); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "certify"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate run --phase p); COMP_CWORD=3; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "prestart"
+}
+
+run_tests
