@@ -1,9 +1,414 @@
 /* SPDX-License-Identifier: MIT */
-/* Gate 2 install-scope (SPEC §2). */
+/*
+ * Gate 2 install-scope: every changed runtime file is installed with identical bytes.
+ * The change set comes from lib/scope.c; this file decides what each class of change needs:
+ * mapped files must be at their install path with the work tree's bytes, deleted or
+ * renamed-away mapped files must be gone from it, unknown files fail (default-deny), compiled
+ * files are left to gates 1, 3 and 6, ignored files to nobody.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+
 #include "checks.h"
+#include "scope.h"
+
+#define MAX_LISTED_CHANGES 200 /* evidence stays readable on a 10,000-file rebase */
+#define MAX_PROBLEMS_PER_CODE 50
+#define HASH_THREADS 4
+
+enum verdict {
+	V_NONE,
+	V_SAME,         /* installed, identical bytes */
+	V_MISSING,      /* not at its install path */
+	V_DIFFERS,      /* there, other bytes (or not a regular file) */
+	V_GONE,         /* deleted, and absent from the install location: as it should be */
+	V_STILL,        /* deleted or renamed away, still installed */
+	V_UNREADABLE,   /* one side could not be read */
+	V_SUBMODULE,    /* a gitlink under an install prefix: no bytes to compare */
+};
+
+static const char *const verdict_names[] = {
+	[V_NONE] = NULL,           [V_SAME] = "installed",   [V_MISSING] = "missing",
+	[V_DIFFERS] = "differs",   [V_GONE] = "removed",     [V_STILL] = "still-installed",
+	[V_UNREADABLE] = "unreadable", [V_SUBMODULE] = "submodule",
+};
+
+/* One mapped file to compare: the work tree copy against the installed copy. */
+struct compare_job {
+	const struct pvg_change *change;
+	char *work;
+	enum verdict verdict;
+	int err;             /* errno behind V_UNREADABLE / V_DIFFERS */
+	bool err_installed;  /* which side err is about */
+	const char *err_what;
+	uint64_t work_size, inst_size;
+	char work_hex[65], inst_hex[65];
+};
+
+struct pool {
+	struct compare_job *jobs;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void compare_one(struct compare_job *j)
+{
+	const char *inst = j->change->install_path;
+	struct stat ws, is;
+	if (stat(inst, &is) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR) {
+			j->verdict = V_MISSING;
+		} else {
+			j->verdict = V_UNREADABLE;
+			j->err = errno;
+			j->err_installed = true;
+			j->err_what = "stat";
+		}
+		return;
+	}
+	if (stat(j->work, &ws) < 0) {
+		j->verdict = V_UNREADABLE;
+		j->err = errno;
+		j->err_what = "stat";
+		return;
+	}
+	j->work_size = (uint64_t)ws.st_size;
+	j->inst_size = (uint64_t)is.st_size;
+	if (S_ISREG(ws.st_mode) && S_ISREG(is.st_mode) && ws.st_size != is.st_size) {
+		j->verdict = V_DIFFERS; /* no need to read either: the sizes already disagree */
+		return;
+	}
+	struct pvg_file_id w, i;
+	pvg_hash_file(j->work, &w);
+	pvg_hash_file(inst, &i);
+	if (!w.hashed || !i.hashed) {
+		const struct pvg_file_id *bad = !w.hashed ? &w : &i;
+		bool not_regular = bad->err == EISDIR || bad->err == EINVAL;
+		j->verdict = not_regular && bad == &i ? V_DIFFERS : V_UNREADABLE;
+		j->err = bad->err;
+		j->err_installed = bad == &i;
+		j->err_what = bad->err_what;
+	} else {
+		j->work_size = w.size;
+		j->inst_size = i.size;
+		memcpy(j->work_hex, w.hex, sizeof(j->work_hex));
+		memcpy(j->inst_hex, i.hex, sizeof(j->inst_hex));
+		j->verdict = memcmp(w.sha256, i.sha256, 32) == 0 ? V_SAME : V_DIFFERS;
+	}
+	pvg_file_id_clear(&w);
+	pvg_file_id_clear(&i);
+}
+
+static void *pool_worker(void *arg)
+{
+	struct pool *p = arg;
+	for (size_t k; (k = atomic_fetch_add(&p->next, 1)) < p->n;)
+		compare_one(&p->jobs[k]);
+	return NULL;
+}
+
+/* Compares all jobs on up to HASH_THREADS threads (this one included). */
+static void compare_all(struct compare_job *jobs, size_t n)
+{
+	struct pool p = { .jobs = jobs, .n = n };
+	atomic_init(&p.next, 0);
+	pthread_t tid[HASH_THREADS - 1];
+	size_t started = 0;
+	size_t want = n < HASH_THREADS ? n : HASH_THREADS;
+	for (size_t t = 1; t < want; t++)
+		if (pthread_create(&tid[started], NULL, pool_worker, &p) == 0)
+			started++;
+	pool_worker(&p);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+}
+
+/* Problems of one code beyond MAX_PROBLEMS_PER_CODE are counted, then summed up once. */
+static const char *const capped_codes[] = {
+	"install-scope.not-installed", "install-scope.differs",
+	"install-scope.deleted-still-installed", "install-scope.unknown-scope",
+	"install-scope.unreadable", "install-scope.submodule",
+};
+
+static bool under_cap(size_t count_of[], size_t k)
+{
+	return ++count_of[k] <= MAX_PROBLEMS_PER_CODE;
+}
+
+static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
+{
+	if (a == PVG_FAIL || b == PVG_FAIL)
+		return PVG_FAIL;
+	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
+		return PVG_UNVERIFIABLE;
+	return PVG_PASS;
+}
+
+static const char kind_name[][9] = { ['A' - 'A'] = "added",    ['D' - 'A'] = "deleted",
+				     ['M' - 'A'] = "modified", ['R' - 'A'] = "renamed",
+				     ['T' - 'A'] = "type" };
+
+static const char *kind_word(char k)
+{
+	return k >= 'A' && k <= 'T' && kind_name[k - 'A'][0] ? kind_name[k - 'A'] : "changed";
+}
+
+/* Deleted (or renamed-away) mapped file: it must not be at its install path any more. */
+static enum verdict check_gone(const char *inst, int *err)
+{
+	struct stat st;
+	if (lstat(inst, &st) == 0)
+		return V_STILL;
+	if (errno == ENOENT || errno == ENOTDIR)
+		return V_GONE;
+	*err = errno;
+	return V_UNREADABLE;
+}
+
+static cJSON *change_json(const struct pvg_change *c, enum verdict v, enum verdict old_v)
+{
+	cJSON *o = cJSON_CreateObject();
+	pvg_json_add_str(o, "path", c->path);
+	if (c->old_path)
+		pvg_json_add_str(o, "old_path", c->old_path);
+	char k[2] = { c->kind, 0 };
+	cJSON_AddStringToObject(o, "kind", k);
+	cJSON_AddStringToObject(o, "class", pvg_scope_class_name(c->cls));
+	pvg_json_add_bool(o, "uncommitted", c->uncommitted);
+	if (c->install_path)
+		pvg_json_add_str(o, "install_path", c->install_path);
+	if (v != V_NONE)
+		cJSON_AddStringToObject(o, "installed", verdict_names[v]);
+	if (c->old_install_path)
+		pvg_json_add_str(o, "old_install_path", c->old_install_path);
+	if (old_v != V_NONE)
+		cJSON_AddStringToObject(o, "old_installed", verdict_names[old_v]);
+	if (c->submodule)
+		pvg_json_add_bool(o, "submodule", true);
+	return o;
+}
+
+static enum pvg_status scope_error(struct pvg_result *res, const struct pvg_scope *s)
+{
+	_cleanup_free_ char *code = pvg_asprintf("install-scope.%s", s->reason ? s->reason : "git-error");
+	pvg_problem(res, code, s->hint, "%s", s->why ? s->why : strerror(-s->err));
+	pvg_summary(res, "no change set: %s", s->why ? s->why : strerror(-s->err));
+	return PVG_UNVERIFIABLE;
+}
+
+static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_scope *s;
+	int r = pvg_scope_get(ctx, &s);
+	cJSON *ev = res->evidence;
+	pvg_json_add_str(ev, "repo", s->workdir ? s->workdir : s->repo);
+	pvg_json_add_str(ev, "baseline", s->baseline);
+	pvg_json_add_str(ev, "head", s->head[0] ? s->head : NULL);
+	pvg_json_add_str(ev, "merge_base", s->merge_base[0] ? s->merge_base : NULL);
+	pvg_json_add_bool(ev, "shallow", s->shallow);
+	pvg_json_add_bool(ev, "include_uncommitted", s->include_uncommitted);
+	if (r < 0)
+		return scope_error(res, s);
+
+	cJSON *counts = cJSON_AddObjectToObject(ev, "counts");
+	pvg_json_add_int(counts, "changed", (int)s->n);
+	for (int c = 0; c < PVG_SCOPE__N_CLASSES; c++)
+		pvg_json_add_int(counts, pvg_scope_class_name(c), (int)s->count[c]);
+
+	size_t runtime = s->count[PVG_SCOPE_MAPPED] + s->count[PVG_SCOPE_COMPILED] +
+			 s->count[PVG_SCOPE_UNKNOWN];
+	if (runtime == 0) {
+		/* nothing to prove is not a proof: usually the baseline already contains the change */
+		const char *hint = "check source.baseline: it must name the branch the change is based "
+				   "on (e.g. origin/main), not one that already contains it";
+		if (s->n == 0) {
+			pvg_problem(res, "install-scope.no-changes", hint,
+				    "no file changed between merge base %.12s and the work tree",
+				    s->merge_base);
+			pvg_summary(res, "nothing to prove: no changed files since %.12s",
+				    s->merge_base);
+		} else {
+			pvg_problem(res, "install-scope.no-changes", hint,
+				    "all %zu changed files are ignored (source.ignore): no runtime "
+				    "change to prove",
+				    s->n);
+			pvg_summary(res, "nothing to prove: all %zu changed files are ignored", s->n);
+		}
+		cJSON *list = cJSON_AddArrayToObject(ev, "changes");
+		for (size_t i = 0; i < s->n && i < MAX_LISTED_CHANGES; i++)
+			cJSON_AddItemToArray(list, change_json(&s->changes[i], V_NONE, V_NONE));
+		return PVG_UNVERIFIABLE;
+	}
+
+	/* Mapped files that exist in the work tree: compared in parallel. */
+	_cleanup_free_ struct compare_job *jobs = pvg_xcalloc(s->n, sizeof(*jobs));
+	_cleanup_free_ enum verdict *verdict = pvg_xcalloc(s->n, sizeof(*verdict));
+	_cleanup_free_ enum verdict *old_verdict = pvg_xcalloc(s->n, sizeof(*old_verdict));
+	_cleanup_free_ int *gone_err = pvg_xcalloc(s->n, sizeof(*gone_err));
+	_cleanup_free_ int *old_err = pvg_xcalloc(s->n, sizeof(*old_err));
+	_cleanup_free_ size_t *job_of = pvg_xcalloc(s->n, sizeof(*job_of));
+	size_t n_jobs = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pvg_change *c = &s->changes[i];
+		job_of[i] = SIZE_MAX;
+		if (c->cls == PVG_SCOPE_MAPPED) {
+			if (c->submodule)
+				verdict[i] = V_SUBMODULE;
+			else if (c->kind == 'D')
+				verdict[i] = check_gone(c->install_path, &gone_err[i]);
+			else {
+				jobs[n_jobs] = (struct compare_job){
+					.change = c, .work = pvg_path_join(s->workdir, c->path)
+				};
+				job_of[i] = n_jobs++;
+			}
+		}
+		/* the old path of a rename must be gone, unless the work tree has it again */
+		if (c->old_install_path && !pvg_scope_find(s, c->old_path))
+			old_verdict[i] = check_gone(c->old_install_path, &old_err[i]);
+	}
+	compare_all(jobs, n_jobs);
+
+	enum pvg_status st = PVG_PASS;
+	size_t count_of[ARRAY_SIZE(capped_codes)] = { 0 };
+	size_t n_same = 0, n_gone = 0, n_unproven = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pvg_change *c = &s->changes[i];
+		if (job_of[i] != SIZE_MAX)
+			verdict[i] = jobs[job_of[i]].verdict;
+		const struct compare_job *j = job_of[i] != SIZE_MAX ? &jobs[job_of[i]] : NULL;
+		switch (verdict[i]) {
+		case V_SAME:
+			n_same++;
+			break;
+		case V_GONE:
+			n_gone++;
+			break;
+		case V_MISSING:
+			st = PVG_FAIL;
+			if (under_cap(count_of, 0))
+				pvg_problem(res, "install-scope.not-installed",
+					    "install it (pip install / cmake --install / your deploy "
+					    "copy) or fix install_map",
+					    "%s file %s is not installed: %s does not exist",
+					    kind_word(c->kind), c->path, c->install_path);
+			break;
+		case V_DIFFERS:
+			st = PVG_FAIL;
+			if (!under_cap(count_of, 1))
+				break;
+			if (j && j->err)
+				pvg_problem(res, "install-scope.differs",
+					    "reinstall: the install location holds something else",
+					    "%s: installed %s %s", c->path, c->install_path,
+					    j->err_what);
+			else if (j && !j->work_hex[0])
+				pvg_problem(res, "install-scope.differs",
+					    "reinstall the changed files, then run again",
+					    "%s: installed copy %s differs (%" PRIu64 " bytes in the work "
+					    "tree, %" PRIu64 " installed)",
+					    c->path, c->install_path, j->work_size, j->inst_size);
+			else if (j)
+				pvg_problem(res, "install-scope.differs",
+					    "reinstall the changed files, then run again",
+					    "%s: installed copy %s differs (sha256 %.12s… in the work tree, "
+					    "%.12s… installed)",
+					    c->path, c->install_path, j->work_hex, j->inst_hex);
+			break;
+		case V_STILL:
+			st = PVG_FAIL;
+			if (under_cap(count_of, 2))
+				pvg_problem(res, "install-scope.deleted-still-installed",
+					    "remove it from the install location (a stale module can "
+					    "still be imported), or reinstall cleanly",
+					    "%s was deleted but is still installed at %s", c->path,
+					    c->install_path);
+			break;
+		case V_UNREADABLE:
+			st = worst(st, PVG_UNVERIFIABLE);
+			if (under_cap(count_of, 4)) {
+				int e = j ? j->err : gone_err[i];
+				pvg_problem(res, "install-scope.unreadable",
+					    "run provgate as a user that can read the work tree and the "
+					    "install location",
+					    "%s: cannot read %s: %s", c->path,
+					    j && !j->err_installed ? j->work : c->install_path,
+					    strerror(e));
+			}
+			break;
+		case V_SUBMODULE:
+			st = worst(st, PVG_UNVERIFIABLE);
+			if (under_cap(count_of, 5))
+				pvg_problem(res, "install-scope.submodule",
+					    "map the submodule's runtime files individually, or ignore "
+					    "the submodule path",
+					    "%s is a submodule under an install_map prefix: its "
+					    "installation cannot be compared file by file",
+					    c->path);
+			break;
+		case V_NONE:
+			break;
+		}
+		if (c->cls == PVG_SCOPE_UNKNOWN) {
+			st = PVG_FAIL;
+			if (under_cap(count_of, 3))
+				pvg_problem(res, "install-scope.unknown-scope",
+					    "add it to source.install_map (runtime file), "
+					    "source.compiled (built into the artifact) or source.ignore",
+					    "%s file %s is neither mapped, compiled nor ignored",
+					    kind_word(c->kind), c->path);
+		}
+		if (old_verdict[i] == V_STILL) {
+			st = PVG_FAIL;
+			if (under_cap(count_of, 2))
+				pvg_problem(res, "install-scope.deleted-still-installed",
+					    "remove it from the install location (a stale module can "
+					    "still be imported), or reinstall cleanly",
+					    "%s was renamed to %s but is still installed at %s",
+					    c->old_path, c->path, c->old_install_path);
+		} else if (old_verdict[i] == V_UNREADABLE) {
+			st = worst(st, PVG_UNVERIFIABLE);
+			if (under_cap(count_of, 4))
+				pvg_problem(res, "install-scope.unreadable", NULL,
+					    "%s: cannot check %s: %s", c->old_path,
+					    c->old_install_path, strerror(old_err[i]));
+		}
+		bool unproven = (verdict[i] != V_NONE && verdict[i] != V_SAME && verdict[i] != V_GONE) ||
+				c->cls == PVG_SCOPE_UNKNOWN || old_verdict[i] == V_STILL ||
+				old_verdict[i] == V_UNREADABLE;
+		n_unproven += unproven;
+	}
+	for (size_t k = 0; k < ARRAY_SIZE(capped_codes); k++)
+		if (count_of[k] > MAX_PROBLEMS_PER_CODE)
+			pvg_problem(res, capped_codes[k], NULL, "… and %zu more files like the above",
+				    count_of[k] - MAX_PROBLEMS_PER_CODE);
+
+	cJSON *list = cJSON_AddArrayToObject(ev, "changes");
+	for (size_t i = 0; i < s->n && i < MAX_LISTED_CHANGES; i++)
+		cJSON_AddItemToArray(list,
+				     change_json(&s->changes[i], verdict[i], old_verdict[i]));
+	pvg_json_add_int(ev, "changes_listed", (int)(s->n < MAX_LISTED_CHANGES ? s->n
+									 : MAX_LISTED_CHANGES));
+	pvg_json_add_int(counts, "installed_identical", (int)n_same);
+	pvg_json_add_int(counts, "removed", (int)n_gone);
+
+	if (st == PVG_PASS)
+		pvg_summary(res,
+			    "%zu changed since %.12s: %zu installed identical, %zu removed, "
+			    "%zu compiled (gates 1, 3, 6), %zu ignored",
+			    s->n, s->merge_base, n_same, n_gone, s->count[PVG_SCOPE_COMPILED],
+			    s->count[PVG_SCOPE_IGNORED]);
+	else
+		pvg_summary(res, "%zu of %zu changed files not proven installed: %s", n_unproven,
+			    s->n, res->problems[0].message);
+	for (size_t k = 0; k < n_jobs; k++)
+		free(jobs[k].work);
+	return st;
+}
 
 const struct pvg_check pvg_check_install_scope = {
 	.id = 2,
 	.name = "install-scope",
-	.run = pvg_check_not_implemented,
+	.run = run_install_scope,
 };

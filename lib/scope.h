@@ -14,6 +14,7 @@ enum pvg_scope_class {
 	PVG_SCOPE_IGNORED,  /* matches source.ignore */
 	PVG_SCOPE_UNKNOWN,  /* none of these: default-deny */
 };
+#define PVG_SCOPE__N_CLASSES 4
 
 struct pvg_change {
 	char *path;      /* repo-relative, '/'-separated; the new path of a rename */
@@ -22,6 +23,10 @@ struct pvg_change {
 	bool uncommitted; /* staged, unstaged or untracked (not in merge-base..HEAD) */
 	enum pvg_scope_class cls;
 	char *install_path; /* PVG_SCOPE_MAPPED: where it must be installed */
+	/* Added fields. */
+	enum pvg_scope_class old_cls; /* the old path's class (renames only) */
+	char *old_install_path;       /* the old path's install location when it was mapped */
+	bool submodule;               /* a gitlink: the "file" is another repository */
 };
 
 struct pvg_scope {
@@ -30,9 +35,39 @@ struct pvg_scope {
 	char *workdir;
 	char merge_base[41];
 	char head[41];
-	struct pvg_change *changes;
+	struct pvg_change *changes; /* sorted by path (byte order) */
 	size_t n;
+	/* Added fields. */
+	/* When err != 0: a stable slug for the problem code ("shallow", "unknown-baseline",
+	 * "no-merge-base", "no-baseline", "not-a-repo", "no-head", "git-error") and a hint. */
+	const char *reason;
+	char *hint;
+	char *baseline;  /* the baseline as configured */
+	char *repo;      /* the folder that was opened (source.repo or the config's folder) */
+	bool shallow;
+	bool include_uncommitted;
+	size_t count[PVG_SCOPE__N_CLASSES]; /* changes per class */
 };
 
-/* The run's change set (computed on first use). Returns 0 or scope->err. */
+/*
+ * err values: -EDESTADDRREQ source.baseline not set; -ENOTDIR no repository at source.repo;
+ * -ENOENT baseline (or HEAD) cannot be resolved; -ESRCH shallow clone or no merge base;
+ * -EIO any other libgit2 failure.
+ */
+
+/* The run's change set (computed on first use). Returns 0 or scope->err; *out is always set
+ * (read why/hint/reason on error). */
 int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out);
+
+/* The same computation without a run context (tests, benchmarks). Never NULL. */
+struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg);
+void pvg_scope_free(struct pvg_scope *scope);
+
+/* Class of one repo-relative path. For PVG_SCOPE_MAPPED, *install_path (when install_path is
+ * not NULL) receives the install location (caller frees). Precedence, first match wins:
+ * compiled, install_map (the longest "from" wins), ignore; otherwise unknown. */
+enum pvg_scope_class pvg_scope_classify(const struct pvg_config *cfg, const char *path,
+					char **install_path);
+const char *pvg_scope_class_name(enum pvg_scope_class cls);
+/* The change whose (new) path is path, or NULL. */
+const struct pvg_change *pvg_scope_find(const struct pvg_scope *scope, const char *path);
