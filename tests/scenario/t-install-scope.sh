@@ -368,4 +368,34 @@ test_installed_path_is_a_directory() {
 	assert_contains "$(jq -r .gates[1].problems[0].message r.json)" "directory"
 }
 
+test_odd_file_names_are_escaped_in_the_report() {
+	setup_repo
+	printf 'x\n' >"r/vllm/with space.py"
+	printf 'y\n' >"r/"$'bad\xff name.txt'
+	commit odd
+	install_all
+	run_gate
+	assert_eq "$(problem_codes r.json 2)" install-scope.unknown-scope
+	assert_contains "$(jq -r .gates[1].problems[0].message r.json)" 'bad\xff name.txt'
+	assert_eq "$(jq -r '.gates[1].evidence.changes[] | select(.path == "vllm/with space.py") | .installed' r.json)" installed
+	validate r.json
+}
+
+test_submodule_under_install_prefix_is_unverifiable() {
+	setup_repo
+	export LSAN_OPTIONS="suppressions=$PVG_SRC/tests/lsan-libgit2.supp:print_suppressions=0"
+	git -C r -c protocol.file.allow=always submodule add -q "file://$T/up" vllm/vendored
+	commit sub
+	install_all
+	run_gate
+	# .gitmodules is not classified: that alone is a fail, which outranks unverifiable
+	assert_eq "$(gate_status r.json 2)" fail
+	assert_eq "$(problem_codes r.json 2)" "install-scope.unknown-scope install-scope.submodule"
+	sed -i 's|".gitignore"|".gitignore", ".gitmodules"|' provgate.json
+	run_gate
+	assert_eq "$(gate_status r.json 2)" unverifiable
+	assert_eq "$(problem_codes r.json 2)" install-scope.submodule
+	assert_contains "$(jq -r '.gates[1].problems[0].message' r.json)" vllm/vendored
+}
+
 run_tests
