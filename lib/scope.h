@@ -32,7 +32,7 @@ struct pvg_change {
 struct pvg_scope {
 	int err;   /* 0, or -errno: -ENOENT baseline unknown, -ESRCH shallow / no merge base, ... */
 	char *why; /* message when err != 0 */
-	char *workdir;
+	char *workdir; /* the work tree's root, no trailing '/'; NULL if no repository opened */
 	char merge_base[41];
 	char head[41];
 	struct pvg_change *changes; /* sorted by path (byte order) */
@@ -55,8 +55,9 @@ struct pvg_scope {
  * -EIO any other libgit2 failure.
  */
 
-/* The run's change set (computed on first use). Returns 0 or scope->err; *out is always set
- * (read why/hint/reason on error). */
+/* The run's change set (computed on first use, kept until pvg_ctx_forget). Returns 0 or
+ * scope->err; *out is always set (read why/hint/reason on error). A path changed by commits
+ * and again in the work tree is one entry; its kind describes merge base -> work tree. */
 int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out);
 
 /* The same computation without a run context (tests, benchmarks). Never NULL. */

@@ -249,6 +249,28 @@ test_committed_then_deleted_in_work_tree() {
 	assert_eq "$(problem_codes r.json 2)" install-scope.deleted-still-installed
 }
 
+test_commits_and_work_tree_fold_into_one_entry_per_path() {
+	setup_repo
+	g mv vllm/old_name.py vllm/moved.py
+	g rm -q vllm/gone.py
+	echo "edited" >>r/vllm/layers/l1.py
+	commit c1
+	rm r/vllm/moved.py                 # renamed by a commit, then deleted
+	echo "back again" >r/vllm/gone.py  # deleted by a commit, then re-created (untracked)
+	echo "again" >>r/vllm/layers/l1.py # committed change, edited again
+	install_all
+	run_gate
+	assert_eq "$(pg_changes)" "D vllm/moved.py
+D vllm/old_name.py
+M vllm/gone.py
+M vllm/layers/l1.py"
+	assert_eq "$(jq -r '[.gates[1].evidence.changes[] | select(.path == "vllm/gone.py" or .path == "vllm/layers/l1.py") | .installed] | join(" ")' r.json)" "installed installed"
+	assert_eq "$(gate_status r.json 2)" pass
+	cp up/vllm/old_name.py inst/vllm/old_name.py
+	run_gate
+	assert_eq "$(problem_codes r.json 2)" install-scope.deleted-still-installed
+}
+
 test_unknown_scope_names_the_file() {
 	setup_repo
 	echo "# new dependency" >>r/setup.py
@@ -396,6 +418,39 @@ test_submodule_under_install_prefix_is_unverifiable() {
 	assert_eq "$(gate_status r.json 2)" unverifiable
 	assert_eq "$(problem_codes r.json 2)" install-scope.submodule
 	assert_contains "$(jq -r '.gates[1].problems[0].message' r.json)" vllm/vendored
+}
+
+test_upstream_merged_into_work_stays_out_of_scope() {
+	setup_repo
+	echo "work" >>r/vllm/layers/l1.py
+	commit w1
+	echo "upstream" >>up/vllm/layers/l5.py
+	echo "upstream" >>up/setup.py
+	git -C up commit -qam upstream
+	g fetch -q origin
+	g merge -q --no-edit origin/main
+	install_all
+	run_gate
+	assert_eq "$(pg_changes)" "$(git_changes origin/main)" "change set vs git diff --name-status"
+	assert_eq "$(pg_changes)" "M vllm/layers/l1.py"
+	assert_eq "$(jq -r .gates[1].evidence.merge_base r.json)" "$(g rev-parse origin/main)"
+	assert_eq "$(gate_status r.json 2)" pass
+}
+
+test_repository_is_left_untouched() {
+	setup_repo
+	echo "v2" >>r/vllm/layers/l1.py
+	commit c1
+	install_all
+	# edits right after the index was written are "racily clean": the diff must read them
+	# without refreshing the index
+	echo "v3" >>r/vllm/layers/l1.py
+	echo "new" >r/vllm/fresh.py
+	before=$(cd r/.git && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+	run_gate
+	after=$(cd r/.git && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+	assert_eq "$after" "$before" ".git contents"
+	assert_eq "$(problem_codes r.json 2)" "install-scope.not-installed install-scope.differs"
 }
 
 run_tests
