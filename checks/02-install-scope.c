@@ -186,6 +186,8 @@ static cJSON *change_json(const struct pvg_change *c, enum verdict v, enum verdi
 		cJSON_AddStringToObject(o, "old_installed", verdict_names[old_v]);
 	if (c->submodule)
 		pvg_json_add_bool(o, "submodule", true);
+	if (c->provgate_input)
+		pvg_json_add_bool(o, "provgate_input", true);
 	return o;
 }
 

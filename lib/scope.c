@@ -5,6 +5,7 @@
  * uncommitted ones from HEAD against the index and work tree. Both are folded into one entry
  * per path, so that a file changed in a commit and again in the work tree appears once.
  */
+#include <sys/stat.h>
 #include <git2.h>
 
 #include "scope.h"
@@ -490,6 +491,37 @@ static void compute(struct pvg_scope *s, const struct pvg_config *cfg, git_repos
 	(void)cfg;
 }
 
+/* provgate's own inputs (the config, the build and service logs) often live in the
+ * experiment's checkout without being tracked; they are not runtime files. */
+struct input_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+static size_t provgate_inputs(const struct pvg_config *cfg, struct input_id out[3])
+{
+	const char *paths[] = { cfg->path, cfg->build.log, cfg->markers.log };
+	size_t n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		struct stat st;
+		if (paths[i] && stat(paths[i], &st) == 0 && S_ISREG(st.st_mode))
+			out[n++] = (struct input_id){ st.st_dev, st.st_ino };
+	}
+	return n;
+}
+
+static bool is_input(const struct input_id *in, size_t n, const char *workdir, const char *path)
+{
+	_cleanup_free_ char *full = pvg_path_join(workdir, path);
+	struct stat st;
+	if (!n || stat(full, &st) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (in[i].dev == st.st_dev && in[i].ino == st.st_ino)
+			return true;
+	return false;
+}
+
 struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg)
 {
 	struct pvg_scope *s = pvg_xcalloc(1, sizeof(*s));
@@ -519,6 +551,8 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg)
 		return s;
 	}
 
+	struct input_id inputs[3];
+	size_t n_inputs = provgate_inputs(cfg, inputs);
 	s->changes = pvg_xcalloc(t.n, sizeof(*s->changes));
 	for (size_t i = 0; i < t.n; i++) {
 		if (t.e[i].dead) {
@@ -528,6 +562,12 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg)
 		struct pvg_change *c = &s->changes[s->n++];
 		*c = t.e[i].c;
 		c->cls = pvg_scope_classify(cfg, c->path, &c->install_path);
+		/* only ever turns unknown into ignored: never exempts a mapped or compiled file */
+		if (c->cls == PVG_SCOPE_UNKNOWN && c->kind != 'D' &&
+		    is_input(inputs, n_inputs, s->workdir, c->path)) {
+			c->cls = PVG_SCOPE_IGNORED;
+			c->provgate_input = true;
+		}
 		c->old_cls = c->cls;
 		if (c->old_path)
 			c->old_cls = pvg_scope_classify(cfg, c->old_path, &c->old_install_path);

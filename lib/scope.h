@@ -27,6 +27,7 @@ struct pvg_change {
 	enum pvg_scope_class old_cls; /* the old path's class (renames only) */
 	char *old_install_path;       /* the old path's install location when it was mapped */
 	bool submodule;               /* a gitlink: the "file" is another repository */
+	bool provgate_input;          /* the config or a log provgate reads: counted as ignored */
 };
 
 struct pvg_scope {

@@ -271,6 +271,30 @@ M vllm/layers/l1.py"
 	assert_eq "$(problem_codes r.json 2)" install-scope.deleted-still-installed
 }
 
+test_config_and_logs_in_the_checkout_are_not_unknown() {
+	setup_repo
+	echo "v2" >>r/vllm/layers/l1.py
+	commit c1
+	install_all
+	mkdir r/logs
+	echo "[1/1] Linking" >r/logs/build.out
+	echo "INFO server" >r/logs/server.out
+	echo "other" >r/logs/other.txt
+	cat >r/provgate.json <<-JSON
+	{"build": {"log": "logs/build.out"}, "markers": {"log": "logs/server.out"},
+	 "source": {"baseline": "origin/main", "install_map": [{"from": "vllm/", "to": "../inst/vllm/"}]}}
+	JSON
+	pg run -c r/provgate.json --gates 2 --json r.json
+	# the config and both logs are provgate's inputs; the stray file is still unknown
+	assert_eq "$(problem_codes r.json 2)" install-scope.unknown-scope
+	assert_contains "$(jq -r .gates[1].problems[0].message r.json)" logs/other.txt
+	assert_eq "$(jq -r '[.gates[1].evidence.changes[] | select(.provgate_input) | .path] | join(" ")' r.json)" \
+		"logs/build.out logs/server.out provgate.json"
+	rm r/logs/other.txt
+	pg run -c r/provgate.json --gates 2 --json r.json
+	assert_eq "$(gate_status r.json 2)" pass
+}
+
 test_unknown_scope_names_the_file() {
 	setup_repo
 	echo "# new dependency" >>r/setup.py
