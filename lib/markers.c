@@ -67,7 +67,15 @@ int pvg_marker_parse(const char *s, size_t len, struct pvg_marker *m)
 			size_t depth = 0, e = v;
 			for (; e < len; e++) {
 				char c = s[e];
-				if (c == '(' || c == '[' || c == '{') {
+				if (c == '"' || c == '\'') {
+					/* a quoted string inside the group may hold brackets */
+					size_t q = e + 1;
+					while (q < len && s[q] != c)
+						q += s[q] == '\\' && q + 1 < len ? 2 : 1;
+					if (q >= len)
+						return -EINVAL;
+					e = q;
+				} else if (c == '(' || c == '[' || c == '{') {
 					if (depth == sizeof(stack))
 						return -EINVAL;
 					stack[depth++] = c == '(' ? ')' : c == '[' ? ']' : '}';
