@@ -212,7 +212,9 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 						    : pvg_strdup(cfg->markers.prefix);
 		size_t unattr = cfg->markers.n_require ? scan.require_unattributed[e]
 						       : scan.markers_unattributed;
-		if (got == 0 && unattr > 0) {
+		/* "only from an earlier run" when the live service wrote no marker at all; live
+		 * markers that match nothing say more (wrong shape, dtype) */
+		if (got == 0 && unattr > 0 && scan.markers_live == 0 && scan.markers_unparseable == 0) {
 			pvg_problem(res, "dispatch-marker.unattributed",
 				    "the markers are from an earlier run or another process: run the "
 				    "benchmark against the live service (and start it with a fresh log)",
@@ -234,8 +236,11 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 			pvg_problem(res, "dispatch-marker.too-few",
 				    "run the benchmark with the shapes and dtype the config requires, "
 				    "and check that the kernel prints its marker",
-				    "%zu live marker%s for {%s}, %ld required%s", got,
-				    got == 1 ? "" : "s", want, cfg->markers.min_count, seen);
+				    "%zu live marker%s for {%s}, %ld required%s%s", got,
+				    got == 1 ? "" : "s", want, cfg->markers.min_count, seen,
+				    unattr ? " (matching markers of an earlier run or another process "
+					     "do not count)"
+					   : "");
 		}
 		status = PVG_FAIL;
 	}
