@@ -209,11 +209,12 @@ static void parse_clean_line(struct pvg_buildlog *log, char *s, size_t len)
 		len--;
 	if (len == 0)
 		return;
+	/* tools print text: a line with control bytes is garbage, not a command */
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if ((c < 0x20 && c != '\t') || c == 0x7f) {
 			log->n_binary++;
-			break;
+			return;
 		}
 	}
 
