@@ -169,10 +169,11 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 		pvg_problem(res, "dispatch-marker.not-selected",
 			    "the kernel fell back for this shape: check the dispatch condition for "
 			    "it (shape, dtype, arch) in the changed source",
-			    "%zu marker%s for {%s} say the kernel was not selected, e.g. at byte %" PRIu64
-			    ": %s",
+			    "%zu marker%s for {%s} say%s the kernel was not selected, e.g. at byte "
+			    "%" PRIu64 ": %s",
 			    scan.require_not_selected[e], scan.require_not_selected[e] == 1 ? "" : "s",
-			    want, scan.not_selected.offset, scan.not_selected.text);
+			    want, scan.require_not_selected[e] == 1 ? "s" : "",
+			    scan.not_selected.offset, scan.not_selected.text);
 		status = PVG_FAIL;
 	}
 	for (size_t i = 0; i < cfg->markers.forbid.n; i++) {

@@ -246,6 +246,66 @@ enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
 
 /* ---- the scan --------------------------------------------------------------------------------- */
 
+/*
+ * Substring search that compares the needle's first and last bytes at 32 (AVX2) or 16 (SSE2)
+ * positions at once and checks only the candidates (W. Muła's "SIMD-friendly" search); it
+ * runs several times faster than memmem on text, where most windows fail on the two bytes.
+ */
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx2"))) static const char *find_avx2(const char *h, size_t n,
+								 const char *needle, size_t k)
+{
+	const __m256i first = _mm256_set1_epi8(needle[0]), last = _mm256_set1_epi8(needle[k - 1]);
+	size_t i = 0;
+	for (; i + k - 1 + 32 <= n; i += 32) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(h + i));
+		__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(h + i + k - 1));
+		unsigned mask = (unsigned)_mm256_movemask_epi8(
+			_mm256_and_si256(_mm256_cmpeq_epi8(a, first), _mm256_cmpeq_epi8(b, last)));
+		while (mask) {
+			unsigned bit = (unsigned)__builtin_ctz(mask);
+			if (memcmp(h + i + bit + 1, needle + 1, k - 2) == 0)
+				return h + i + bit;
+			mask &= mask - 1;
+		}
+	}
+	return memmem(h + i, n - i, needle, k);
+}
+
+static const char *find_sse2(const char *h, size_t n, const char *needle, size_t k)
+{
+	const __m128i first = _mm_set1_epi8(needle[0]), last = _mm_set1_epi8(needle[k - 1]);
+	size_t i = 0;
+	for (; i + k - 1 + 16 <= n; i += 16) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + i + k - 1));
+		unsigned mask = (unsigned)_mm_movemask_epi8(
+			_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last)));
+		while (mask) {
+			unsigned bit = (unsigned)__builtin_ctz(mask);
+			if (memcmp(h + i + bit + 1, needle + 1, k - 2) == 0)
+				return h + i + bit;
+			mask &= mask - 1;
+		}
+	}
+	return memmem(h + i, n - i, needle, k);
+}
+#endif
+
+static const char *find(const char *h, size_t n, const char *needle, size_t k)
+{
+#if defined(__x86_64__)
+	static int avx2 = -1;
+	if (avx2 < 0)
+		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	if (k >= 2 && n >= k)
+		return avx2 ? find_avx2(h, n, needle, k) : find_sse2(h, n, needle, k);
+#endif
+	return memmem(h, n, needle, k);
+}
+
 void pvg_marker_scan_init(struct pvg_marker_scan *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -397,7 +457,7 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 				continue;
 			const char *p = start;
 			while (p < end) {
-				const char *hit = memmem(p, (size_t)(end - p), pat, plen);
+				const char *hit = find(p, (size_t)(end - p), pat, plen);
 				if (!hit)
 					break;
 				const char *ls = memrchr(start, '\n', (size_t)(hit - start));
@@ -442,6 +502,27 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 				p = le + 1;
 			}
 		}
+	}
+}
+
+/* Every pattern is searched separately; doing so per slice of ~256 KiB (cut at line ends)
+ * keeps the slice in the CPU cache from the first pattern's search to the last's. */
+#define SLICE (256u << 10)
+
+static void scan_lines(struct pvg_marker_scan *s, const char *start, const char *end, bool cont,
+		       uint64_t base)
+{
+	for (const char *p = start; p < end;) {
+		const char *q = end;
+		if ((size_t)(end - p) > SLICE) {
+			const char *nl = memrchr(p, '\n', SLICE);
+			if (!nl)
+				nl = memchr(p + SLICE, '\n', (size_t)(end - p - SLICE));
+			q = nl ? nl + 1 : end;
+		}
+		scan_region(s, p, q, cont, base + (uint64_t)(p - start));
+		cont = false;
+		p = q;
 	}
 }
 
@@ -491,7 +572,7 @@ static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_
 		size_t done;
 		if (nl || eof) {
 			done = nl && !eof ? (size_t)(nl - buf) + 1 : have;
-			scan_region(s, buf, buf + done, s->cont, base);
+			scan_lines(s, buf, buf + done, s->cont, base);
 			s->cont = false;
 		} else {
 			/* a full block without a line end: an overlong line */

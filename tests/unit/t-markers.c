@@ -280,6 +280,38 @@ static void binary_garbage_does_not_crash(void)
 	free(t);
 }
 
+/* Patterns at every position of lines of every length, compared with a plain count. */
+static void pattern_search_finds_every_occurrence(void)
+{
+	size_t cap = 3u << 20, n = 0, expect = 0;
+	char *t = malloc(cap);
+	srand(5);
+	const char *pat = forbid[0];
+	size_t plen = strlen(pat);
+	while (n + 400 < cap) {
+		size_t len = (size_t)rand() % 300;
+		for (size_t i = 0; i < len; i++)
+			t[n + i] = "fallback to unified triton xyz"[rand() % 30];
+		if (rand() % 3 == 0 && len >= plen) {
+			size_t at = (size_t)rand() % (len - plen + 1);
+			memcpy(t + n + at, pat, plen);
+		}
+		/* a line counts once however often it holds the pattern */
+		if (memmem(t + n, len, pat, plen))
+			expect++;
+		n += len;
+		t[n++] = '\n';
+	}
+	struct pvg_marker_scan s;
+	scan_init(&s);
+	s.file_after_start = true; /* head-less lines are live */
+	CHECK_INT(pvg_marker_scan_buffer(&s, t, n), 0);
+	CHECK(expect > 1000);
+	CHECK_INT(s.forbid_live[0], expect);
+	pvg_marker_scan_done(&s);
+	free(t);
+}
+
 int main(void)
 {
 	RUN(parses_bracketed_and_quoted_values);
@@ -292,5 +324,6 @@ int main(void)
 	RUN(results_do_not_depend_on_block_cuts);
 	RUN(overlong_lines_are_bounded_and_counted);
 	RUN(binary_garbage_does_not_crash);
+	RUN(pattern_search_finds_every_occurrence);
 	TAP_EXIT();
 }
