@@ -207,6 +207,11 @@ static void parse_clean_line(struct pvg_buildlog *log, char *s, size_t len)
 	len = pvg_strip_ansi(s, len);
 	while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
 		len--;
+	/* pip -v and setup.py indent the build's output */
+	while (len && (s[0] == ' ' || s[0] == '\t')) {
+		s++;
+		len--;
+	}
 	if (len == 0)
 		return;
 	/* tools print text: a line with control bytes is garbage, not a command */
@@ -626,9 +631,14 @@ static enum pvg_status check_hipify(const struct pvg_buildlog_request *req, cons
 	}
 	/* [skipped, ...]: fine only when the hipified file is at least as new as the source */
 	_cleanup_free_ char *src = req->workdir ? pvg_path_join(req->workdir, rel) : pvg_strdup(rel);
-	_cleanup_free_ char *dst = dst_rel && req->workdir ? pvg_path_join(req->workdir, dst_rel)
-							   : pvg_strdup(h->dst);
+	/* the hipified file where the log says it is (vLLM hipifies into its build folder),
+	 * else at the same place in this checkout (a log from another machine) */
 	struct stat s_src, s_dst;
+	_cleanup_free_ char *dst = pvg_strdup(h->dst);
+	if (stat(dst, &s_dst) < 0 && dst_rel && req->workdir) {
+		free(dst);
+		dst = pvg_path_join(req->workdir, dst_rel);
+	}
 	if (stat(src, &s_src) < 0 || stat(dst, &s_dst) < 0) {
 		int e = errno;
 		pvg_problem(res, "build-log.hipify-unverifiable",

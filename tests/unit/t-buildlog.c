@@ -61,9 +61,11 @@ static char *replace(const char *s, const char *a, const char *b)
 static void touch(const char *rel, time_t when)
 {
 	_cleanup_free_ char *p = pvg_asprintf("%s/%s", dir, rel);
-	_cleanup_free_ char *d = pvg_strdup(p);
-	*strrchr(d, '/') = '\0';
-	mkdir(d, 0755);
+	for (char *slash = p + strlen(dir) + 1; (slash = strchr(slash, '/')); slash++) {
+		*slash = '\0';
+		mkdir(p, 0755);
+		*slash = '/';
+	}
 	int fd = open(p, O_WRONLY | O_CREAT, 0644);
 	if (fd >= 0)
 		close(fd);
@@ -163,6 +165,23 @@ static void ansi_and_crlf_are_stripped(void)
 	pvg_buildlog_done(&log);
 }
 
+static void indented_and_ignored_lines_are_read(void)
+{
+	const char *t = "  /b/csrc/a.cu -> /b/csrc/a.hip [ok]\n"
+			"  /b/csrc/a.hip -> None [ignored, input is hipified output]\n"
+			"  /b/csrc/b.cu -> /b/csrc/b.hip [skipped, some new reason]\n"
+			"  /b/csrc/c.cu -> /b/csrc/c.hip [maybe]\n"
+			"  [3/9] FAILED: x.o\n";
+	struct pvg_buildlog log;
+	parse_text(&log, t);
+	CHECK_INT(log.n_hipify, 3);
+	CHECK(log.n_hipify == 3 && log.hipify[1].status == PVG_HIPIFY_IGNORED);
+	CHECK(log.n_hipify == 3 && log.hipify[2].status == PVG_HIPIFY_SKIPPED_OTHER);
+	CHECK_INT(log.n_failed, 1);
+	CHECK_INT(log.ninja_step, 3);
+	pvg_buildlog_done(&log);
+}
+
 static void arch_flags_are_recognised(void)
 {
 	char *seen = NULL;
@@ -225,6 +244,28 @@ static void skipped_hipify_of_changed_file_fails(void)
 	touch("csrc/kern.hip", 4000);
 	o = decide(t, "gfx936", changed, 1);
 	CHECK_INT(o.status, PVG_PASS);
+}
+
+/* vLLM hipifies a copy in its build folder: the hipified file named by the log is compared. */
+static void skip_checks_the_hipified_file_the_log_names(void)
+{
+	touch("csrc/kern.cu", 3000);
+	touch("csrc/kern.hip", 4000); /* a newer copy in the checkout must not hide the stale one */
+	touch("build/tmp/csrc/kern.hip", 2000);
+	_cleanup_free_ char *t = pvg_asprintf(
+		"%s/build/tmp/csrc/kern.cu -> %s/build/tmp/csrc/kern.hip [skipped, already hipified]\n"
+		"[1/2] /opt/rocm/llvm/bin/clang++ -x hip --offload-arch=gfx936:sramecc+:xnack- -c "
+		"%s/build/tmp/csrc/kern.hip -o CMakeFiles/_ext_C.dir/csrc/kern.hip.o\n"
+		"[2/2] Linking HIP shared module _ext_C.abi3.so\n",
+		dir, dir, dir);
+	const char *const changed[] = { "csrc/kern.cu" };
+	struct outcome o = decide(t, "gfx936", changed, 1);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.stale-hipify");
+	touch("build/tmp/csrc/kern.hip", 5000);
+	o = decide(t, "gfx936", changed, 1);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_STR(o.codes, "");
 }
 
 static void changed_cuda_file_without_hipify_line_fails(void)
@@ -376,9 +417,11 @@ int main(void)
 	RUN(parses_real_hipify_output);
 	RUN(parses_real_ninja_hipcc_log);
 	RUN(ansi_and_crlf_are_stripped);
+	RUN(indented_and_ignored_lines_are_read);
 	RUN(arch_flags_are_recognised);
 	RUN(fresh_hipify_and_gfx936_build_passes);
 	RUN(skipped_hipify_of_changed_file_fails);
+	RUN(skip_checks_the_hipified_file_the_log_names);
 	RUN(changed_cuda_file_without_hipify_line_fails);
 	RUN(hipify_without_permissions_fails);
 	RUN(unsupported_calls_fail);
