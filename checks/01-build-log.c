@@ -102,6 +102,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 		.cuda = pvg_arch_is_cuda(cfg->arch),
 		.artifact_name = pvg_basename(cfg->build.artifact),
 		.max_unsupported_calls = cfg->build.max_unsupported_calls,
+		.artifact_mtime = art_st.st_mtim,
 	};
 	enum pvg_status cs = pvg_buildlog_check(&req, res);
 	if (cs == PVG_FAIL || st == PVG_FAIL)

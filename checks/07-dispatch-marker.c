@@ -206,7 +206,9 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	size_t n_checks = cfg->markers.n_require ? cfg->markers.n_require : 1;
 	for (size_t e = 0; e < n_checks; e++) {
 		size_t got = cfg->markers.n_require ? scan.require_matched[e] : scan.matched;
-		if ((long)got >= cfg->markers.min_count)
+		/* zero markers is never a pass, whatever min_count says */
+		long need = cfg->markers.min_count > 1 ? cfg->markers.min_count : 1;
+		if ((long)got >= need)
 			continue;
 		_cleanup_free_ char *want = cfg->markers.n_require
 						    ? require_text(&cfg->markers.require[e])
@@ -238,7 +240,7 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 				    "run the benchmark with the shapes and dtype the config requires, "
 				    "and check that the kernel prints its marker",
 				    "%zu live marker%s for {%s}, %ld required%s%s", got,
-				    got == 1 ? "" : "s", want, cfg->markers.min_count, seen,
+				    got == 1 ? "" : "s", want, need, seen,
 				    unattr ? " (matching markers of an earlier run or another process "
 					     "do not count)"
 					   : "");

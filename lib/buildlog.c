@@ -832,6 +832,21 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		pvg_json_add_str(fe, "path", rel);
 		bool header = is_header(rel), unit = !header && is_unit(rel);
 		pvg_json_add_str(fe, "kind", header ? "header" : unit ? "translation-unit" : "other");
+		/* a source edited after the link is not in the artifact, whatever the log says */
+		struct stat sst;
+		_cleanup_free_ char *src = req->workdir ? pvg_path_join(req->workdir, rel) : NULL;
+		int64_t art_ns = (int64_t)req->artifact_mtime.tv_sec * 1000000000 +
+				 req->artifact_mtime.tv_nsec;
+		if (src && art_ns && stat(src, &sst) == 0 && mtime_ns(&sst) > art_ns) {
+			char a[48], b[48];
+			pvg_format_time(sst.st_mtim.tv_sec, -1, a, sizeof(a));
+			pvg_format_time(req->artifact_mtime.tv_sec, -1, b, sizeof(b));
+			pvg_problem(res, "build-log.source-newer",
+				    "rebuild: the artifact was built before the last edit",
+				    "changed %s was modified (%s) after the artifact was built (%s)", rel,
+				    a, b);
+			st = PVG_FAIL;
+		}
 		const struct pvg_hipify_line *h = find_hipify(log, rel);
 		_cleanup_free_ char *dst_rel = h && h->status != PVG_HIPIFY_IGNORED
 						       ? hipified_rel(h, rel) : NULL;

@@ -102,6 +102,7 @@ struct pvg_buildlog_request {
 	bool cuda;                  /* pvg_arch_is_cuda(arch) */
 	const char *artifact_name;  /* basename of build.artifact */
 	long max_unsupported_calls;
+	struct timespec artifact_mtime; /* {0, 0}: unknown, sources are not compared with it */
 };
 
 /* Records problems in res; returns pass, fail or unverifiable. Fills res->evidence.files. */

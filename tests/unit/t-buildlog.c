@@ -268,6 +268,29 @@ static void skip_checks_the_hipified_file_the_log_names(void)
 	CHECK_STR(o.codes, "");
 }
 
+static void source_edited_after_the_build_fails(void)
+{
+	touch("csrc/kern.cu", 9000);
+	_cleanup_free_ char *t = log_of((const char *[]){ "hipify-edit.log", "hip-gfx936.log", NULL });
+	const char *const changed[] = { "csrc/kern.cu" };
+	struct pvg_buildlog log;
+	parse_text(&log, t);
+	struct pvg_result res = { .evidence = cJSON_CreateObject() };
+	struct pvg_buildlog_request req = {
+		.log = &log, .changed = changed, .n_changed = 1, .workdir = dir, .arch = "gfx936",
+		.artifact_name = "_ext_C.abi3.so", .artifact_mtime = { 8000, 0 },
+	};
+	CHECK_INT(pvg_buildlog_check(&req, &res), PVG_FAIL);
+	CHECK(res.n_problems == 1 && strcmp(res.problems[0].code, "build-log.source-newer") == 0);
+	pvg_result_reset(&res);
+	res.evidence = cJSON_CreateObject();
+	req.artifact_mtime.tv_sec = 9001;
+	CHECK_INT(pvg_buildlog_check(&req, &res), PVG_PASS);
+	pvg_result_reset(&res);
+	pvg_buildlog_done(&log);
+	touch("csrc/kern.cu", 1000);
+}
+
 static void changed_cuda_file_without_hipify_line_fails(void)
 {
 	_cleanup_free_ char *t = log_of((const char *[]){ "hipify-edit.log", "hip-gfx936.log", NULL });
@@ -422,6 +445,7 @@ int main(void)
 	RUN(fresh_hipify_and_gfx936_build_passes);
 	RUN(skipped_hipify_of_changed_file_fails);
 	RUN(skip_checks_the_hipified_file_the_log_names);
+	RUN(source_edited_after_the_build_fails);
 	RUN(changed_cuda_file_without_hipify_line_fails);
 	RUN(hipify_without_permissions_fails);
 	RUN(unsupported_calls_fail);
