@@ -406,8 +406,11 @@ static bool path_matches(const char *arg, const char *path)
 
 bool pvg_command_mentions(const char *command, const char *path)
 {
+	/* most commands do not name the file at all: skip them before splitting */
+	if (!strstr(command, pvg_basename(path)))
+		return false;
 	_cleanup_free_ char *s = pvg_strdup(command);
-	_cleanup_free_ char **argv = pvg_xcalloc(MAX_ARGS, sizeof(char *));
+	_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
 	size_t n = split_args(s, argv, MAX_ARGS);
 	for (size_t i = 0; i < n; i++)
 		if (path_matches(argv[i], path))
@@ -468,7 +471,7 @@ static const char *const cuda_flags[] = { "-gencode", "--generate-code", "-arch"
 bool pvg_command_has_arch(const char *command, const char *arch, bool cuda, char **seen)
 {
 	_cleanup_free_ char *s = pvg_strdup(command);
-	_cleanup_free_ char **argv = pvg_xcalloc(MAX_ARGS, sizeof(char *));
+	_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
 	size_t n = split_args(s, argv, MAX_ARGS);
 	const char *const *flags = cuda ? cuda_flags : hip_flags;
 	size_t n_flags = cuda ? ARRAY_SIZE(cuda_flags) : ARRAY_SIZE(hip_flags);
@@ -726,10 +729,10 @@ static bool links_artifact(const struct pvg_buildlog *log, const char *name, siz
 {
 	for (size_t i = log->n_commands; i-- > 0;) {
 		const struct pvg_build_command *c = &log->commands[i];
-		if (c->compile)
+		if (c->compile || !strstr(c->text, name))
 			continue;
 		_cleanup_free_ char *s = pvg_strdup(c->text);
-		_cleanup_free_ char **argv = pvg_xcalloc(MAX_ARGS, sizeof(char *));
+		_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
 		size_t n = split_args(s, argv, MAX_ARGS);
 		bool linking = n && strcmp(argv[0], "Linking") == 0;
 		for (size_t k = 0; k < n; k++) {

@@ -217,9 +217,16 @@ void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_li
 	    min = num2(b + p + 9), sec = num2(b + p + 12);
 	if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
 		return;
-	struct tm nowtm;
-	localtime_r(&now, &nowtm);
-	int year = nowtm.tm_year + 1900;
+	/* the current year, converted once per `now` */
+	static __thread time_t year_of;
+	static __thread int year_cached;
+	if (year_of != now || !year_cached) {
+		struct tm nowtm;
+		localtime_r(&now, &nowtm);
+		year_cached = nowtm.tm_year + 1900;
+		year_of = now;
+	}
+	int year = year_cached;
 	time_t t = local_time(year, mon, mday, hour, min, sec);
 	/* "12-31 23:59:59" read on January 1st was written last year */
 	if (t > now + 86400)
