@@ -674,6 +674,8 @@ static enum pvg_status check_compile(const struct pvg_buildlog_request *req, con
 	size_t n_found = 0, n_desc = 0;
 	enum pvg_status st = PVG_PASS;
 	cJSON *lines = cJSON_AddArrayToObject(fe, "compile_lines");
+	_cleanup_free_ char *label = strcmp(rel, name) ? pvg_asprintf("%s (as %s)", rel, name)
+						       : pvg_strdup(rel);
 	for (size_t i = 0; i < log->n_commands; i++) {
 		const struct pvg_build_command *c = &log->commands[i];
 		if (!pvg_command_mentions(c->text, name))
@@ -699,7 +701,7 @@ static enum pvg_status check_compile(const struct pvg_buildlog_request *req, con
 						"configured arch (TORCH_CUDA_ARCH_LIST) and rebuild"
 					      : "build with --offload-arch for the configured arch "
 						"(PYTORCH_ROCM_ARCH / GPU_TARGETS) and rebuild",
-				    "line %zu: %s was compiled for %s, not %s", c->lineno, name, seen,
+				    "line %zu: %s was compiled for %s, not %s", c->lineno, label, seen,
 				    req->arch);
 		else
 			pvg_problem(res, "build-log.missing-arch",
@@ -707,18 +709,16 @@ static enum pvg_status check_compile(const struct pvg_buildlog_request *req, con
 					      : "compile with --offload-arch for the configured arch",
 				    "line %zu: the compile line of %s names no %s target arch (expected "
 				    "%s)",
-				    c->lineno, name, req->cuda ? "-gencode/-arch" : "--offload-arch",
+				    c->lineno, label, req->cuda ? "-gencode/-arch" : "--offload-arch",
 				    req->arch);
 	}
 	if (n_found == 0) {
-		_cleanup_free_ char *as = strcmp(rel, name) ? pvg_asprintf(" (compiled as %s)", name)
-							    : pvg_strdup("");
 		pvg_problem(res, "build-log.no-compile-line",
 			    n_desc ? "the log has only step descriptions: build verbosely (ninja -v, "
 				     "CMAKE_VERBOSE_MAKEFILE=ON, VERBOSE=1) so the commands are logged"
 				   : "rebuild so the changed file is recompiled (touch it, or clean the "
 				     "build), with a verbose build log",
-			    "changed %s%s has no compile line in the log%s", rel, as,
+			    "changed %s has no compile line in the log%s", label,
 			    n_desc ? " (only a non-verbose step description)" : "");
 		return PVG_FAIL;
 	}
