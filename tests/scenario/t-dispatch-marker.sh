@@ -142,6 +142,23 @@ test_missing_log_and_no_service_are_unverifiable() {
 	assert_eq "$rc" 1
 }
 
+test_service_pid_and_pidfile_from_the_config() {
+	start_service
+	"$MAKE_LOG" server.log "$child" "$start" good
+	write_config
+	jq --argjson pid "$root" '.service = {"pid": $pid}' provgate.json >by-pid.json
+	pg run -c by-pid.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" pass "service.pid ($(problem_codes report.json 7))"
+	echo "$root" >service.pid
+	jq '.service = {"pidfile": "service.pid"}' provgate.json >by-pidfile.json
+	pg run -c by-pidfile.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" pass "service.pidfile"
+	kill "$child" "$root" 2>/dev/null; wait "$root" 2>/dev/null || true
+	pg run -c by-pidfile.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" unverifiable "service gone"
+	assert_eq "$(problem_codes report.json 7)" dispatch-marker.no-service
+}
+
 test_garbage_and_10mb_lines_do_not_crash_or_hang() {
 	start_service; write_config
 	head -c 3000000 /dev/urandom >server.log
