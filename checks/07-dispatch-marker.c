@@ -1,9 +1,266 @@
 /* SPDX-License-Identifier: MIT */
-/* Gate 7 dispatch-marker (SPEC §2). */
+/*
+ * Gate 7 dispatch-marker: the live service really selected the new kernel for the
+ * benchmark's shapes. The service log is scanned once (lib/markers.c); only lines that can be
+ * attributed to the live service count, the rest is reported as unattributed.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "checks.h"
+#include "markers.h"
+
+static const char *attr_name(enum pvg_attribution a)
+{
+	switch (a) {
+	case PVG_ATTR_LIVE:
+		return "live";
+	case PVG_ATTR_FOREIGN_PID:
+		return "pid outside the service's process tree";
+	case PVG_ATTR_BEFORE_START:
+		return "written before the service started";
+	case PVG_ATTR_UNKNOWN:
+		return "no pid or timestamp, and the log file is older than the service";
+	}
+	return "?";
+}
+
+static char *require_text(const struct pvg_require *e)
+{
+	char *s = pvg_strdup("");
+	for (size_t k = 0; k < e->n; k++) {
+		char *n = pvg_asprintf("%s%s%s=%s", s, k ? " " : "", e->kv[k].key, e->kv[k].value);
+		free(s);
+		s = n;
+	}
+	return s;
+}
+
+/* Was the log file created after the service started? Only the birth time says so: the
+ * change time moves with every append, so it says nothing about who created the file. */
+static int created_after(int fd, const struct timespec *start, bool *after, cJSON *ev)
+{
+	struct statx stx;
+	*after = false;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) < 0)
+		return -errno;
+	if (!(stx.stx_mask & STATX_BTIME)) {
+		pvg_json_add_str(ev, "log_created", NULL);
+		return -EOPNOTSUPP;
+	}
+	char t[48];
+	pvg_format_time(stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec, t, sizeof(t));
+	cJSON_AddStringToObject(ev, "log_created", t);
+	*after = stx.stx_btime.tv_sec > start->tv_sec ||
+		 (stx.stx_btime.tv_sec == start->tv_sec &&
+		  (long)stx.stx_btime.tv_nsec >= start->tv_nsec);
+	return 0;
+}
+
+static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	if (!cfg->markers.log || !cfg->markers.prefix) {
+		const char *what = !cfg->markers.log ? "markers.log" : "markers.prefix";
+		pvg_summary(res, "%s is not configured", what);
+		pvg_problem(res, "dispatch-marker.not-configured",
+			    "set markers.log (the service's log) and markers.prefix (what the kernel "
+			    "prints when it is dispatched)",
+			    "no markers to check: %s is not set", what);
+		return PVG_UNVERIFIABLE;
+	}
+	cJSON *ev = res->evidence;
+	pvg_json_add_str(ev, "log", cfg->markers.log);
+	pvg_json_add_str(ev, "prefix", cfg->markers.prefix);
+
+	struct pvg_service_view view;
+	int r = pvg_service_view_get(ctx, &view);
+	if (r < 0) {
+		pvg_summary(res, "no live service to attribute markers to");
+		pvg_problem(res, "dispatch-marker.no-service",
+			    "start the service (service.match / pid / pidfile must find it) and run "
+			    "the benchmark before this gate",
+			    "no live service to attribute markers to: %s",
+			    r == -ENOSYS ? "the service's processes are not known in this version"
+			    : r == -ESRCH ? "the service process does not exist"
+					  : strerror(-r));
+		return PVG_UNVERIFIABLE;
+	}
+	char t[48];
+	pvg_format_time(view.start.tv_sec, view.start.tv_nsec, t, sizeof(t));
+	cJSON *sv = cJSON_AddObjectToObject(ev, "service");
+	pvg_json_add_int(sv, "pid", (int)view.root);
+	cJSON_AddStringToObject(sv, "start_time", t);
+
+	_cleanup_close_ int fd = open(cfg->markers.log, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = fd < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		pvg_service_view_release(&view);
+		pvg_summary(res, "cannot read the service log");
+		pvg_problem(res, "dispatch-marker.log-unreadable",
+			    e == ENOENT ? "point markers.log at the file the service writes its log "
+					  "to (redirect its output there)"
+					: NULL,
+			    "service log %s: %s", cfg->markers.log, strerror(e));
+		return PVG_UNVERIFIABLE;
+	}
+	/* reads are blocking from here on: the O_NONBLOCK was only for opening a FIFO safely */
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+
+	bool after = false;
+	if (created_after(fd, &view.start, &after, ev) < 0)
+		after = false;
+
+	struct pvg_marker_scan scan;
+	pvg_marker_scan_init(&scan);
+	scan.prefix = cfg->markers.prefix;
+	scan.require = cfg->markers.require;
+	scan.n_require = cfg->markers.n_require;
+	scan.facts = (const char *const *)cfg->markers.facts.v;
+	scan.n_facts = cfg->markers.facts.n;
+	scan.forbid = (const char *const *)cfg->markers.forbid.v;
+	scan.n_forbid = cfg->markers.forbid.n;
+	scan.view = &view;
+	scan.file_after_start = after;
+	scan.now = time(NULL);
+	r = pvg_marker_scan_fd(&scan, fd);
+	pvg_service_view_release(&view);
+	if (r < 0) {
+		pvg_marker_scan_done(&scan);
+		pvg_summary(res, "cannot read the service log: %s", strerror(-r));
+		pvg_problem(res, "dispatch-marker.log-unreadable", NULL, "service log %s: %s",
+			    cfg->markers.log, strerror(-r));
+		return PVG_UNVERIFIABLE;
+	}
+
+	pvg_json_add_u64(ev, "bytes", scan.bytes);
+	pvg_json_add_bool(ev, "log_created_after_start", after);
+	cJSON *mk = cJSON_AddObjectToObject(ev, "markers");
+	pvg_json_add_u64(mk, "live", scan.markers_live);
+	pvg_json_add_u64(mk, "matched", scan.matched);
+	pvg_json_add_u64(mk, "unattributed", scan.markers_unattributed);
+	pvg_json_add_u64(mk, "unparseable", scan.markers_unparseable);
+	pvg_json_add_u64(mk, "foreign_pid", scan.attr_count[PVG_ATTR_FOREIGN_PID]);
+	pvg_json_add_u64(mk, "before_start", scan.attr_count[PVG_ATTR_BEFORE_START]);
+	pvg_json_add_u64(mk, "unknown_origin", scan.attr_count[PVG_ATTR_UNKNOWN]);
+	if (scan.overlong_lines)
+		pvg_json_add_u64(ev, "overlong_lines", scan.overlong_lines);
+
+	cJSON *chain = cJSON_CreateObject();
+	cJSON_AddNumberToObject(chain, "matched", (double)scan.matched);
+	cJSON_AddNumberToObject(chain, "unattributed", (double)scan.markers_unattributed);
+	pvg_chain_set(ctx, "markers", chain);
+
+	enum pvg_status status = PVG_PASS;
+	if (scan.bytes == 0) {
+		pvg_problem(res, "dispatch-marker.empty-log",
+			    "run the benchmark against the service, with its output going to "
+			    "markers.log",
+			    "the service log %s is empty", cfg->markers.log);
+		status = PVG_FAIL;
+		goto out;
+	}
+
+	for (size_t e = 0; e < cfg->markers.n_require; e++) {
+		if (!scan.require_not_selected[e])
+			continue;
+		_cleanup_free_ char *want = require_text(&cfg->markers.require[e]);
+		pvg_problem(res, "dispatch-marker.not-selected",
+			    "the kernel fell back for this shape: check the dispatch condition for "
+			    "it (shape, dtype, arch) in the changed source",
+			    "%zu marker%s for {%s} say%s the kernel was not selected, e.g. at byte "
+			    "%" PRIu64 ": %s",
+			    scan.require_not_selected[e], scan.require_not_selected[e] == 1 ? "" : "s",
+			    want, scan.require_not_selected[e] == 1 ? "s" : "",
+			    scan.not_selected.offset, scan.not_selected.text);
+		status = PVG_FAIL;
+	}
+	for (size_t i = 0; i < cfg->markers.forbid.n; i++) {
+		if (!scan.forbid_live[i])
+			continue;
+		pvg_problem(res, "dispatch-marker.forbidden",
+			    "the service took a path the benchmark must not take; fix the cause and "
+			    "restart the service with a fresh log",
+			    "forbidden \"%s\" appears in %zu line%s of the live service, e.g. at byte "
+			    "%" PRIu64 ": %s",
+			    cfg->markers.forbid.v[i], scan.forbid_live[i],
+			    scan.forbid_live[i] == 1 ? "" : "s", scan.forbidden.offset,
+			    scan.forbidden.text ? scan.forbidden.text : "");
+		status = PVG_FAIL;
+	}
+	for (size_t i = 0; i < cfg->markers.facts.n; i++) {
+		if (scan.fact_live[i])
+			continue;
+		pvg_problem(res, "dispatch-marker.missing-fact",
+			    "start the service with the settings the benchmark claims",
+			    "fact \"%s\" is missing from the live service's lines%s",
+			    cfg->markers.facts.v[i],
+			    scan.fact_unattributed[i] ? " (it appears only in lines of an earlier run "
+							"or another process)"
+						  : "");
+		status = PVG_FAIL;
+	}
+
+	/* enough matching markers, for every require entry */
+	size_t n_checks = cfg->markers.n_require ? cfg->markers.n_require : 1;
+	for (size_t e = 0; e < n_checks; e++) {
+		size_t got = cfg->markers.n_require ? scan.require_matched[e] : scan.matched;
+		/* zero markers is never a pass, whatever min_count says */
+		long need = cfg->markers.min_count > 1 ? cfg->markers.min_count : 1;
+		if ((long)got >= need)
+			continue;
+		_cleanup_free_ char *want = cfg->markers.n_require
+						    ? require_text(&cfg->markers.require[e])
+						    : pvg_strdup(cfg->markers.prefix);
+		size_t unattr = cfg->markers.n_require ? scan.require_unattributed[e]
+						       : scan.markers_unattributed;
+		/* "only from an earlier run" when the live service wrote no marker at all; live
+		 * markers that match nothing say more (wrong shape, dtype) */
+		if (got == 0 && unattr > 0 && scan.markers_live == 0 && scan.markers_unparseable == 0) {
+			pvg_problem(res, "dispatch-marker.unattributed",
+				    "the markers are from an earlier run or another process: run the "
+				    "benchmark against the live service (and start it with a fresh log)",
+				    "no marker for {%s} from the live service; %zu matching marker%s "
+				    "cannot be attributed to it (%s, e.g. at byte %" PRIu64 ")",
+				    want, unattr, unattr == 1 ? "" : "s",
+				    attr_name(scan.unattributed.attr), scan.unattributed.offset);
+		} else {
+			_cleanup_free_ char *seen =
+				scan.unmatched.text
+					? pvg_asprintf("; live markers that match no entry, e.g. at "
+						       "byte %" PRIu64 ": %s",
+						       scan.unmatched.offset, scan.unmatched.text)
+					: scan.markers_unparseable
+					? pvg_asprintf("; %zu live marker line%s could not be parsed",
+						       scan.markers_unparseable,
+						       scan.markers_unparseable == 1 ? "" : "s")
+					: pvg_strdup("");
+			pvg_problem(res, "dispatch-marker.too-few",
+				    "run the benchmark with the shapes and dtype the config requires, "
+				    "and check that the kernel prints its marker",
+				    "%zu live marker%s for {%s}, %ld required%s%s", got,
+				    got == 1 ? "" : "s", want, need, seen,
+				    unattr ? " (matching markers of an earlier run or another process "
+					     "do not count)"
+					   : "");
+		}
+		status = PVG_FAIL;
+	}
+
+out:
+	if (status == PVG_PASS)
+		pvg_summary(res, "%zu marker%s of the live service match%s (%zu unattributed ignored)",
+			    scan.matched, scan.matched == 1 ? "" : "s",
+			    scan.matched == 1 ? "es" : "", scan.markers_unattributed);
+	else
+		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
+	pvg_marker_scan_done(&scan);
+	return status;
+}
 
 const struct pvg_check pvg_check_dispatch_marker = {
 	.id = 7,
 	.name = "dispatch-marker",
-	.run = pvg_check_not_implemented,
+	.run = run_dispatch_marker,
 };

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Gate 1 build-log through the CLI, on a git repository with a changed kernel and the real
+# logs of tests/fixtures/buildlog (their paths rewritten to this repository).
+source "$PVG_SRC/tests/lib.sh"
+BL="$FIXTURES/buildlog"
+
+# A repository whose HEAD changes csrc/kern.cu against the baseline "base", a build folder
+# with the artifact, and a log of hipify + the gfx936 build, written after the artifact.
+setup_build() {
+	need git
+	git init -q -b main repo
+	mkdir -p repo/csrc repo/build
+	cp "$PVG_SRC/tests/fixtures/buildlog/make.sh" repo/csrc/README
+	printf '#include "kern.cuh"\n__global__ void k(float *x) { x[0] = 1; }\n' >repo/csrc/kern.cu
+	printf '#pragma once\n' >repo/csrc/kern.cuh
+	git -C repo add -A
+	git -C repo -c user.name=t -c user.email=t@t commit -qm base
+	git -C repo tag base
+	printf '#include "kern.cuh"\n__global__ void k(float *x) { x[0] = 2; }\n' >repo/csrc/kern.cu
+	git -C repo -c user.name=t -c user.email=t@t commit -qam change
+	printf 'hipified\n' >repo/csrc/kern.hip
+	printf 'ELF' >repo/build/_ext_C.abi3.so
+	sleep 0.01
+	cat "$BL/hipify-edit.log" "$BL/hip-gfx936.log" | sed "s#/src/ext#$PWD/repo#g" >build.log
+	cat >provgate.json <<JSON
+{ "arch": "gfx936",
+  "build": {"log": "build.log", "artifact": "repo/build/_ext_C.abi3.so"},
+  "source": {"repo": "repo", "baseline": "base", "compiled": ["csrc/**"],
+             "ignore": ["build/**"], "include_uncommitted": false} }
+JSON
+}
+
+gate1() {
+	pg run -c provgate.json --gates 1 --json report.json
+	status=$(gate_status report.json 1)
+	codes=$(problem_codes report.json 1)
+}
+
+# Without the change set (before gate 2 exists) gate 1 can only be unverifiable.
+need_scope() {
+	case "$codes" in *build-log.no-scope*)
+		echo "SKIP: the change set (gate 2) is not available in this build" >&2; exit 77;; esac
+}
+
+test_changed_kernel_hipified_and_built_for_gfx936_passes() {
+	setup_build
+	gate1
+	need_scope
+	assert_eq "$status" pass "status ($codes)"
+	assert_eq "$(jq -r '.gates[0].evidence.files[0].path' report.json)" csrc/kern.cu
+}
+
+test_log_older_than_artifact_fails() {
+	setup_build
+	touch -d '1 hour ago' build.log
+	gate1
+	assert_eq "$status" fail
+	assert_contains "$codes" build-log.stale-log
+	assert_eq "$rc" 1
+}
+
+test_wrong_arch_log_fails() {
+	setup_build
+	cat "$BL/hipify-edit.log" "$BL/hip-gfx90a.log" | sed "s#/src/ext#$PWD/repo#g" >build.log
+	gate1
+	need_scope
+	assert_eq "$status" fail
+	assert_eq "$codes" build-log.wrong-arch
+}
+
+test_empty_log_is_not_a_pass() {
+	setup_build
+	: >build.log
+	gate1
+	assert_eq "$status" fail
+	assert_contains "$codes" build-log.empty-log
+}
+
+test_garbage_and_10mb_line_do_not_crash() {
+	setup_build
+	{ head -c 2000000 /dev/urandom; head -c 10485760 /dev/zero | tr '\0' 'x'; } >build.log
+	timeout 60 "$PROVGATE" run -c provgate.json --gates 1 --json report.json >/dev/null 2>&1 || true
+	assert_eq "$(gate_status report.json 1)" fail
+	assert_eq "$(jq -r '.gates[0].evidence.overlong_lines' report.json)" 1
+	assert_contains "$(problem_codes report.json 1)" build-log.empty-log
+}
+
+test_missing_log_is_unverifiable() {
+	setup_build
+	rm build.log
+	gate1
+	assert_eq "$status" unverifiable
+	assert_eq "$codes" build-log.unreadable
+}
+
+run_tests

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Gate 7 dispatch-marker on vLLM-format logs (tests/fixtures/markers/make.sh) written for a
+# real process tree: the service is a shell with a child, named by $PROVGATE_TEST_SERVICE_PID.
+source "$PVG_SRC/tests/lib.sh"
+MAKE_LOG="$FIXTURES/markers/make.sh"
+
+# Starts the "service": a shell (root) with a child (the EngineCore). Sets $root, $child.
+start_service() {
+	bash -c 'sleep 300 & echo $! >child.pid; wait' &
+	root=$!
+	for _ in $(seq 100); do [ -s child.pid ] && break; sleep 0.05; done
+	child=$(cat child.pid)
+	trap 'kill $child $root 2>/dev/null || true' EXIT
+	start=$(( $(date +%s) ))
+}
+
+write_config() {
+	cat >provgate.json <<JSON
+{
+  "markers": {
+    "log": "server.log",
+    "prefix": "DCU_KERNEL_DIAG",
+    "require": [{"selected": "True", "shape": "(4096, 5120)", "dtype": "torch.bfloat16"}],
+    "min_count": ${1:-2},
+    "forbid": ["fallback to unified triton"],
+    "facts": ["block size = 832", "prefix caching = False"]
+  }
+}
+JSON
+}
+
+# gate7 VARIANT: writes the log and runs gate 7; sets $status, $codes, $rc
+gate7() {
+	[ "$1" = none ] || "$MAKE_LOG" server.log "$child" "$start" "$1"
+	PROVGATE_TEST_SERVICE_PID=$root pg run -c provgate.json --gates 7 --json report.json
+	status=$(gate_status report.json 7)
+	codes=$(problem_codes report.json 7)
+}
+
+test_live_markers_pass() {
+	start_service; write_config
+	gate7 good
+	assert_eq "$status" pass "status ($codes)"
+	assert_eq "$rc" 0 "exit code"
+	assert_eq "$(jq -c .chain.markers report.json)" '{"matched":2,"unattributed":1}' "chain.markers"
+	assert_eq "$(jq -r '.gates[6].evidence.markers.foreign_pid' report.json)" 1 "earlier run's marker"
+}
+
+test_marker_selected_false_fails() {
+	start_service; write_config 1
+	gate7 not-selected
+	assert_eq "$status" fail
+	assert_eq "$codes" "dispatch-marker.not-selected"
+	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" 'selected=False'
+	assert_eq "$rc" 1
+}
+
+test_wrong_shape_fails() {
+	start_service; write_config 1
+	gate7 wrong-shape
+	assert_eq "$status" fail
+	assert_eq "$codes" "dispatch-marker.too-few"
+	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" 'shape=(4096, 4096)'
+}
+
+test_markers_only_from_earlier_run_fail() {
+	start_service; write_config 1
+	gate7 earlier-only
+	assert_eq "$status" fail
+	# the facts, too, appear only in the earlier run's lines
+	assert_eq "$codes" "dispatch-marker.missing-fact dispatch-marker.missing-fact dispatch-marker.unattributed"
+	assert_eq "$(jq -c .chain.markers report.json)" '{"matched":0,"unattributed":1}'
+}
+
+test_markers_of_a_foreign_pid_fail() {
+	start_service; write_config 1
+	gate7 foreign-pid
+	assert_eq "$status" fail
+	assert_eq "$codes" "dispatch-marker.unattributed"
+}
+
+test_missing_fact_fails() {
+	start_service; write_config
+	gate7 missing-fact
+	assert_eq "$status" fail
+	# the live run wrote no marker; the earlier run's marker does not count
+	assert_eq "$codes" "dispatch-marker.missing-fact dispatch-marker.unattributed"
+	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" 'block size = 832'
+}
+
+test_forbidden_fallback_line_fails() {
+	start_service; write_config
+	gate7 forbidden
+	assert_eq "$status" fail
+	assert_eq "$codes" "dispatch-marker.forbidden"
+}
+
+test_empty_log_fails() {
+	start_service; write_config
+	: >server.log
+	gate7 none
+	assert_eq "$status" fail
+	assert_eq "$codes" "dispatch-marker.empty-log"
+}
+
+test_log_created_after_start_attributes_plain_lines() {
+	start_service; write_config 1
+	sleep 1.1 # the log's birth must follow the service's start
+	gate7 plain
+	if [ "$(jq -r '.gates[6].evidence.log_created' report.json)" = null ]; then
+		echo "SKIP: this file system records no birth time" >&2; exit 77
+	fi
+	assert_eq "$status" pass "status ($codes)"
+	assert_eq "$(jq -r '.gates[6].evidence.markers.unknown_origin' report.json)" 0
+}
+
+test_plain_lines_in_a_log_older_than_the_service_fail() {
+	write_config 1
+	child=4242 start=$(date +%s)
+	"$MAKE_LOG" server.log "$child" "$start" plain
+	sleep 1.5 # /proc/stat's btime is whole seconds: keep clear of that rounding
+	start_service
+	PROVGATE_TEST_SERVICE_PID=$root pg run -c provgate.json --gates 7 --json report.json
+	if [ "$(jq -r '.gates[6].evidence.log_created' report.json)" = null ]; then
+		echo "SKIP: this file system records no birth time" >&2; exit 77
+	fi
+	assert_eq "$(gate_status report.json 7)" fail
+	assert_eq "$(jq -r '.gates[6].evidence.markers.unknown_origin' report.json)" 1
+	assert_eq "$(problem_codes report.json 7)" \
+		"dispatch-marker.missing-fact dispatch-marker.missing-fact dispatch-marker.unattributed"
+}
+
+test_missing_log_and_no_service_are_unverifiable() {
+	start_service; write_config
+	PROVGATE_TEST_SERVICE_PID=$root pg run -c provgate.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" unverifiable
+	assert_eq "$(problem_codes report.json 7)" dispatch-marker.log-unreadable
+	"$MAKE_LOG" server.log "$child" "$start" good
+	pg run -c provgate.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" unverifiable
+	assert_eq "$(problem_codes report.json 7)" dispatch-marker.no-service
+	assert_eq "$rc" 1
+}
+
+test_service_pid_and_pidfile_from_the_config() {
+	start_service
+	"$MAKE_LOG" server.log "$child" "$start" good
+	write_config
+	jq --argjson pid "$root" '.service = {"pid": $pid}' provgate.json >by-pid.json
+	pg run -c by-pid.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" pass "service.pid ($(problem_codes report.json 7))"
+	echo "$root" >service.pid
+	jq '.service = {"pidfile": "service.pid"}' provgate.json >by-pidfile.json
+	pg run -c by-pidfile.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" pass "service.pidfile"
+	kill "$child" "$root" 2>/dev/null; wait "$root" 2>/dev/null || true
+	pg run -c by-pidfile.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" unverifiable "service gone"
+	assert_eq "$(problem_codes report.json 7)" dispatch-marker.no-service
+}
+
+test_garbage_and_10mb_lines_do_not_crash_or_hang() {
+	start_service; write_config
+	head -c 3000000 /dev/urandom >server.log
+	printf '\n(EngineCore_DP0 pid=%s) INFO 01-01 00:00:00 [x.py:1] DCU_KERNEL_DIAG shape=(' "$child" >>server.log
+	head -c 10485760 /dev/zero | tr '\0' '7' >>server.log
+	printf '\n' >>server.log
+	"$MAKE_LOG" good.log "$child" "$start" good
+	cat good.log >>server.log
+	PROVGATE_TEST_SERVICE_PID=$root timeout 60 "$PROVGATE" run -c provgate.json --gates 7 --json report.json >/dev/null 2>err.txt || true
+	assert_eq "$(gate_status report.json 7)" pass "status ($(problem_codes report.json 7))"
+	assert_eq "$(jq -r '.gates[6].evidence.overlong_lines' report.json)" 1
+	# garbage alone: no marker, never a pass
+	head -c 3000000 /dev/urandom >server.log
+	PROVGATE_TEST_SERVICE_PID=$root pg run -c provgate.json --gates 7 --json report.json
+	assert_eq "$(gate_status report.json 7)" fail
+}
+
+run_tests

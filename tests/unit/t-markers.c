@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/* Marker lines, vLLM line heads, attribution and the bounded streaming scan. */
+#include <sys/stat.h>
+
+#include "markers.h"
+#include "tap.h"
+
+/* A fake service: pids 100..199 are its tree; it started at `start`. */
+static bool fake_in_tree(void *opaque, pid_t pid)
+{
+	(void)opaque;
+	return pid >= 100 && pid < 200;
+}
+
+static time_t mk(int year, int mon, int day, int h, int m, int s)
+{
+	struct tm tm = { .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = day, .tm_hour = h,
+			 .tm_min = m, .tm_sec = s, .tm_isdst = -1 };
+	return mktime(&tm);
+}
+
+static void field_is(const struct pvg_marker *m, const char *key, const char *value)
+{
+	const struct pvg_marker_field *f = pvg_marker_get(m, key);
+	_cleanup_free_ char *v = f ? pvg_strdup("") : NULL;
+	if (f) {
+		free(v);
+		v = pvg_asprintf("%.*s", (int)f->value_len, f->value);
+	}
+	CHECK_STR(v, value);
+}
+
+static void parses_bracketed_and_quoted_values(void)
+{
+	const char *s = " kernel=wvSplitK selected=True shape=(4096, 5120) dtype=torch.bfloat16,"
+			" note=\"fell back: no\" nested=[(1, 2), {3: 'x)'}] q='a b'";
+	struct pvg_marker m;
+	CHECK_INT(pvg_marker_parse(s, strlen(s), &m), 0);
+	CHECK_INT(m.n, 7);
+	field_is(&m, "kernel", "wvSplitK");
+	field_is(&m, "selected", "True");
+	field_is(&m, "shape", "(4096, 5120)");
+	field_is(&m, "dtype", "torch.bfloat16");
+	field_is(&m, "note", "fell back: no");
+	field_is(&m, "nested", "[(1, 2), {3: 'x)'}]");
+	field_is(&m, "q", "a b");
+	CHECK(pvg_marker_get(&m, "missing") == NULL);
+}
+
+static void unterminated_or_too_many_fields_are_unparseable(void)
+{
+	struct pvg_marker m;
+	const char *a = " shape=(4096, 5120 selected=True";
+	CHECK_INT(pvg_marker_parse(a, strlen(a), &m), -EINVAL);
+	const char *b = " note=\"open";
+	CHECK_INT(pvg_marker_parse(b, strlen(b), &m), -EINVAL);
+	const char *c = " shape=(1, 2]";
+	CHECK_INT(pvg_marker_parse(c, strlen(c), &m), -EINVAL);
+	char many[2048] = "";
+	for (int i = 0; i < PVG_MARKER_FIELDS_MAX + 1; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), " k%d=v", i);
+	CHECK_INT(pvg_marker_parse(many, strlen(many), &m), -E2BIG);
+	/* free text between fields is skipped */
+	const char *d = ": wvSplitK dispatch selected=True";
+	CHECK_INT(pvg_marker_parse(d, strlen(d), &m), 0);
+	CHECK_INT(m.n, 1);
+}
+
+static void reads_vllm_line_heads(void)
+{
+	time_t now = mk(2026, 11, 29, 13, 0, 0);
+	struct pvg_line_head h;
+	const char *a = "(EngineCore_DP0 pid=12345) INFO 11-29 12:10:25 [core.py:75] hello";
+	pvg_line_head_parse(a, strlen(a), now, &h);
+	CHECK(h.has_pid && h.pid == 12345);
+	CHECK(h.has_time && h.time == mk(2026, 11, 29, 12, 10, 25));
+	/* coloured prefix, as vLLM writes it on a terminal */
+	const char *b = "\x1b[1;36m(APIServer pid=7)\x1b[0;0m WARNING 11-29 12:10:26 [x.py:1] y";
+	pvg_line_head_parse(b, strlen(b), now, &h);
+	CHECK(h.has_pid && h.pid == 7);
+	CHECK(h.has_time && h.time == mk(2026, 11, 29, 12, 10, 26));
+	const char *c = "INFO 11-29 12:10:27 [api_server.py:1] no prefix";
+	pvg_line_head_parse(c, strlen(c), now, &h);
+	CHECK(!h.has_pid && h.has_time && h.time == mk(2026, 11, 29, 12, 10, 27));
+	const char *d = "DCU_KERNEL_DIAG selected=True";
+	pvg_line_head_parse(d, strlen(d), now, &h);
+	CHECK(!h.has_pid && !h.has_time);
+	const char *e = "(Worker pid=notanumber) INFO 13-40 99:00:00 x";
+	pvg_line_head_parse(e, strlen(e), now, &h);
+	CHECK(!h.has_pid && !h.has_time);
+}
+
+static void timestamps_across_new_year_belong_to_last_year(void)
+{
+	time_t now = mk(2027, 1, 1, 0, 0, 30);
+	struct pvg_line_head h;
+	const char *a = "INFO 12-31 23:59:59 [x.py:1] last line of the year";
+	pvg_line_head_parse(a, strlen(a), now, &h);
+	CHECK(h.has_time && h.time == mk(2026, 12, 31, 23, 59, 59));
+	const char *b = "INFO 01-01 00:00:10 [x.py:1] first of the new one";
+	pvg_line_head_parse(b, strlen(b), now, &h);
+	CHECK(h.has_time && h.time == mk(2027, 1, 1, 0, 0, 10));
+}
+
+static void attribution_follows_pid_then_time_then_file(void)
+{
+	struct pvg_service_view v = { .in_tree = fake_in_tree,
+				      .start = { mk(2026, 11, 29, 12, 10, 25), 700000000 } };
+	struct pvg_line_head h = { .has_pid = true, .pid = 150 };
+	CHECK_INT(pvg_attribute(&h, &v, false), PVG_ATTR_LIVE);
+	h.pid = 250;
+	CHECK_INT(pvg_attribute(&h, &v, true), PVG_ATTR_FOREIGN_PID);
+	/* one-second resolution: the start's own second counts */
+	h = (struct pvg_line_head){ .has_time = true, .time = mk(2026, 11, 29, 12, 10, 25) };
+	CHECK_INT(pvg_attribute(&h, &v, false), PVG_ATTR_LIVE);
+	h.time--;
+	CHECK_INT(pvg_attribute(&h, &v, true), PVG_ATTR_BEFORE_START);
+	/* a pid of the tree written before the start is a reused pid */
+	h = (struct pvg_line_head){ .has_pid = true, .pid = 150, .has_time = true,
+				    .time = mk(2026, 11, 29, 11, 0, 0) };
+	CHECK_INT(pvg_attribute(&h, &v, false), PVG_ATTR_BEFORE_START);
+	h = (struct pvg_line_head){ 0 };
+	CHECK_INT(pvg_attribute(&h, &v, true), PVG_ATTR_LIVE);
+	CHECK_INT(pvg_attribute(&h, &v, false), PVG_ATTR_UNKNOWN);
+}
+
+static struct pvg_kv req_kv[] = {
+	{ "selected", "True" }, { "shape", "(4096, 5120)" }, { "dtype", "torch.bfloat16" },
+};
+static struct pvg_require req = { req_kv, 3 };
+static const char *const facts[] = { "block size = 832", "prefix caching = False" };
+static const char *const forbid[] = { "fallback to unified triton" };
+static struct pvg_service_view view = { .in_tree = fake_in_tree };
+
+static void scan_init(struct pvg_marker_scan *s)
+{
+	pvg_marker_scan_init(s);
+	s->prefix = "DCU_KERNEL_DIAG";
+	s->require = &req;
+	s->n_require = 1;
+	s->facts = facts;
+	s->n_facts = 2;
+	s->forbid = forbid;
+	s->n_forbid = 1;
+	view.start.tv_sec = mk(2026, 11, 29, 12, 10, 0);
+	s->view = &view;
+	s->now = mk(2026, 11, 29, 13, 0, 0);
+}
+
+#define OLD "(EngineCore_DP0 pid=4242) INFO 11-29 11:00:01 [diag.py:10] "
+#define NEW "(EngineCore_DP0 pid=123) INFO 11-29 12:10:05 [diag.py:10] "
+#define API "INFO 11-29 12:10:03 [api_server.py:1] "
+
+static const char log_two_runs[] =
+	OLD "block size = 832, prefix caching = False\n"
+	OLD "DCU_KERNEL_DIAG kernel=wvSplitK selected=True shape=(4096, 5120) dtype=torch.bfloat16\n"
+	OLD "fallback to unified triton attention\n"
+	API "block size = 832\r\n"
+	NEW "prefix caching = False\n"
+	NEW "DCU_KERNEL_DIAG kernel=wvSplitK selected=True shape=(4096, 5120) dtype=torch.bfloat16\n"
+	NEW "DCU_KERNEL_DIAG kernel=wvSplitK selected=True shape=(4096, 4096) dtype=torch.bfloat16\n"
+	"(EngineCore_DP1 pid=777) INFO 11-29 12:10:06 [diag.py:10] DCU_KERNEL_DIAG kernel=wvSplitK "
+	"selected=True shape=(4096, 5120) dtype=torch.bfloat16\n"
+	"DCU_KERNEL_DIAG kernel=wvSplitK selected=True shape=(4096, 5120) dtype=torch.bfloat16";
+
+static void scan_counts_only_the_live_run(void)
+{
+	struct pvg_marker_scan s;
+	scan_init(&s);
+	CHECK_INT(pvg_marker_scan_buffer(&s, log_two_runs, strlen(log_two_runs)), 0);
+	CHECK_INT(s.bytes, strlen(log_two_runs));
+	CHECK_INT(s.markers_live, 2);
+	CHECK_INT(s.matched, 1);
+	CHECK_INT(s.require_matched[0], 1);
+	CHECK_INT(s.markers_unattributed, 3); /* earlier run, foreign pid, no head */
+	/* the earlier run's pid is not in the tree: the pid decides before the time */
+	CHECK_INT(s.attr_count[PVG_ATTR_BEFORE_START], 0);
+	CHECK_INT(s.attr_count[PVG_ATTR_FOREIGN_PID], 2);
+	CHECK_INT(s.attr_count[PVG_ATTR_UNKNOWN], 1);
+	CHECK_INT(s.require_unattributed[0], 3);
+	CHECK(s.fact_live[0] && s.fact_live[1]);
+	CHECK_INT(s.forbid_live[0], 0);
+	CHECK_INT(s.forbid_unattributed[0], 1);
+	CHECK(s.unmatched.text && strstr(s.unmatched.text, "(4096, 4096)"));
+	pvg_marker_scan_done(&s);
+
+	/* the same log with the file created after the start: the head-less line counts */
+	scan_init(&s);
+	s.file_after_start = true;
+	pvg_marker_scan_buffer(&s, log_two_runs, strlen(log_two_runs));
+	CHECK_INT(s.matched, 2);
+	CHECK_INT(s.markers_unattributed, 2);
+	pvg_marker_scan_done(&s);
+}
+
+static void selected_false_and_forbidden_lines_are_seen(void)
+{
+	const char *t = NEW "DCU_KERNEL_DIAG kernel=wvSplitK selected=False shape=(4096, 5120) "
+			    "dtype=torch.bfloat16 reason=\"k % 8 != 0\"\n" NEW
+			    "fallback to unified triton attention for 1 layers\n";
+	struct pvg_marker_scan s;
+	scan_init(&s);
+	pvg_marker_scan_buffer(&s, t, strlen(t));
+	CHECK_INT(s.require_not_selected[0], 1);
+	CHECK_INT(s.matched, 0);
+	CHECK_INT(s.forbid_live[0], 1);
+	CHECK(s.not_selected.text && strstr(s.not_selected.text, "selected=False"));
+	CHECK(s.forbidden.text && strstr(s.forbidden.text, "unified triton"));
+	CHECK(!s.fact_live[0] && !s.fact_live[1]);
+	pvg_marker_scan_done(&s);
+}
+
+/* Feeds the log in pieces that cut lines and patterns at every position around the cut. */
+static void results_do_not_depend_on_block_cuts(void)
+{
+	struct pvg_marker_scan whole;
+	scan_init(&whole);
+	pvg_marker_scan_buffer(&whole, log_two_runs, strlen(log_two_runs));
+	/* a log longer than the buffer, with the same lines at the end */
+	size_t pad = PVG_MARKER_BUF - 7, n = pad + strlen(log_two_runs);
+	char *big = malloc(n);
+	for (size_t i = 0; i < pad; i += 64) {
+		size_t l = pad - i < 64 ? pad - i : 64;
+		memset(big + i, 'a', l);
+		big[i + l - 1] = '\n';
+	}
+	memcpy(big + pad, log_two_runs, strlen(log_two_runs));
+	struct pvg_marker_scan s;
+	scan_init(&s);
+	pvg_marker_scan_buffer(&s, big, n);
+	CHECK_INT(s.matched, whole.matched);
+	CHECK_INT(s.markers_live, whole.markers_live);
+	CHECK_INT(s.markers_unattributed, whole.markers_unattributed);
+	CHECK_INT(s.forbid_unattributed[0], 1);
+	CHECK_INT(s.overlong_lines, 0);
+	free(big);
+	pvg_marker_scan_done(&s);
+	pvg_marker_scan_done(&whole);
+}
+
+static void overlong_lines_are_bounded_and_counted(void)
+{
+	/* a 10 MB marker line of the live service, then a good marker */
+	size_t big = 10u << 20;
+	const char *head = NEW "DCU_KERNEL_DIAG kernel=wvSplitK selected=True shape=(";
+	const char *tail = "1)\n" NEW "DCU_KERNEL_DIAG kernel=wvSplitK selected=True "
+			   "shape=(4096, 5120) dtype=torch.bfloat16\n";
+	size_t n = strlen(head) + big + strlen(tail);
+	char *t = malloc(n + 1);
+	strcpy(t, head);
+	memset(t + strlen(head), '7', big);
+	/* a forbidden pattern straddling the 4 MiB cut, inside the long line */
+	size_t at = PVG_MARKER_BUF - 10;
+	memcpy(t + at, forbid[0], strlen(forbid[0]));
+	strcpy(t + strlen(head) + big, tail);
+	struct pvg_marker_scan s;
+	scan_init(&s);
+	CHECK_INT(pvg_marker_scan_buffer(&s, t, n), 0);
+	CHECK_INT(s.overlong_lines, 1);
+	CHECK_INT(s.markers_unparseable, 1);
+	CHECK_INT(s.matched, 1);
+	CHECK_INT(s.forbid_live[0], 1);
+	pvg_marker_scan_done(&s);
+	free(t);
+}
+
+static void binary_garbage_does_not_crash(void)
+{
+	size_t n = 3u << 20;
+	char *t = malloc(n);
+	srand(11);
+	for (size_t i = 0; i < n; i++)
+		t[i] = (char)(rand() & 0xff);
+	memcpy(t + 1000, "\nDCU_KERNEL_DIAG shape=((((", 27);
+	memcpy(t + 5000, "\n(x pid=99999999999999) INFO 99-99 DCU_KERNEL_DIAG", 51);
+	struct pvg_marker_scan s;
+	scan_init(&s);
+	CHECK_INT(pvg_marker_scan_buffer(&s, t, n), 0);
+	CHECK_INT(s.matched, 0);
+	CHECK_INT(s.bytes, n);
+	pvg_marker_scan_done(&s);
+	free(t);
+}
+
+/* Patterns at every position of lines of every length, compared with a plain count. */
+static void pattern_search_finds_every_occurrence(void)
+{
+	size_t cap = 3u << 20, n = 0, expect = 0;
+	char *t = malloc(cap);
+	srand(5);
+	const char *pat = forbid[0];
+	size_t plen = strlen(pat);
+	while (n + 400 < cap) {
+		size_t len = (size_t)rand() % 300;
+		for (size_t i = 0; i < len; i++)
+			t[n + i] = "fallback to unified triton xyz"[rand() % 30];
+		if (rand() % 3 == 0 && len >= plen) {
+			size_t at = (size_t)rand() % (len - plen + 1);
+			memcpy(t + n + at, pat, plen);
+		}
+		/* a line counts once however often it holds the pattern */
+		if (memmem(t + n, len, pat, plen))
+			expect++;
+		n += len;
+		t[n++] = '\n';
+	}
+	struct pvg_marker_scan s;
+	scan_init(&s);
+	s.file_after_start = true; /* head-less lines are live */
+	CHECK_INT(pvg_marker_scan_buffer(&s, t, n), 0);
+	CHECK(expect > 1000);
+	CHECK_INT(s.forbid_live[0], expect);
+	pvg_marker_scan_done(&s);
+	free(t);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* A procfs tree: 10 -> 11 -> 12 (comm with spaces and parentheses), 13 elsewhere. */
+static void service_view_reads_tree_and_start_from_procfs(void)
+{
+	char root[] = "/tmp/pvg-t-procfs.XXXXXX";
+	if (!mkdtemp(root))
+		return;
+	long hz = sysconf(_SC_CLK_TCK);
+	_cleanup_free_ char *stat = pvg_asprintf("%s/stat", root);
+	write_text(stat, "cpu  1 2 3 4\nbtime 1764400000\nprocesses 99\n");
+	const struct {
+		int pid, ppid;
+		const char *comm;
+	} procs[] = { { 10, 1, "vllm" }, { 11, 10, "VLLM::EngineCor" }, { 12, 11, "a) (b c" },
+		      { 13, 1, "other" } };
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++) {
+		_cleanup_free_ char *d = pvg_asprintf("%s/%d", root, procs[i].pid);
+		mkdir(d, 0755);
+		_cleanup_free_ char *f = pvg_asprintf("%s/stat", d);
+		_cleanup_free_ char *line = pvg_asprintf(
+			"%d (%s) S %d 1 1 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 %ld 1000 10 "
+			"18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
+			procs[i].pid, procs[i].comm, procs[i].ppid, 250 * hz / 100);
+		write_text(f, line);
+	}
+	struct pvg_service_view v;
+	CHECK_INT(pvg_service_view_from_pid(root, 10, &v), 0);
+	CHECK_INT(v.start.tv_sec, 1764400002);
+	CHECK_INT(v.start.tv_nsec, 500000000);
+	CHECK(v.in_tree && v.in_tree(v.opaque, 10) && v.in_tree(v.opaque, 11) &&
+	      v.in_tree(v.opaque, 12));
+	CHECK(v.in_tree && !v.in_tree(v.opaque, 13) && !v.in_tree(v.opaque, 1));
+	pvg_service_view_release(&v);
+	CHECK_INT(pvg_service_view_from_pid(root, 77, &v), -ESRCH);
+	_cleanup_free_ char *cmd = pvg_asprintf("rm -rf %s", root);
+	CHECK_INT(system(cmd), 0);
+}
+
+int main(void)
+{
+	RUN(parses_bracketed_and_quoted_values);
+	RUN(unterminated_or_too_many_fields_are_unparseable);
+	RUN(reads_vllm_line_heads);
+	RUN(timestamps_across_new_year_belong_to_last_year);
+	RUN(attribution_follows_pid_then_time_then_file);
+	RUN(scan_counts_only_the_live_run);
+	RUN(selected_false_and_forbidden_lines_are_seen);
+	RUN(results_do_not_depend_on_block_cuts);
+	RUN(overlong_lines_are_bounded_and_counted);
+	RUN(binary_garbage_does_not_crash);
+	RUN(pattern_search_finds_every_occurrence);
+	RUN(service_view_reads_tree_and_start_from_procfs);
+	TAP_EXIT();
+}
