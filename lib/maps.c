@@ -6,6 +6,8 @@
  */
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 
 #include "maps.h"
 
@@ -192,4 +194,110 @@ char *pvg_map_files_path(const char *procfs, pid_t pid, const struct pvg_mapping
 {
 	return pvg_asprintf("%s/%d/map_files/%" PRIx64 "-%" PRIx64, procfs, (int)pid, m->start,
 			    m->end);
+}
+
+/* ---- mapped files --------------------------------------------------------------------------- */
+
+#define OVERLAYFS_MAGIC 0x794c7630
+#define BTRFS_MAGIC 0x9123683e
+
+bool pvg_mapping_is_file(const char *procfs, pid_t pid, const struct pvg_mapped_file *f,
+			 const char *path, const struct stat *st, bool *quirk)
+{
+	*quirk = false;
+	if (f->inode != (uint64_t)st->st_ino)
+		return false;
+	if (makedev(f->dev_major, f->dev_minor) == st->st_dev)
+		return true;
+	/* Same inode number, other device: overlayfs shows the real (upper or lower) device in
+	 * maps, btrfs a per-subvolume anonymous device. Ask the mapping itself, else the fs. */
+	struct pvg_mapping m = { .start = f->first_start, .end = f->first_end };
+	_cleanup_free_ char *mf = pvg_map_files_path(procfs, pid, &m);
+	struct stat ms;
+	if (stat(mf, &ms) == 0 && ms.st_ino == st->st_ino && ms.st_dev == st->st_dev) {
+		*quirk = true;
+		return true;
+	}
+	struct statfs sfs;
+	if (statfs(path, &sfs) == 0 &&
+	    ((unsigned long)sfs.f_type == OVERLAYFS_MAGIC || (unsigned long)sfs.f_type == BTRFS_MAGIC)) {
+		*quirk = true;
+		return true;
+	}
+	return false;
+}
+
+void pvg_mapped_files_clear(struct pvg_mapped_files *files)
+{
+	for (size_t i = 0; i < files->n; i++)
+		free(files->f[i].path);
+	free(files->f);
+	files->f = NULL;
+	files->n = 0;
+}
+
+void pvg_mapped_files_build(const char *procfs, pid_t pid, const struct pvg_maps *maps,
+			    const struct timespec *start, long tick_ns,
+			    struct pvg_mapped_files *out)
+{
+	out->f = NULL;
+	out->n = 0;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct pvg_mapping *m = &maps->m[i];
+		if (m->kind != PVG_MAPPING_FILE)
+			continue;
+		struct pvg_mapped_file *f = NULL;
+		for (size_t k = 0; k < out->n && !f; k++)
+			if (out->f[k].inode == m->inode && out->f[k].dev_major == m->dev_major &&
+			    out->f[k].dev_minor == m->dev_minor && out->f[k].deleted == m->deleted &&
+			    strcmp(out->f[k].path, m->path) == 0)
+				f = &out->f[k];
+		if (f) {
+			f->n_mappings++;
+			continue;
+		}
+		out->f = pvg_xrealloc(out->f, out->n + 1, sizeof(*out->f));
+		f = &out->f[out->n++];
+		*f = (struct pvg_mapped_file){
+			.path = pvg_strdup(m->path),
+			.deleted = m->deleted,
+			.dev_major = m->dev_major,
+			.dev_minor = m->dev_minor,
+			.inode = m->inode,
+			.first_start = m->start,
+			.first_end = m->end,
+			.n_mappings = 1,
+		};
+	}
+	int64_t start_ns = start ? (int64_t)start->tv_sec * 1000000000 + start->tv_nsec : 0;
+	for (size_t i = 0; i < out->n; i++) {
+		struct pvg_mapped_file *f = &out->f[i];
+		struct stat st;
+		for (size_t k = 0; k < out->n; k++)
+			if (k != i && strcmp(out->f[k].path, f->path) != 0 &&
+			    strcmp(pvg_basename(out->f[k].path), pvg_basename(f->path)) == 0)
+				f->duplicate = true;
+		if (stat(f->path, &st) < 0) {
+			f->stat_err = errno;
+			f->replaced = !f->deleted; /* a deleted file is reported as such */
+			continue;
+		}
+		f->now_dev = (uint64_t)st.st_dev;
+		f->now_ino = (uint64_t)st.st_ino;
+		f->now_ctime = st.st_ctim;
+		if (f->deleted)
+			continue;
+		if (!pvg_mapping_is_file(procfs, pid, f, f->path, &st, &f->dev_quirk)) {
+			f->replaced = true;
+			continue;
+		}
+		if (start) {
+			int64_t c = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+			/* the start time is cut to a clock tick: [start, start + tick) */
+			if (c >= start_ns + tick_ns)
+				f->overwritten = true;
+			else if (c >= start_ns)
+				f->ctime_close = true;
+		}
+	}
 }

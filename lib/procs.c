@@ -15,9 +15,9 @@
 #include "maps.h"
 #include "procs.h"
 
-enum { I_PID, I_PPID, I_EUID, I_BEGAN, I_CMD, I_CMDLINE };
-static enum pids_item items[] = { PIDS_ID_PID,     PIDS_ID_PPID, PIDS_ID_EUID,
-				  PIDS_TICS_BEGAN, PIDS_CMD,     PIDS_CMDLINE };
+enum { I_PID, I_PPID, I_EUID, I_BEGAN, I_STATE, I_CMD, I_CMDLINE };
+static enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_ID_EUID, PIDS_TICS_BEGAN,
+				  PIDS_STATE,  PIDS_CMD,     PIDS_CMDLINE };
 
 static void pids_unrefp(struct pids_info **i)
 {
@@ -139,6 +139,7 @@ static int snapshot(struct pvg_targets *t)
 		p->ppid = PIDS_VAL(I_PPID, s_int, s, info);
 		p->uid = PIDS_VAL(I_EUID, u_int, s, info);
 		p->start_ticks = PIDS_VAL(I_BEGAN, ull_int, s, info);
+		p->zombie = PIDS_VAL(I_STATE, s_ch, s, info) == 'Z';
 		if (p->pid <= 0)
 			continue;
 		int64_t ns = boot_ns + (int64_t)(p->start_ticks * (uint64_t)t->tick_ns);
@@ -245,6 +246,8 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 		struct pvg_proc *p = &t->procs[i];
 		bool fam = pvg_proc_matches_any(p, &cfg->service.family) ||
 			   pvg_proc_matches_any(p, &cfg->service.match);
+		if (p->zombie)
+			fam = false; /* holds nothing: no memory, no port, no device */
 		if (fam && is_provgate(p->pid, have_self ? &self_exe_st : NULL)) {
 			p->self = true;
 			fam = false;
@@ -295,7 +298,7 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 		const struct pvg_proc *newest = NULL;
 		for (size_t i = 0; i < t->n; i++) {
 			struct pvg_proc *p = &t->procs[i];
-			if (p->self || !pvg_proc_matches_any(p, &cfg->service.match))
+			if (p->self || p->zombie || !pvg_proc_matches_any(p, &cfg->service.match))
 				continue;
 			p->matched = true;
 			if (!newest || p->start_ticks > newest->start_ticks ||
@@ -480,4 +483,64 @@ int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t 
 		closedir(d);
 	}
 	return 0;
+}
+
+/* ---- shared by the gates -------------------------------------------------------------------- */
+
+enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_result *res)
+{
+	const char *reason, *hint;
+	enum pvg_status st = PVG_FAIL;
+	switch (t->err) {
+	case -EDESTADDRREQ:
+		reason = "not-configured";
+		hint = "set service.match, service.pid or service.pidfile";
+		st = PVG_UNVERIFIABLE;
+		break;
+	case -ENOENT:
+		reason = "pidfile-missing";
+		hint = "start the service, or point service.pidfile at the file it writes";
+		break;
+	case -EACCES:
+		reason = "pidfile-unreadable";
+		hint = "run provgate as a user that can read the pidfile";
+		st = PVG_UNVERIFIABLE;
+		break;
+	case -EINVAL:
+		reason = "pidfile-invalid";
+		hint = "the pidfile must hold one decimal pid";
+		break;
+	default:
+		reason = t->how == PVG_SELECT_MATCH ? "no-target" : "target-not-running";
+		hint = t->how == PVG_SELECT_MATCH
+			       ? "start the service (and check service.match against ps -eo pid,cmd)"
+			       : "the service is not running: start it, or update the pid/pidfile";
+		break;
+	}
+	_cleanup_free_ char *code = pvg_asprintf("%s.%s", res->name, reason);
+	pvg_problem(res, code, hint, "%s", t->why ? t->why : "no target process");
+	pvg_summary(res, "%s", t->why ? t->why : "no target process");
+	return st;
+}
+
+cJSON *pvg_targets_json(const struct pvg_targets *t)
+{
+	static const char *how[] = { "none", "pid", "pidfile", "match" };
+	cJSON *o = cJSON_CreateObject();
+	pvg_json_add_str(o, "selected_by", how[t->how]);
+	if (t->err) {
+		pvg_json_add_str(o, "error", t->why);
+	} else {
+		cJSON_AddNumberToObject(o, "primary", t->primary);
+		cJSON_AddNumberToObject(o, "tree_root", t->root);
+		cJSON *a = cJSON_AddArrayToObject(o, "targets");
+		for (size_t i = 0; i < t->n_targets; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(t->targets[i]));
+		a = cJSON_AddArrayToObject(o, "strays");
+		for (size_t i = 0; i < t->n_strays; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(t->strays[i]));
+	}
+	pvg_json_add_int(o, "processes_scanned", (int)t->n);
+	pvg_json_add_u64(o, "scan_us", t->scan_ns / 1000);
+	return o;
 }

@@ -14,6 +14,7 @@ struct pvg_proc {
 	struct timespec start;  /* epoch; exact to one clock tick (see pvg_targets.tick_ns) */
 	char comm[16];          /* the kernel's 15-byte name */
 	char *cmdline;          /* arguments joined by spaces; NULL when unreadable or exited */
+	bool zombie;            /* exited, not reaped: never a service process */
 	bool self;              /* provgate itself: never a service process */
 	bool matched;           /* selected by service.pid / pidfile / match */
 	bool family;            /* matches service.family or service.match */
@@ -85,3 +86,10 @@ void pvg_fd_scan_clear(struct pvg_fd_scan *s);
 
 /* Time as "2026-11-29T12:00:00.123456789Z". */
 void pvg_proc_format_start(const struct pvg_proc *p, char *out, size_t size);
+
+/* Records why no target was selected as res's problem ("<gate>.no-target", ...) and returns
+ * the status that follows: fail when the evidence says the service is not there, else
+ * unverifiable. */
+enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_result *res);
+/* Evidence object describing the selection (how, primary, root, targets, strays). */
+cJSON *pvg_targets_json(const struct pvg_targets *t);
