@@ -47,7 +47,7 @@ static bool same_identity(const struct pvg_file_id *id, const struct stat *st)
 /* The mapped bytes: hashed through map_files, unless the opened file is provably the one
  * whose digest is cached (same dev, inode, size, mtime, ctime). */
 static enum pvg_status check_bytes(struct pvg_ctx *ctx, struct pvg_result *res,
-				   const struct expect *ex, const struct pvg_proc *p,
+				   const struct expect *ex, const struct pvg_proc *p, bool target,
 				   const struct pvg_mapped_file *f, cJSON *pj)
 {
 	struct pvg_mapping m = { .start = f->first_start, .end = f->first_end };
@@ -56,6 +56,10 @@ static enum pvg_status check_bytes(struct pvg_ctx *ctx, struct pvg_result *res,
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		int e = errno;
+		if ((e == ENOENT || e == ESRCH) && !target) {
+			pvg_json_add_str(pj, "error", "exited while being scanned");
+			return PVG_PASS; /* a worker that went away proves nothing either way */
+		}
 		if (e == ENOENT || e == ESRCH) {
 			pvg_problem(res, "process-maps.exited", "run again while the service is up",
 				    "process %d (%s) exited while its mapped bytes were being read",
@@ -209,7 +213,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 		}
 		if (quirk)
 			pvg_json_add_bool(fj, "device_number_quirk", true);
-		enum pvg_status bs = check_bytes(ctx, res, ex, p, f, fj);
+		enum pvg_status bs = check_bytes(ctx, res, ex, p, target, f, fj);
 		st = worst(st, bs);
 		int64_t start_ns = (int64_t)p->start.tv_sec * 1000000000 + p->start.tv_nsec;
 		int64_t c = (int64_t)ex->st.st_ctim.tv_sec * 1000000000 + ex->st.st_ctim.tv_nsec;

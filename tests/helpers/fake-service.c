@@ -5,8 +5,9 @@
  * dlopens a real HIP library, listens on a port, forks workers, holds a stand-in GPU device
  * open, writes its pidfile once all of that is done, and waits for SIGTERM.
  *
- *   fake-service [--server] [--lib PATH] [--port N] [--workers N] [--device PATH]
- *                [--pidfile PATH] [--engine-pidfile PATH] [--title T] [--churn]
+ *   fake-service [--server] [--lib PATH]... [--port N] [--workers N] [--device PATH]
+ *                [--pidfile PATH] [--engine-pidfile PATH] [--title T] [--tag WORD]
+ *                [--comm NAME] [--churn]
  *
  * --server: the top process becomes "vllm serve fixture" (holding the port) and forks the
  * engine; without it the engine is the top process. --churn: the engine keeps forking workers
@@ -31,8 +32,8 @@ static char *arg_area;
 static size_t arg_len;
 static struct {
 	bool server, churn;
-	const char *lib, *device, *pidfile, *engine_pidfile, *title;
-	int port, workers;
+	const char *lib[4], *device, *pidfile, *engine_pidfile, *title, *tag, *comm;
+	int n_lib, port, workers;
 } opt = { .title = "VLLM::EngineCore" };
 
 static pid_t children[64];
@@ -44,11 +45,15 @@ static void die(const char *what)
 	_exit(1);
 }
 
+/* --tag makes the titles unique to one test, so that concurrent runs cannot meet. */
 static void set_title(const char *title)
 {
 	prctl(PR_SET_NAME, title, 0, 0, 0); /* the kernel keeps 15 bytes */
 	memset(arg_area, 0, arg_len);
-	snprintf(arg_area, arg_len, "%s", title);
+	if (opt.tag)
+		snprintf(arg_area, arg_len, "%s %s", title, opt.tag);
+	else
+		snprintf(arg_area, arg_len, "%s", title);
 }
 
 static void write_pidfile(const char *path, pid_t pid)
@@ -136,12 +141,14 @@ static void worker(int i, int ready_fd)
 static void engine(int ready_fd)
 {
 	set_title(opt.title);
-	if (opt.lib) {
-		void *h = dlopen(opt.lib, RTLD_NOW | RTLD_LOCAL);
+	if (opt.comm)
+		prctl(PR_SET_NAME, opt.comm, 0, 0, 0);
+	for (int i = 0; i < opt.n_lib; i++) {
+		void *h = dlopen(opt.lib[i], RTLD_NOW | RTLD_LOCAL);
 		if (!h)
-			h = dlopen(opt.lib, RTLD_LAZY | RTLD_LOCAL);
+			h = dlopen(opt.lib[i], RTLD_LAZY | RTLD_LOCAL);
 		if (!h) {
-			fprintf(stderr, "fake-service: dlopen %s: %s\n", opt.lib, dlerror());
+			fprintf(stderr, "fake-service: dlopen %s: %s\n", opt.lib[i], dlerror());
 			_exit(1);
 		}
 	}
@@ -191,8 +198,12 @@ int main(int argc, char **argv)
 			opt.server = true;
 		else if (strcmp(a, "--churn") == 0)
 			opt.churn = true;
-		else if (v && strcmp(a, "--lib") == 0)
-			opt.lib = strdup(argv[++i]);
+		else if (v && strcmp(a, "--lib") == 0 && opt.n_lib < 4)
+			opt.lib[opt.n_lib++] = strdup(argv[++i]);
+		else if (v && strcmp(a, "--tag") == 0)
+			opt.tag = strdup(argv[++i]);
+		else if (v && strcmp(a, "--comm") == 0)
+			opt.comm = strdup(argv[++i]);
 		else if (v && strcmp(a, "--port") == 0)
 			opt.port = atoi(argv[++i]);
 		else if (v && strcmp(a, "--workers") == 0)
