@@ -125,11 +125,12 @@ mismatch_cached:
  * installed file. *maps_path receives the installed mapping's path when there is one. */
 static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res,
 				     const struct expect *ex, const struct pvg_proc *p, bool target,
-				     bool must_map, cJSON *pj, bool *mapped)
+				     bool must_map, cJSON *pj, bool *mapped, bool *scanned)
 {
 	struct pvg_maps maps = { 0 };
 	char started[48];
 	*mapped = false;
+	*scanned = false;
 	pvg_proc_format_start(p, started, sizeof(started));
 	cJSON_AddNumberToObject(pj, "pid", p->pid);
 	cJSON_AddNumberToObject(pj, "ppid", p->ppid);
@@ -160,19 +161,21 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 		return PVG_UNVERIFIABLE;
 	}
 
+	*scanned = true;
 	struct pvg_mapped_files files;
 	pvg_mapped_files_build(ctx->procfs, p->pid, &maps, &p->start, ex->tick_ns, &files);
 	pvg_maps_clear(&maps);
 	enum pvg_status st = PVG_PASS;
 	cJSON *arr = cJSON_AddArrayToObject(pj, "mappings");
-	bool installed_ok = false;
+	bool installed_ok = false, named = false;
 	for (size_t i = 0; i < files.n; i++) {
 		struct pvg_mapped_file *f = &files.f[i];
 		bool is_inst_path = strcmp(f->path, ex->canon) == 0;
 		if (strcmp(pvg_basename(f->path), ex->name) != 0 &&
 		    !(f->inode == (uint64_t)ex->st.st_ino && !f->deleted && !f->replaced))
 			continue;
-		*mapped = true;
+		named = true;
+		*mapped |= is_inst_path; /* deleted or not: the installed file was loaded */
 		cJSON *fj = cJSON_CreateObject();
 		cJSON_AddItemToArray(arr, fj);
 		pvg_json_add_str(fj, "path", f->path);
@@ -249,8 +252,8 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 		pvg_problem(res, "process-maps.not-loaded",
 			    "the service loads extensions lazily: send one request (warm up) and "
 			    "run again",
-			    "process %d (%s) does not map %s (no mapping of a file named %s)",
-			    (int)p->pid, p->comm, ex->canon, ex->name);
+			    "process %d (%s) does not map %s%s", (int)p->pid, p->comm, ex->canon,
+			    named ? " (only another copy of it)" : "");
 		st = worst(st, PVG_FAIL);
 	}
 	pvg_json_add_bool(pj, "verified", installed_ok && st == PVG_PASS);
@@ -323,7 +326,7 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 	enum pvg_status st = PVG_PASS;
 	cJSON *procs = cJSON_AddArrayToObject(res->evidence, "processes");
 	cJSON *chain = cJSON_CreateArray();
-	size_t n_mapping = 0, n_checked = 0;
+	size_t n_mapping = 0, n_checked = 0, n_unscanned = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pvg_proc *p = &t->procs[i];
 		if (!p->in_tree || p->self)
@@ -332,12 +335,14 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		for (size_t k = 0; k < t->n_targets; k++)
 			target |= t->targets[k] == p->pid;
 		cJSON *pj = cJSON_CreateObject();
-		bool mapped;
+		bool mapped, scanned;
 		enum pvg_status ps = check_process(ctx, res, &ex, p, target,
-						    t->how == PVG_SELECT_MATCH, pj, &mapped);
+						    t->how == PVG_SELECT_MATCH, pj, &mapped, &scanned);
 		st = worst(st, ps);
 		n_checked++;
-		if (!mapped && !target) {
+		n_unscanned += !scanned;
+		bool listed = cJSON_GetArraySize(cJSON_GetObjectItem(pj, "mappings")) > 0;
+		if (!listed && !target) {
 			cJSON_Delete(pj); /* tree members without the extension say nothing */
 			continue;
 		}
@@ -356,7 +361,8 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		cJSON_AddItemToArray(chain, c);
 	}
 	pvg_chain_set(ctx, "processes", chain);
-	if (n_mapping == 0 && t->how != PVG_SELECT_MATCH) {
+	/* a process that could not be read might be the one that maps it */
+	if (n_mapping == 0 && n_unscanned == 0 && t->how != PVG_SELECT_MATCH) {
 		const struct pvg_proc *p = pvg_targets_find(t, t->primary);
 		pvg_problem(res, "process-maps.not-loaded",
 			    "the service loads extensions lazily: send one request (warm up) and "
