@@ -98,16 +98,17 @@ void pvg_proc_format_start(const struct pvg_proc *p, char *out, size_t size)
 	pvg_format_time(p->start.tv_sec, p->start.tv_nsec, out, size);
 }
 
-/* Is pid the provgate executable (this process, or another provgate run)? */
-static bool is_provgate(pid_t pid, const struct stat *self_exe)
+/* Is p provgate: this process, or another run of the same program under its own name? */
+static bool is_provgate(const struct pvg_proc *p, const struct stat *self_exe,
+			const char *self_comm)
 {
-	if (pid == getpid())
+	if (p->pid == getpid())
 		return true;
-	if (!self_exe)
+	if (!self_exe || strcmp(p->comm, self_comm) != 0)
 		return false;
 	char path[64];
 	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
 	return stat(path, &st) == 0 && st.st_dev == self_exe->st_dev &&
 	       st.st_ino == self_exe->st_ino;
 }
@@ -241,6 +242,8 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 {
 	struct stat self_exe_st;
 	bool have_self = stat("/proc/self/exe", &self_exe_st) == 0;
+	const struct pvg_proc *me = pvg_targets_find(t, getpid());
+	const char *self_comm = me ? me->comm : "";
 
 	for (size_t i = 0; i < t->n; i++) {
 		struct pvg_proc *p = &t->procs[i];
@@ -248,7 +251,7 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 			   pvg_proc_matches_any(p, &cfg->service.match);
 		if (p->zombie)
 			fam = false; /* holds nothing: no memory, no port, no device */
-		if (fam && is_provgate(p->pid, have_self ? &self_exe_st : NULL)) {
+		if (fam && is_provgate(p, have_self ? &self_exe_st : NULL, self_comm)) {
 			p->self = true;
 			fam = false;
 		}
