@@ -296,6 +296,27 @@ test_prestart_passes_when_nothing_runs() {
 	assert_eq "$rc" 1 "maps finds nothing"
 }
 
+test_other_users_process_is_unverifiable_not_pass() {
+	setup
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root to drop to another user" >&2; exit 77; }
+	need setpriv
+	local port; port=$(free_port)
+	start svc --server --lib "$T/inst/libpvgfixture.so" --port "$port"
+	config "{\"pidfile\": \"svc.pid\", \"port\": $port, \"family\": [\"$TAG\"]}"
+	chmod 755 "$T"
+	chmod 644 provgate.json svc.pid
+	# provgate as nobody: the root-owned service's maps and fds cannot be read
+	local o
+	o=$(setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+		"$PROVGATE" run --gates 4,5 --keep-going --json - 2>"$T/err") || true
+	echo "$o" >r.json
+	assert_not_contains "$(cat "$T/err")" "Sanitizer" "stderr"
+	assert_eq "$(gate_status r.json 4)" unverifiable "gate 4"
+	assert_contains "$(problem_codes r.json 4)" process-maps.permission-denied "codes 4"
+	assert_eq "$(gate_status r.json 5)" unverifiable "gate 5"
+	assert_contains "$(problem_codes r.json 5)" stale-service.permission-denied "codes 5"
+}
+
 # ---- selection failures ------------------------------------------------------------------
 
 test_pidfile_to_dead_pid_fails() {
