@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <libproc2/pids.h>
@@ -15,8 +16,10 @@
 #include "maps.h"
 #include "procs.h"
 
-enum { I_PID, I_PPID, I_EUID, I_BEGAN, I_STATE, I_CMD, I_CMDLINE };
-static enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_ID_EUID, PIDS_TICS_BEGAN,
+/* Only items from stat and cmdline: asking for a uid makes libproc2 read status too, a
+ * third file per process; the uid is taken from /proc/<pid> for the few processes reported. */
+enum { I_PID, I_PPID, I_BEGAN, I_STATE, I_CMD, I_CMDLINE };
+static enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_TICS_BEGAN,
 				  PIDS_STATE,  PIDS_CMD,     PIDS_CMDLINE };
 
 static void pids_unrefp(struct pids_info **i)
@@ -138,7 +141,7 @@ static int snapshot(struct pvg_targets *t)
 		struct pvg_proc *p = &t->procs[t->n];
 		p->pid = PIDS_VAL(I_PID, s_int, s, info);
 		p->ppid = PIDS_VAL(I_PPID, s_int, s, info);
-		p->uid = PIDS_VAL(I_EUID, u_int, s, info);
+		p->uid = (uid_t)-1;
 		p->start_ticks = PIDS_VAL(I_BEGAN, ull_int, s, info);
 		p->zombie = PIDS_VAL(I_STATE, s_ch, s, info) == 'Z';
 		if (p->pid <= 0)
@@ -236,6 +239,20 @@ static void mark_tree(struct pvg_targets *t)
 	}
 	for (size_t i = 0; i < t->n; i++)
 		t->procs[i].in_tree = state[i] == IN;
+}
+
+static void fill_uids(struct pvg_targets *t)
+{
+	char path[64];
+	struct stat st;
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		if (!(p->family || p->matched || p->in_tree))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d", (int)p->pid);
+		if (stat(path, &st) == 0)
+			p->uid = st.st_uid;
+	}
 }
 
 static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
@@ -368,6 +385,7 @@ int pvg_targets_scan(const struct pvg_config *cfg, struct pvg_targets **out)
 		return r;
 	}
 	select_targets(cfg, t);
+	fill_uids(t);
 	t->scan_ns = pvg_now_ns() - t0;
 	*out = t;
 	return 0;
@@ -443,19 +461,31 @@ static void add_hit(struct pvg_fd_scan *s, pid_t pid, uint64_t inode, const char
 	};
 }
 
-int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
-		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out)
+struct fd_scan_job {
+	const char *procfs;
+	const struct pvg_targets *t;
+	const uint64_t *inodes;
+	size_t n_inodes;
+	const struct pvg_strv *devices;
+	size_t from, to;
+	struct pvg_fd_scan out;
+};
+
+static void *fd_scan_range(void *arg)
 {
-	memset(out, 0, sizeof(*out));
+	struct fd_scan_job *job = arg;
+	const struct pvg_targets *t = job->t;
+	struct pvg_fd_scan *out = &job->out;
 	char dir[512];
-	for (size_t i = 0; i < t->n; i++) {
+	char link[4096];
+	for (size_t i = job->from; i < job->to; i++) {
 		const struct pvg_proc *p = &t->procs[i];
-		bool want_dev = devices && !p->in_tree;
-		if (p->self || (!want_dev && n_inodes == 0))
+		bool want_dev = job->devices && !p->in_tree;
+		if (p->self || p->zombie || (!want_dev && job->n_inodes == 0))
 			continue;
 		if (p->pid == 2 || p->ppid == 2)
 			continue; /* kernel threads hold no files */
-		snprintf(dir, sizeof(dir), "%s/%d/fd", procfs, (int)p->pid);
+		snprintf(dir, sizeof(dir), "%s/%d/fd", job->procfs, (int)p->pid);
 		DIR *d = opendir(dir);
 		if (!d) {
 			if (errno == EACCES || errno == EPERM)
@@ -464,7 +494,6 @@ int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t 
 		}
 		out->n_scanned++;
 		struct dirent *de;
-		char link[4096];
 		while ((de = readdir(d))) {
 			if (de->d_name[0] == '.')
 				continue;
@@ -472,18 +501,64 @@ int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t 
 			if (n <= 0)
 				continue;
 			link[n] = '\0';
-			if (n_inodes && strncmp(link, "socket:[", 8) == 0) {
+			if (job->n_inodes && strncmp(link, "socket:[", 8) == 0) {
 				uint64_t ino = strtoull(link + 8, NULL, 10);
-				for (size_t k = 0; k < n_inodes; k++)
-					if (inodes[k] == ino) {
+				for (size_t k = 0; k < job->n_inodes; k++)
+					if (job->inodes[k] == ino) {
 						add_hit(out, p->pid, ino, NULL);
 						break;
 					}
-			} else if (want_dev && link[0] == '/' && device_matches(devices, link)) {
+			} else if (want_dev && link[0] == '/' && device_matches(job->devices, link)) {
 				add_hit(out, p->pid, 0, link);
 			}
 		}
 		closedir(d);
+	}
+	return NULL;
+}
+
+int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
+		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out)
+{
+	/* readlink per fd of every process is the cost: a few threads overlap the syscalls */
+	enum { MAX_THREADS = 4 };
+	struct fd_scan_job jobs[MAX_THREADS];
+	pthread_t th[MAX_THREADS];
+	bool started[MAX_THREADS] = { false };
+	size_t n_jobs = t->n < 256 ? 1 : MAX_THREADS;
+	memset(out, 0, sizeof(*out));
+	for (size_t j = 0; j < n_jobs; j++) {
+		jobs[j] = (struct fd_scan_job){
+			.procfs = procfs,
+			.t = t,
+			.inodes = inodes,
+			.n_inodes = n_inodes,
+			.devices = devices,
+			.from = t->n * j / n_jobs,
+			.to = t->n * (j + 1) / n_jobs,
+		};
+		if (j > 0)
+			started[j] = pthread_create(&th[j], NULL, fd_scan_range, &jobs[j]) == 0;
+	}
+	fd_scan_range(&jobs[0]);
+	for (size_t j = 1; j < n_jobs; j++) {
+		if (started[j])
+			pthread_join(th[j], NULL);
+		else
+			fd_scan_range(&jobs[j]);
+	}
+	/* merge in pid order */
+	for (size_t j = 0; j < n_jobs; j++) {
+		struct pvg_fd_scan *s = &jobs[j].out;
+		for (size_t k = 0; k < s->n_hits; k++) {
+			out->hits = pvg_xrealloc(out->hits, out->n_hits + 1, sizeof(*out->hits));
+			out->hits[out->n_hits++] = s->hits[k];
+		}
+		for (size_t k = 0; k < s->n_denied; k++)
+			add_pid(&out->denied, &out->n_denied, s->denied[k]);
+		out->n_scanned += s->n_scanned;
+		free(s->hits);
+		free(s->denied);
 	}
 	return 0;
 }

@@ -9,7 +9,7 @@
 
 struct pvg_proc {
 	pid_t pid, ppid;
-	uid_t uid;
+	uid_t uid;              /* (uid_t)-1 unless family, matched or in the tree */
 	uint64_t start_ticks;   /* since boot, in clock ticks */
 	struct timespec start;  /* epoch; exact to one clock tick (see pvg_targets.tick_ns) */
 	char comm[16];          /* the kernel's 15-byte name */
