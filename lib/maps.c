@@ -66,7 +66,7 @@ static int parse_line(const char *s, const char *end, struct pvg_mapping *m)
 		return -EINVAL;
 	memcpy(m->perms, s, 4);
 	for (int i = 0; i < 4; i++)
-		if (!strchr("rwxps-", m->perms[i]))
+		if (!m->perms[i] || !strchr("rwxps-", m->perms[i]))
 			return -EINVAL;
 	s += 5;
 	if (!hex_field(&s, end, &m->offset, ' ') || !hex_field(&s, end, &maj, ':') ||
@@ -96,9 +96,9 @@ static int parse_line(const char *s, const char *end, struct pvg_mapping *m)
 	} else {
 		m->kind = PVG_MAPPING_SPECIAL;
 	}
-	m->path = strndup(s, plen);
-	if (!m->path)
-		return -ENOMEM;
+	/* input need not be NUL-terminated: copy exactly plen bytes */
+	m->path = pvg_xcalloc(plen + 1, 1);
+	memcpy(m->path, s, plen);
 	return 0;
 }
 

@@ -140,6 +140,40 @@ static void gone_process_is_esrch(void)
 	CHECK_INT(pvg_maps_read("/proc", child, &m), -ESRCH);
 }
 
+/* Real maps text, cut and flipped at random: a clean result or -EINVAL, never a crash. */
+static void mutated_real_maps_never_crash(void)
+{
+	char *text = NULL;
+	size_t len = 0;
+	CHECK_INT(pvg_read_proc_text("/proc/self/maps", 1 << 20, &text, &len), 0);
+	CHECK(len > 0);
+	srand(4242);
+	int clean = 0, rejected = 0;
+	for (int round = 0; round < 3000 && len; round++) {
+		char *copy = malloc(len);
+		memcpy(copy, text, len);
+		size_t cut = (size_t)rand() % len + 1;
+		for (int k = 0; k < 1 + rand() % 4; k++)
+			copy[(size_t)rand() % cut] = (char)(rand() % 256);
+		struct pvg_maps m;
+		size_t bad;
+		int r = pvg_maps_parse(copy, cut, &m, &bad);
+		CHECK(r == 0 || r == -EINVAL);
+		if (r == 0) {
+			clean++;
+			for (size_t i = 0; i < m.n; i++)
+				CHECK(m.m[i].end >= m.m[i].start);
+			pvg_maps_clear(&m);
+		} else {
+			rejected++;
+			CHECK(bad >= 1);
+		}
+		free(copy);
+	}
+	CHECK(clean > 0 && rejected > 0);
+	free(text);
+}
+
 int main(void)
 {
 	RUN(parses_every_kind_of_line);
@@ -147,5 +181,6 @@ int main(void)
 	RUN(empty_text_has_no_mappings);
 	RUN(reads_own_maps_with_deleted_file_with_spaces);
 	RUN(gone_process_is_esrch);
+	RUN(mutated_real_maps_never_crash);
 	TAP_EXIT();
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Process discovery through libproc2, with real child processes. */
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -139,6 +141,34 @@ static void match_picks_newest_and_marks_family(void)
 	waitpid(c2, NULL, 0);
 }
 
+/* A pidfile older than the process it names was not written by it: the pid was reused. */
+static void pidfile_older_than_process_is_reuse(void)
+{
+	int rel;
+	pid_t g;
+	pid_t c = spawn_tree("pvg-reuse", &rel, &g);
+	char path[] = "/tmp/pvg-t-procs-pidfile.XXXXXX";
+	int fd = mkstemp(path);
+	dprintf(fd, "%d\n", (int)c);
+	close(fd);
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.pidfile = pvg_strdup(path);
+	struct pvg_targets *t = NULL;
+	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(t->err, 0); /* written after the start: fine */
+	pvg_targets_free(t);
+	struct timespec old[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+	CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(t->err, -ESRCH);
+	CHECK(t->why && strstr(t->why, "reused"));
+	pvg_targets_free(t);
+	pvg_config_free(cfg);
+	unlink(path);
+	close(rel);
+	waitpid(c, NULL, 0);
+}
+
 int main(void)
 {
 	RUN(pattern_matches_cut_comm);
@@ -146,5 +176,6 @@ int main(void)
 	RUN(dead_pid_is_not_running);
 	RUN(self_is_never_a_target);
 	RUN(match_picks_newest_and_marks_family);
+	RUN(pidfile_older_than_process_is_reuse);
 	TAP_EXIT();
 }
