@@ -53,7 +53,7 @@ start() {
 setup() {
 	need ss jq
 	[ -x "$FAKE" ] || fail "fake-service is not built"
-	TAG="fixture-$$-$RANDOM"
+	TAG="fixture-${T##*.}" # unique per test: the mktemp suffix
 	trap cleanup EXIT
 	mkdir -p build inst other
 	cp "$LIB" build/libpvgfixture.so
@@ -174,6 +174,53 @@ test_maps_reports_bytes_changed_in_place() {
 	assert_eq "$(gate_status r.json 4)" fail "gate 4"
 	assert_contains "$(problem_codes r.json 4)" process-maps.bytes-mismatch "codes"
 	assert_contains "$(problem_codes r.json 4)" process-maps.overwritten-after-start "codes"
+}
+
+test_maps_reports_replaced_by_bind_mount() {
+	setup
+	start svc --lib "$T/inst/libpvgfixture.so"
+	cp build/libpvgfixture.so other/libpvgfixture.so
+	# the path now names another inode, while the mapping is not "(deleted)"
+	mount --bind other/libpvgfixture.so inst/libpvgfixture.so 2>/dev/null || {
+		echo "SKIP: bind mounts are not permitted here" >&2; exit 77; }
+	trap 'cleanup; umount -l "$T/inst/libpvgfixture.so"' EXIT
+	assert_eq "$(maps_lines "$(cat svc.pid)" '(deleted)')" 0 "grep sees no (deleted)"
+	config "{\"pidfile\": \"svc.pid\"}"
+	pg run --gates 4 --json r.json
+	assert_eq "$(gate_status r.json 4)" fail "gate 4"
+	assert_eq "$(problem_codes r.json 4)" process-maps.replaced "codes"
+	pg maps "$(cat svc.pid)"
+	assert_contains "$out" "replaced" "maps output"
+}
+
+# Kernels that show the real (lower/upper) device of an overlayfs file in maps: the inode
+# agrees, the device does not. The maps text is the real one with the device rewritten.
+test_overlayfs_device_number_quirk_is_tolerated() {
+	setup
+	mkdir lower upper work merged
+	cp build/libpvgfixture.so lower/
+	mount -t overlay overlay -o "lowerdir=$T/lower,upperdir=$T/upper,workdir=$T/work" \
+		"$T/merged" 2>/dev/null || { echo "SKIP: overlay mounts are not permitted here" >&2; exit 77; }
+	trap 'cleanup; umount -l "$T/merged"' EXIT
+	sleep 0.03
+	start svc --lib "$T/merged/libpvgfixture.so"
+	local pid; pid=$(cat svc.pid)
+	local lower_dev; lower_dev=$(stat -c '%Hd:%Ld' lower/libpvgfixture.so)
+	mkdir -p "fakeproc/$pid"
+	ln -s /proc/net fakeproc/net
+	ln -s "/proc/$pid/map_files" "fakeproc/$pid/map_files"
+	awk -v d="$(printf '%02x:%02x' "${lower_dev%%:*}" "${lower_dev##*:}")" \
+		'/merged\/libpvgfixture.so/ { $4 = d } { print }' "/proc/$pid/maps" >"fakeproc/$pid/maps"
+	grep -q "$(printf '%02x:%02x' "${lower_dev%%:*}" "${lower_dev##*:}")" "fakeproc/$pid/maps" ||
+		fail "maps fixture"
+	cat >provgate.json <<-J
+	{"build": {"artifact": "build/libpvgfixture.so"},
+	 "install": {"artifact": "merged/libpvgfixture.so"}, "service": {"pidfile": "svc.pid"}}
+	J
+	PROVGATE_PROCFS="$T/fakeproc" pg run --gates 4 --json r.json
+	assert_eq "$(gate_status r.json 4)" pass "gate 4 ($(problem_codes r.json 4))"
+	assert_eq "$(jq -r '.gates[3].evidence.processes[0].mappings[0].device_number_quirk' r.json)" \
+		true "quirk recorded"
 }
 
 test_maps_reports_never_loaded() {
