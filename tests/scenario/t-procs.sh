@@ -289,6 +289,33 @@ test_stale_service_reports_orphan_engine() {
 	assert_contains "$(problem_codes p.json 5)" stale-service.alive "prestart codes"
 }
 
+test_stale_service_reports_second_instance() {
+	setup
+	start old --server --lib "$T/inst/libpvgfixture.so" --workers 1
+	start svc --server --lib "$T/inst/libpvgfixture.so"
+	config "{\"pidfile\": \"svc.pid\", \"family\": [\"$TAG\"]}"
+	pg run --gates 5 --json r.json
+	assert_eq "$(gate_status r.json 5)" fail "gate 5"
+	# the old server hangs off a non-service parent; its engine and worker off the old server
+	assert_eq "$(jq -r '[.gates[4].problems[].code] | sort | unique | join(" ")' r.json)" \
+		"stale-service.orphan stale-service.outside-tree" "codes"
+	local listed; listed=$(jq -r '.gates[4].evidence.outside_tree[].pid' r.json | sort -n)
+	local want; want=$(pgrep -f "$TAG" | while read -r p; do
+		[ "$p" = "$(cat svc.pid)" ] || [ "$(ps -o ppid= -p "$p" | tr -d ' ')" = "$(cat svc.pid)" ] ||
+			echo "$p"; done | sort -n)
+	assert_eq "$listed" "$want" "processes outside the tree vs pgrep"
+}
+
+test_stale_service_reports_port_not_listening() {
+	setup
+	local port; port=$(free_port)
+	start svc --server --lib "$T/inst/libpvgfixture.so"
+	config "{\"pidfile\": \"svc.pid\", \"port\": $port, \"family\": [\"$TAG\"]}"
+	pg run --gates 5 --json r.json
+	assert_eq "$(problem_codes r.json 5)" stale-service.port-not-listening "codes"
+	assert_eq "$(ss_pids "$port")" "" "ss -ltnp sees no listener"
+}
+
 test_stale_service_reports_port_held_by_stranger() {
 	setup
 	local port; port=$(free_port)
