@@ -166,8 +166,8 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 		r = -ESRCH;
 	if (r < 0) {
 		pvg_json_add_str(pj, "error", strerror(-r));
-		if (!target)
-			return PVG_PASS; /* a helper process of the tree that went away */
+		if (!target && r == -ESRCH)
+			return PVG_PASS; /* a process of the tree that went away runs nothing */
 		if (r == -ESRCH)
 			pvg_problem(res, "process-maps.exited",
 				    "the target exited during the check; run again while it is up",
@@ -194,8 +194,8 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 	for (size_t i = 0; i < files.n; i++) {
 		struct pvg_mapped_file *f = &files.f[i];
 		bool is_inst_path = strcmp(f->path, ex->canon) == 0;
-		if (strcmp(pvg_basename(f->path), ex->name) != 0 &&
-		    !(f->inode == (uint64_t)ex->st.st_ino && !f->deleted && !f->replaced))
+		/* by name: an inode number alone may belong to another file system */
+		if (strcmp(pvg_basename(f->path), ex->name) != 0)
 			continue;
 		named = true;
 		*mapped |= is_inst_path; /* deleted or not: the installed file was loaded */
@@ -385,6 +385,14 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 	}
 	pvg_chain_set(ctx, "processes", chain);
 	/* a process that could not be read might be the one that maps it */
+	if (n_mapping == 0 && n_unscanned > 0 && st == PVG_PASS) {
+		pvg_problem(res, "process-maps.exited",
+			    "run again while the service is up",
+			    "no process of the tree of %d maps %s, and %zu of its processes exited "
+			    "while they were being scanned",
+			    (int)t->primary, ex.canon, n_unscanned);
+		st = PVG_UNVERIFIABLE;
+	}
 	if (n_mapping == 0 && n_unscanned == 0 && t->how != PVG_SELECT_MATCH) {
 		const struct pvg_proc *p = pvg_targets_find(t, t->primary);
 		pvg_problem(res, "process-maps.not-loaded",
@@ -395,6 +403,10 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		st = worst(st, PVG_FAIL);
 	}
 
+	if (st == PVG_PASS && n_mapping == 0) { /* nothing looked at is never a pass */
+		pvg_problem(res, "process-maps.not-loaded", NULL, "no process maps %s", ex.canon);
+		st = PVG_FAIL;
+	}
 	if (st == PVG_PASS)
 		pvg_summary(res, "%zu process%s map%s the installed %s (inode %" PRIu64 ", sha256 "
 			    "%.12s…, %s)",
