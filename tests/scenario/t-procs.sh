@@ -51,7 +51,7 @@ start() {
 }
 
 setup() {
-	need ss jq
+	need ss jq pgrep
 	[ -x "$FAKE" ] || fail "fake-service is not built"
 	TAG="fixture-${T##*.}" # unique per test: the mktemp suffix
 	trap cleanup EXIT
@@ -109,16 +109,19 @@ test_clean_service_passes_gates_4_and_5() {
 
 test_match_selects_engine_by_truncated_comm() {
 	setup
-	# the command line does not say EngineCore; only the 15-byte comm does
-	start svc --lib "$T/inst/libpvgfixture.so" --title "python3 -m engine" \
-		--comm "VLLM::EngineCore"
-	assert_eq "$(cat /proc/"$(cat svc.epid)"/comm)" "VLLM::EngineCor" "kernel comm"
-	config "{\"match\": [\"VLLM::EngineCore\"], \"family\": [\"$TAG\"]}"
+	# Only the 15-byte comm carries the name (as VLLM::EngineCore shows as VLLM::EngineCor);
+	# a name unique to this test keeps other engines on the machine out of it.
+	local name; name="E${T##*.}::EngineCore"
+	start svc --lib "$T/inst/libpvgfixture.so" --title "python3 -m engine" --comm "$name"
+	assert_eq "$(cat /proc/"$(cat svc.epid)"/comm)" "${name:0:15}" "kernel comm"
+	assert_not_contains "$(tr '\0' ' ' </proc/"$(cat svc.epid)"/cmdline)" "$name" "cmdline"
+	config "{\"match\": [\"$name\"], \"family\": [\"$TAG\"]}"
 	pg run --gates 4 --json r.json
-	# other engines may exist on this machine; the newest match is ours
 	assert_eq "$(jq -r '.gates[3].evidence.selection.primary' r.json)" "$(cat svc.epid)" \
 		"selected engine"
 	assert_eq "$(gate_status r.json 4)" pass "gate 4"
+	# the same through ps: what a grep on the command column would miss
+	ps -eo pid,comm | grep -qF "${name:0:15}" || fail "ps does not show the comm"
 }
 
 test_maps_reports_deleted_after_reinstall() {
