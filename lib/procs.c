@@ -82,10 +82,12 @@ bool pvg_proc_matches(const struct pvg_proc *p, const char *pattern)
 		return false;
 	if (text_matches(p->cmdline, pattern) || text_matches(p->comm, pattern))
 		return true;
-	/* the kernel cuts comm to 15 bytes: "VLLM::EngineCore" shows as "VLLM::EngineCor" */
+	/* The kernel cuts comm to 15 bytes: "VLLM::EngineCore" shows as "VLLM::EngineCor". Only
+	 * a pattern that can be a process name (no space, no '/') is compared with the cut
+	 * name; "VLLM::EngineCore --tag x" is about the command line. */
 	size_t cl = strlen(p->comm);
 	return cl == 15 && strlen(pattern) > 15 && !has_glob(pattern) &&
-	       strncmp(pattern, p->comm, 15) == 0;
+	       !strpbrk(pattern, " \t/") && strncmp(pattern, p->comm, 15) == 0;
 }
 
 bool pvg_proc_matches_any(const struct pvg_proc *p, const struct pvg_strv *patterns)

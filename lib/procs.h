@@ -55,7 +55,8 @@ int pvg_targets_scan(const struct pvg_config *cfg, struct pvg_targets **out);
 
 /* A service.match / service.family pattern against a process: glob when the pattern holds
  * '*', '?' or '[', else a substring, tried on the command line and on comm; a pattern longer
- * than 15 bytes also matches a comm that is its 15-byte prefix (the kernel's cut). */
+ * than 15 bytes without space or '/' (a process name) also matches a comm that is its
+ * 15-byte prefix (the kernel's cut). */
 bool pvg_proc_matches(const struct pvg_proc *p, const char *pattern);
 bool pvg_proc_matches_any(const struct pvg_proc *p, const struct pvg_strv *patterns);
 

@@ -18,6 +18,8 @@ static void pattern_matches_cut_comm(void)
 	CHECK(pvg_proc_matches(&p, "python3 -m *"));
 	CHECK(pvg_proc_matches(&p, "VLLM::EngineCorX")); /* what the cut comm cannot tell */
 	CHECK(!pvg_proc_matches(&p, "VLLM::EngineCXre"));
+	/* a pattern with a space is about the command line, not the name */
+	CHECK(!pvg_proc_matches(&p, "VLLM::EngineCore --tag x"));
 	CHECK(!pvg_proc_matches(&p, "VLLM::Worker"));
 	CHECK(!pvg_proc_matches(&p, ""));
 	struct pvg_proc shortc = { .cmdline = NULL, .comm = "VLLM::Engine" };
