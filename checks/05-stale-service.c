@@ -76,6 +76,11 @@ static enum pvg_status denied_problem(struct pvg_result *res, const struct pvg_f
 {
 	if (!fs->n_denied)
 		return PVG_PASS;
+	if (!cJSON_GetObjectItem(res->evidence, "fds_unreadable")) {
+		cJSON *a = cJSON_AddArrayToObject(res->evidence, "fds_unreadable");
+		for (size_t i = 0; i < fs->n_denied && i < 64; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(fs->denied[i]));
+	}
 	pvg_problem(res, "stale-service.permission-denied",
 		    "run provgate as root to see every process's open files",
 		    "the open files of %zu process%s (first pid %d) could not be read, so %s cannot be "
@@ -90,10 +95,21 @@ static enum pvg_status run_prestart(struct pvg_ctx *ctx, struct pvg_result *res,
 	const struct pvg_config *cfg = ctx->cfg;
 	enum pvg_status st = PVG_PASS;
 	size_t alive = 0;
+	if (!cfg->service.family.n && !cfg->service.match.n && cfg->service.port <= 0 &&
+	    cfg->service.pid <= 0 && !cfg->service.pidfile) {
+		pvg_summary(res, "nothing to look for: no service.family, service.match or port");
+		pvg_problem(res, "stale-service.not-configured",
+			    "set service.family (and service.port)",
+			    "no service.family, service.match, service.pid, service.pidfile or "
+			    "service.port is configured");
+		return PVG_UNVERIFIABLE;
+	}
 	cJSON *a = cJSON_AddArrayToObject(res->evidence, "service_processes");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pvg_proc *p = &t->procs[i];
-		if (!p->family)
+		/* a service.pid / pidfile that names a live process counts even without family */
+		bool named = !t->err && t->how != PVG_SELECT_MATCH && p->pid == t->primary;
+		if (!p->family && !named)
 			continue;
 		cJSON_AddItemToArray(a, proc_json(p));
 		if (alive++ < MAX_LISTED)
@@ -129,13 +145,6 @@ static enum pvg_status run_prestart(struct pvg_ctx *ctx, struct pvg_result *res,
 			free(inodes);
 		}
 		pvg_tcp_table_clear(&pv.listeners);
-	}
-	if (!cfg->service.family.n && !cfg->service.match.n && cfg->service.port <= 0) {
-		pvg_summary(res, "nothing to look for: no service.family, service.match or port");
-		pvg_problem(res, "stale-service.not-configured",
-			    "set service.family (and service.port)",
-			    "no service.family, service.match or service.port is configured");
-		return PVG_UNVERIFIABLE;
 	}
 	if (st == PVG_PASS)
 		pvg_summary(res, "no service process alive (%zu processes scanned)%s", t->n,

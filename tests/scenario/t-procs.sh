@@ -346,6 +346,10 @@ test_stale_service_passes_when_tree_holds_port() {
 	assert_contains "$(ss_pids "$port")" "$(cat svc.pid)" "ss -ltnp owner"
 	pg run --phase prestart --gates 5 --json p.json
 	assert_eq "$(gate_status p.json 5)" fail "prestart with the service up"
+	# a pidfile naming a live process is a live service, family or not
+	config "{\"pidfile\": \"svc.pid\"}"
+	pg run --phase prestart --gates 5 --json p.json
+	assert_eq "$(problem_codes p.json 5)" stale-service.alive "prestart by pidfile"
 }
 
 test_stale_service_reports_gpu_holder_outside_tree() {
