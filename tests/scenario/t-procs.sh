@@ -266,6 +266,26 @@ test_maps_reports_installed_and_second_copy_together() {
 		"maps duplicates"
 }
 
+test_maps_verb_lists_what_proc_maps_lists() {
+	setup
+	start svc --lib "$T/inst/libpvgfixture.so"
+	local pid; pid=$(cat svc.pid)
+	pg maps --json "$pid"
+	assert_eq "$rc" 0 "nothing stale"
+	local have want
+	have=$(echo "$out" | jq -r '.[0].files[].path' | sort -u)
+	want=$(awk '$6 ~ /^\// { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print }' \
+		"/proc/$pid/maps" | sort -u)
+	assert_eq "$have" "$want" "files vs /proc/$pid/maps"
+	assert_eq "$(echo "$out" | jq -r '[.[0].files[] | select(.state != "ok")] | length')" 0 "states"
+	pg maps --all "$pid"
+	assert_contains "$out" "$T/inst/libpvgfixture.so" "--all lists healthy files"
+	pg maps "$pid"
+	assert_not_contains "$out" "libpvgfixture.so" "without --all only stale files"
+	pg maps --bogus
+	assert_eq "$rc" 2 "usage error"
+}
+
 # ---- gate 5 ------------------------------------------------------------------------------
 
 test_stale_service_reports_orphan_engine() {
