@@ -197,6 +197,6 @@ static int maps_main(int argc, char **argv)
 const struct cli_verb verb_maps = {
 	.name = "maps",
 	.main = maps_main,
-	.synopsis = "maps [--json] [--all] PID|PATTERN   what a process maps, and which mappings are stale",
+	.synopsis = "maps [--json] [--all] PID|PATTERN",
 	.help = "",
 };
