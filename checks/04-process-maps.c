@@ -1,9 +1,424 @@
 /* SPDX-License-Identifier: MIT */
-/* Gate 4 process-maps (SPEC §2). */
+/*
+ * Gate 4 process-maps: every target process maps the installed artifact itself. For each
+ * process of the service tree that maps a file of the artifact's name (and for every selected
+ * target, which must): not " (deleted)", the same file as the installed path now, bytes (read
+ * through /proc/<pid>/map_files) equal to the build, started after the file's last change
+ * (an in-place cp keeps the inode: the ctime is the only trace), no copy from another path.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include "checks.h"
+#include "maps.h"
+#include "procs.h"
+
+struct expect {
+	const char *installed;  /* as configured */
+	char canon[PATH_MAX];   /* as maps shows it: links resolved */
+	const char *name;       /* base name */
+	struct stat st;
+	const struct pvg_file_id *inst_id; /* cached identity + digest of the installed file */
+	const unsigned char *digest;       /* what the mapped bytes must hash to */
+	const char *digest_hex;
+	const char *digest_of;             /* "build" or "installed" */
+	long tick_ns;
+	/* the last file hashed through map_files: workers map the same inode, and its page
+	 * cache is one, so one hash serves every process while the identity holds */
+	bool have_last;
+	struct stat last_st;
+	unsigned char last_digest[32];
+};
+
+static bool same_stat(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
+{
+	if (a == PVG_FAIL || b == PVG_FAIL)
+		return PVG_FAIL;
+	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
+		return PVG_UNVERIFIABLE;
+	return PVG_PASS;
+}
+
+static bool same_identity(const struct pvg_file_id *id, const struct stat *st)
+{
+	return id->hashed && id->dev == (uint64_t)st->st_dev && id->ino == (uint64_t)st->st_ino &&
+	       id->size == (uint64_t)st->st_size && id->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       id->mtime.tv_nsec == st->st_mtim.tv_nsec && id->ctime.tv_sec == st->st_ctim.tv_sec &&
+	       id->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* The mapped bytes: hashed through map_files, unless the opened file is provably the one
+ * whose digest is cached (same dev, inode, size, mtime, ctime). */
+static enum pvg_status check_bytes(struct pvg_ctx *ctx, struct pvg_result *res,
+				   struct expect *ex, const struct pvg_proc *p, bool target,
+				   const struct pvg_mapped_file *f, cJSON *pj)
+{
+	struct pvg_mapping m = { .start = f->first_start, .end = f->first_end };
+	_cleanup_free_ char *mf = pvg_map_files_path(ctx->procfs, p->pid, &m);
+	_cleanup_close_ int fd = open(mf, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if ((e == ENOENT || e == ESRCH) && !target) {
+			pvg_json_add_str(pj, "error", "exited while being scanned");
+			return PVG_PASS; /* a worker that went away proves nothing either way */
+		}
+		if (e == ENOENT || e == ESRCH) {
+			pvg_problem(res, "process-maps.exited", "run again while the service is up",
+				    "process %d (%s) exited while its mapped bytes were being read",
+				    (int)p->pid, p->comm);
+			return PVG_UNVERIFIABLE;
+		}
+		/* Without CAP_SYS_ADMIN map_files cannot be opened. The mapping is the installed
+		 * inode (checked before) and its page cache is the file's: the cached digest holds
+		 * if the file is unchanged since it was hashed. */
+		struct stat now;
+		if (ex->inst_id && stat(ex->installed, &now) == 0 && same_identity(ex->inst_id, &now) &&
+		    f->inode == (uint64_t)now.st_ino) {
+			pvg_json_add_str(pj, "bytes_from", "installed file (map_files not readable)");
+			pvg_json_add_str(pj, "sha256", ex->inst_id->hex);
+			if (memcmp(ex->inst_id->sha256, ex->digest, 32) != 0)
+				goto mismatch_cached;
+			return PVG_PASS;
+		}
+		pvg_problem(res, "process-maps.permission-denied",
+			    "run provgate as root (or with CAP_SYS_ADMIN) to read map_files",
+			    "cannot read the mapped bytes of process %d through %s: %s", (int)p->pid,
+			    mf, strerror(e));
+		return PVG_UNVERIFIABLE;
+	}
+	if (ex->inst_id && same_identity(ex->inst_id, &st)) {
+		pvg_json_add_str(pj, "bytes_from", "map_files (same file as the hashed install)");
+		pvg_json_add_str(pj, "sha256", ex->inst_id->hex);
+		if (memcmp(ex->inst_id->sha256, ex->digest, 32) != 0)
+			goto mismatch_cached;
+		return PVG_PASS;
+	}
+	unsigned char digest[32];
+	char hex[65];
+	uint64_t n = 0;
+	if (ex->have_last && same_stat(&ex->last_st, &st)) {
+		memcpy(digest, ex->last_digest, 32);
+	} else {
+		int r = pvg_hash_fd(fd, -1, digest, &n);
+		struct stat after;
+		if (r < 0) {
+			pvg_problem(res, "process-maps.unreadable", NULL,
+				    "reading the mapped bytes of process %d through %s failed: %s",
+				    (int)p->pid, mf, strerror(-r));
+			return PVG_UNVERIFIABLE;
+		}
+		/* reuse only what was read from an unchanging file */
+		if (fstat(fd, &after) == 0 && same_stat(&after, &st)) {
+			ex->have_last = true;
+			ex->last_st = st;
+			memcpy(ex->last_digest, digest, 32);
+		}
+	}
+	pvg_hex(digest, 32, hex);
+	pvg_json_add_str(pj, "bytes_from", "map_files");
+	pvg_json_add_str(pj, "sha256", hex);
+	if (memcmp(digest, ex->digest, 32) != 0) {
+		pvg_problem(res, "process-maps.bytes-mismatch",
+			    "reinstall the build artifact and restart the service",
+			    "process %d (%s) maps %s whose bytes hash to sha256 %s, the %s is %s",
+			    (int)p->pid, p->comm, f->path, hex, ex->digest_of, ex->digest_hex);
+		return PVG_FAIL;
+	}
+	return PVG_PASS;
+
+mismatch_cached:
+	pvg_problem(res, "process-maps.bytes-mismatch",
+		    "reinstall the build artifact and restart the service",
+		    "process %d (%s) maps %s whose bytes hash to sha256 %s, the %s is %s", (int)p->pid,
+		    p->comm, f->path, ex->inst_id->hex, ex->digest_of, ex->digest_hex);
+	return PVG_FAIL;
+}
+
+/* One process: which copies of the artifact it maps, and whether the one it runs is the
+ * installed file. *maps_path receives the installed mapping's path when there is one. */
+static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res,
+				     struct expect *ex, const struct pvg_proc *p, bool target,
+				     bool must_map, cJSON *pj, bool *mapped, bool *scanned)
+{
+	struct pvg_maps maps = { 0 };
+	char started[48];
+	*mapped = false;
+	*scanned = false;
+	pvg_proc_format_start(p, started, sizeof(started));
+	cJSON_AddNumberToObject(pj, "pid", p->pid);
+	cJSON_AddNumberToObject(pj, "ppid", p->ppid);
+	pvg_json_add_str(pj, "comm", p->comm);
+	pvg_json_add_str(pj, "start_time", started);
+	pvg_json_add_bool(pj, "target", target);
+
+	int r = pvg_maps_read(ctx->procfs, p->pid, &maps);
+	if (r == 0 && maps.n == 0) /* a zombie, or gone between open and read */
+		r = -ESRCH;
+	if (r < 0) {
+		pvg_json_add_str(pj, "error", strerror(-r));
+		if (!target && r == -ESRCH)
+			return PVG_PASS; /* a process of the tree that went away runs nothing */
+		if (r == -ESRCH)
+			pvg_problem(res, "process-maps.exited",
+				    "the target exited during the check; run again while it is up",
+				    "process %d (%s) exited while it was being scanned", (int)p->pid,
+				    p->comm);
+		else if (r == -EACCES || r == -EPERM)
+			pvg_problem(res, "process-maps.permission-denied",
+				    "run provgate as the service's user or as root",
+				    "cannot read /proc/%d/maps (process of uid %u): %s", (int)p->pid,
+				    (unsigned)p->uid, strerror(-r));
+		else
+			pvg_problem(res, "process-maps.unreadable", NULL,
+				    "cannot read /proc/%d/maps: %s", (int)p->pid, strerror(-r));
+		return PVG_UNVERIFIABLE;
+	}
+
+	*scanned = true;
+	struct pvg_mapped_files files;
+	pvg_mapped_files_build(ctx->procfs, p->pid, &maps, &p->start, ex->tick_ns, &files);
+	pvg_maps_clear(&maps);
+	enum pvg_status st = PVG_PASS;
+	cJSON *arr = cJSON_AddArrayToObject(pj, "mappings");
+	bool installed_ok = false, named = false;
+	for (size_t i = 0; i < files.n; i++) {
+		struct pvg_mapped_file *f = &files.f[i];
+		bool is_inst_path = strcmp(f->path, ex->canon) == 0;
+		/* by name: an inode number alone may belong to another file system */
+		if (strcmp(pvg_basename(f->path), ex->name) != 0)
+			continue;
+		named = true;
+		*mapped |= is_inst_path; /* deleted or not: the installed file was loaded */
+		cJSON *fj = cJSON_CreateObject();
+		cJSON_AddItemToArray(arr, fj);
+		pvg_json_add_str(fj, "path", f->path);
+		pvg_json_add_bool(fj, "deleted", f->deleted);
+		char dev[32];
+		snprintf(dev, sizeof(dev), "%x:%x", f->dev_major, f->dev_minor);
+		pvg_json_add_str(fj, "dev", dev);
+		pvg_json_add_u64(fj, "inode", f->inode);
+		pvg_json_add_int(fj, "mappings", (int)f->n_mappings);
+		if (f->deleted) {
+			pvg_problem(res, "process-maps.deleted",
+				    "restart the service: it still maps the replaced file",
+				    "process %d (%s) maps %s (deleted): the file was replaced after it "
+				    "was loaded",
+				    (int)p->pid, p->comm, f->path);
+			st = worst(st, PVG_FAIL);
+			continue;
+		}
+		if (!is_inst_path) {
+			pvg_problem(res, "process-maps.other-copy",
+				    "the service loads the artifact from another location (build "
+				    "tree, PYTHONPATH, second install); make it load the installed one",
+				    "process %d (%s) maps %s, but the installed artifact is %s",
+				    (int)p->pid, p->comm, f->path, ex->canon);
+			st = worst(st, PVG_FAIL);
+			continue;
+		}
+		bool quirk = false;
+		if (!pvg_mapping_is_file(ctx->procfs, p->pid, f, ex->canon, &ex->st, &quirk)) {
+			pvg_problem(res, "process-maps.replaced",
+				    "restart the service: the installed file is not the one it loaded",
+				    "process %d (%s) maps %s as dev %s inode %" PRIu64 ", but that path "
+				    "is now dev %u:%u inode %" PRIu64,
+				    (int)p->pid, p->comm, f->path, dev, f->inode,
+				    major(ex->st.st_dev), minor(ex->st.st_dev), (uint64_t)ex->st.st_ino);
+			st = worst(st, PVG_FAIL);
+			continue;
+		}
+		if (quirk)
+			pvg_json_add_bool(fj, "device_number_quirk", true);
+		enum pvg_status bs = check_bytes(ctx, res, ex, p, target, f, fj);
+		st = worst(st, bs);
+		int64_t start_ns = (int64_t)p->start.tv_sec * 1000000000 + p->start.tv_nsec;
+		int64_t c = (int64_t)ex->st.st_ctim.tv_sec * 1000000000 + ex->st.st_ctim.tv_nsec;
+		char ct[48];
+		pvg_format_time(ex->st.st_ctim.tv_sec, ex->st.st_ctim.tv_nsec, ct, sizeof(ct));
+		if (c >= start_ns + ex->tick_ns) {
+			pvg_problem(res, "process-maps.overwritten-after-start",
+				    "restart the service: the file was overwritten in place while it "
+				    "ran, so the loaded code may be the old one or a mix",
+				    "%s changed at %s, after process %d (%s) started at %s", ex->canon,
+				    ct, (int)p->pid, p->comm, started);
+			st = worst(st, PVG_FAIL);
+			continue;
+		}
+		if (c >= start_ns) {
+			pvg_problem(res, "process-maps.start-ambiguous",
+				    "restart the service once the install has finished",
+				    "%s changed at %s, within one clock tick of the start of process "
+				    "%d (%s) at %s: which came first cannot be told",
+				    ex->canon, ct, (int)p->pid, p->comm, started);
+			st = worst(st, PVG_UNVERIFIABLE);
+			continue;
+		}
+		if (bs == PVG_PASS) {
+			installed_ok = true;
+			pvg_json_add_str(pj, "maps_path", f->path);
+		}
+	}
+	pvg_mapped_files_clear(&files);
+	/* with service.match each selected process must map it; a pid or pidfile may name the
+	 * API server, so there the tree as a whole must (checked by the caller) */
+	if (target && must_map && !*mapped) {
+		pvg_problem(res, "process-maps.not-loaded",
+			    "the service loads extensions lazily: send one request (warm up) and "
+			    "run again",
+			    "process %d (%s) does not map %s%s", (int)p->pid, p->comm, ex->canon,
+			    named ? " (only another copy of it)" : "");
+		st = worst(st, PVG_FAIL);
+	}
+	pvg_json_add_bool(pj, "verified", installed_ok && st == PVG_PASS);
+	return st;
+}
+
+static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	struct expect ex = { 0 };
+	const char *why;
+	int r = pvg_ctx_installed(ctx, &ex.installed, &why);
+	if (r < 0) {
+		pvg_summary(res, "installed artifact unknown: %s", why);
+		pvg_problem(res, r == -ENOENT ? "process-maps.installed-missing"
+					      : "process-maps.not-configured",
+			    "set install.artifact (or install.python_module)", "%s", why);
+		return r == -ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE;
+	}
+	if (stat(ex.installed, &ex.st) < 0 || !realpath(ex.installed, ex.canon)) {
+		int e = errno;
+		pvg_summary(res, "installed artifact %s: %s", ex.installed, strerror(e));
+		pvg_problem(res, e == ENOENT ? "process-maps.installed-missing"
+					     : "process-maps.unreadable",
+			    "install the artifact", "installed artifact %s: %s", ex.installed,
+			    strerror(e));
+		return e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE;
+	}
+	ex.name = pvg_basename(ex.canon);
+
+	/* the digest to compare with: the build's (cached from gate 3 when unchanged) */
+	const char *paths[2] = { ex.installed, cfg->build.artifact };
+	const struct pvg_file_id *ids[2] = { 0 };
+	pvg_ctx_hash(ctx, paths, cfg->build.artifact ? 2 : 1, ids);
+	ex.inst_id = ids[0] && ids[0]->hashed ? ids[0] : NULL;
+	if (ids[1] && ids[1]->hashed) {
+		ex.digest = ids[1]->sha256;
+		ex.digest_hex = ids[1]->hex;
+		ex.digest_of = "build";
+	} else if (!cfg->build.artifact && ex.inst_id) {
+		ex.digest = ex.inst_id->sha256;
+		ex.digest_hex = ex.inst_id->hex;
+		ex.digest_of = "installed file";
+	} else {
+		const struct pvg_file_id *bad = cfg->build.artifact ? ids[1] : ids[0];
+		pvg_summary(res, "no digest to compare the mapped bytes with");
+		pvg_problem(res, "process-maps.no-digest", "check gate 3 (artifact-hash)",
+			    "cannot hash %s: %s", bad ? bad->path : "?",
+			    bad && bad->err ? strerror(bad->err) : "unknown error");
+		return PVG_UNVERIFIABLE;
+	}
+	pvg_json_add_str(res->evidence, "installed", ex.canon);
+	pvg_json_add_u64(res->evidence, "installed_inode", (uint64_t)ex.st.st_ino);
+	pvg_json_add_str(res->evidence, "expected_sha256", ex.digest_hex);
+	pvg_json_add_str(res->evidence, "expected_from", ex.digest_of);
+
+	const struct pvg_targets *t;
+	r = pvg_targets_get(ctx, &t);
+	if (r < 0) {
+		pvg_summary(res, "cannot list processes: %s", strerror(-r));
+		pvg_problem(res, "process-maps.scan-failed", "is /proc mounted?",
+			    "listing processes through libproc2 failed: %s", strerror(-r));
+		return PVG_UNVERIFIABLE;
+	}
+	ex.tick_ns = t->tick_ns;
+	cJSON_AddItemToObject(res->evidence, "selection", pvg_targets_json(t));
+	if (t->err)
+		return pvg_targets_problem(t, res);
+
+	enum pvg_status st = PVG_PASS;
+	cJSON *procs = cJSON_AddArrayToObject(res->evidence, "processes");
+	cJSON *chain = cJSON_CreateArray();
+	size_t n_mapping = 0, n_checked = 0, n_unscanned = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pvg_proc *p = &t->procs[i];
+		if (!p->in_tree || p->self)
+			continue;
+		bool target = false;
+		for (size_t k = 0; k < t->n_targets; k++)
+			target |= t->targets[k] == p->pid;
+		cJSON *pj = cJSON_CreateObject();
+		bool mapped, scanned;
+		enum pvg_status ps = check_process(ctx, res, &ex, p, target,
+						    t->how == PVG_SELECT_MATCH, pj, &mapped, &scanned);
+		st = worst(st, ps);
+		n_checked++;
+		n_unscanned += !scanned;
+		bool listed = cJSON_GetArraySize(cJSON_GetObjectItem(pj, "mappings")) > 0;
+		if (!listed && !target) {
+			cJSON_Delete(pj); /* tree members without the extension say nothing */
+			continue;
+		}
+		n_mapping += mapped;
+		cJSON_AddItemToArray(procs, pj);
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddNumberToObject(c, "pid", p->pid);
+		cJSON *sv = cJSON_GetObjectItem(pj, "start_time");
+		pvg_json_add_str(c, "start_time", sv ? sv->valuestring : NULL);
+		cJSON *mp = cJSON_GetObjectItem(pj, "maps_path");
+		pvg_json_add_str(c, "maps_path", mp ? mp->valuestring : NULL);
+		pvg_json_add_str(c, "comm", p->comm);
+		pvg_json_add_bool(c, "target", target);
+		cJSON *v = cJSON_GetObjectItem(pj, "verified");
+		pvg_json_add_bool(c, "verified", v && cJSON_IsTrue(v));
+		cJSON_AddItemToArray(chain, c);
+	}
+	pvg_chain_set(ctx, "processes", chain);
+	/* a process that could not be read might be the one that maps it */
+	if (n_mapping == 0 && n_unscanned > 0 && st == PVG_PASS) {
+		pvg_problem(res, "process-maps.exited",
+			    "run again while the service is up",
+			    "no process of the tree of %d maps %s, and %zu of its processes exited "
+			    "while they were being scanned",
+			    (int)t->primary, ex.canon, n_unscanned);
+		st = PVG_UNVERIFIABLE;
+	}
+	if (n_mapping == 0 && n_unscanned == 0 && t->how != PVG_SELECT_MATCH) {
+		const struct pvg_proc *p = pvg_targets_find(t, t->primary);
+		pvg_problem(res, "process-maps.not-loaded",
+			    "the service loads extensions lazily: send one request (warm up) and "
+			    "run again",
+			    "no process of the tree of %d (%s, %zu processes checked) maps %s",
+			    (int)t->primary, p ? p->comm : "?", n_checked, ex.canon);
+		st = worst(st, PVG_FAIL);
+	}
+
+	if (st == PVG_PASS && n_mapping == 0) { /* nothing looked at is never a pass */
+		pvg_problem(res, "process-maps.not-loaded", NULL, "no process maps %s", ex.canon);
+		st = PVG_FAIL;
+	}
+	if (st == PVG_PASS)
+		pvg_summary(res, "%zu process%s map%s the installed %s (inode %" PRIu64 ", sha256 "
+			    "%.12s…, %s)",
+			    n_mapping, n_mapping == 1 ? "" : "es", n_mapping == 1 ? "s" : "",
+			    ex.name, (uint64_t)ex.st.st_ino, ex.digest_hex, ex.digest_of);
+	else
+		pvg_summary(res, "%s", res->problems[0].message);
+	return st;
+}
 
 const struct pvg_check pvg_check_process_maps = {
 	.id = 4,
 	.name = "process-maps",
-	.run = pvg_check_not_implemented,
+	.run = run_process_maps,
 };

@@ -81,9 +81,10 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 			    "start the service (service.match / pid / pidfile must find it) and run "
 			    "the benchmark before this gate",
 			    "no live service to attribute markers to: %s",
-			    r == -ENOSYS ? "the service's processes are not known in this version"
-			    : r == -ESRCH ? "the service process does not exist"
-					  : strerror(-r));
+			    view.why                 ? view.why
+			    : r == -EDESTADDRREQ ? "service.match, service.pid or service.pidfile is not set"
+			    : r == -ESRCH	 ? "the service process does not exist"
+						 : strerror(-r));
 		return PVG_UNVERIFIABLE;
 	}
 	char t[48];

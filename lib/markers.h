@@ -15,14 +15,13 @@ struct pvg_service_view {
 	void (*release)(void *opaque); /* may be NULL */
 	struct timespec start;         /* CLOCK_REALTIME start of the service's root process */
 	pid_t root;
+	const char *why; /* when no view: what the discovery said (owned by the run) */
 };
 
-/* The live service of this run. 0, or -ENOSYS when no service discovery is available,
- * -ESRCH when there is no live service, other -errno. */
+/* The live service of this run (the service tree of gates 4 and 5). 0, or -EDESTADDRREQ
+ * when no service is configured, -ESRCH when there is no live service, other -errno. */
 int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view);
 void pvg_service_view_release(struct pvg_service_view *view);
-/* A view of pid and its descendants read from procfs/PID/stat and procfs/stat (btime). */
-int pvg_service_view_from_pid(const char *procfs, pid_t pid, struct pvg_service_view *view);
 
 /* ---- marker lines ------------------------------------------------------------------------------ */
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gate 7 dispatch-marker on vLLM-format logs (tests/fixtures/markers/make.sh) written for a
-# real process tree: the service is a shell with a child, named by $PROVGATE_TEST_SERVICE_PID.
+# real process tree: the service is a shell with a child, selected with --pid.
 source "$PVG_SRC/tests/lib.sh"
 MAKE_LOG="$FIXTURES/markers/make.sh"
 
@@ -32,7 +32,7 @@ JSON
 # gate7 VARIANT: writes the log and runs gate 7; sets $status, $codes, $rc
 gate7() {
 	[ "$1" = none ] || "$MAKE_LOG" server.log "$child" "$start" "$1"
-	PROVGATE_TEST_SERVICE_PID=$root pg run -c provgate.json --gates 7 --json report.json
+	pg run -c provgate.json --pid $root --gates 7 --json report.json
 	status=$(gate_status report.json 7)
 	codes=$(problem_codes report.json 7)
 }
@@ -120,7 +120,7 @@ test_plain_lines_in_a_log_older_than_the_service_fail() {
 	"$MAKE_LOG" server.log "$child" "$start" plain
 	sleep 1.5 # /proc/stat's btime is whole seconds: keep clear of that rounding
 	start_service
-	PROVGATE_TEST_SERVICE_PID=$root pg run -c provgate.json --gates 7 --json report.json
+	pg run -c provgate.json --pid $root --gates 7 --json report.json
 	if [ "$(jq -r '.gates[6].evidence.log_created' report.json)" = null ]; then
 		echo "SKIP: this file system records no birth time" >&2; exit 77
 	fi
@@ -132,7 +132,7 @@ test_plain_lines_in_a_log_older_than_the_service_fail() {
 
 test_missing_log_and_no_service_are_unverifiable() {
 	start_service; write_config
-	PROVGATE_TEST_SERVICE_PID=$root pg run -c provgate.json --gates 7 --json report.json
+	pg run -c provgate.json --pid $root --gates 7 --json report.json
 	assert_eq "$(gate_status report.json 7)" unverifiable
 	assert_eq "$(problem_codes report.json 7)" dispatch-marker.log-unreadable
 	"$MAKE_LOG" server.log "$child" "$start" good
@@ -167,12 +167,12 @@ test_garbage_and_10mb_lines_do_not_crash_or_hang() {
 	printf '\n' >>server.log
 	"$MAKE_LOG" good.log "$child" "$start" good
 	cat good.log >>server.log
-	PROVGATE_TEST_SERVICE_PID=$root timeout 60 "$PROVGATE" run -c provgate.json --gates 7 --json report.json >/dev/null 2>err.txt || true
+	timeout 60 "$PROVGATE" run -c provgate.json --pid $root --gates 7 --json report.json >/dev/null 2>err.txt || true
 	assert_eq "$(gate_status report.json 7)" pass "status ($(problem_codes report.json 7))"
 	assert_eq "$(jq -r '.gates[6].evidence.overlong_lines' report.json)" 1
 	# garbage alone: no marker, never a pass
 	head -c 3000000 /dev/urandom >server.log
-	PROVGATE_TEST_SERVICE_PID=$root pg run -c provgate.json --gates 7 --json report.json
+	pg run -c provgate.json --pid $root --gates 7 --json report.json
 	assert_eq "$(gate_status report.json 7)" fail
 }
 

@@ -314,52 +314,8 @@ static void pattern_search_finds_every_occurrence(void)
 	free(t);
 }
 
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
 
 /* A procfs tree: 10 -> 11 -> 12 (comm with spaces and parentheses), 13 elsewhere. */
-static void service_view_reads_tree_and_start_from_procfs(void)
-{
-	char root[] = "/tmp/pvg-t-procfs.XXXXXX";
-	if (!mkdtemp(root))
-		return;
-	long hz = sysconf(_SC_CLK_TCK);
-	_cleanup_free_ char *stat = pvg_asprintf("%s/stat", root);
-	write_text(stat, "cpu  1 2 3 4\nbtime 1764400000\nprocesses 99\n");
-	const struct {
-		int pid, ppid;
-		const char *comm;
-	} procs[] = { { 10, 1, "vllm" }, { 11, 10, "VLLM::EngineCor" }, { 12, 11, "a) (b c" },
-		      { 13, 1, "other" } };
-	for (size_t i = 0; i < ARRAY_SIZE(procs); i++) {
-		_cleanup_free_ char *d = pvg_asprintf("%s/%d", root, procs[i].pid);
-		mkdir(d, 0755);
-		_cleanup_free_ char *f = pvg_asprintf("%s/stat", d);
-		_cleanup_free_ char *line = pvg_asprintf(
-			"%d (%s) S %d 1 1 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 %ld 1000 10 "
-			"18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
-			procs[i].pid, procs[i].comm, procs[i].ppid, 250 * hz / 100);
-		write_text(f, line);
-	}
-	struct pvg_service_view v;
-	CHECK_INT(pvg_service_view_from_pid(root, 10, &v), 0);
-	CHECK_INT(v.start.tv_sec, 1764400002);
-	CHECK_INT(v.start.tv_nsec, 500000000);
-	CHECK(v.in_tree && v.in_tree(v.opaque, 10) && v.in_tree(v.opaque, 11) &&
-	      v.in_tree(v.opaque, 12));
-	CHECK(v.in_tree && !v.in_tree(v.opaque, 13) && !v.in_tree(v.opaque, 1));
-	pvg_service_view_release(&v);
-	CHECK_INT(pvg_service_view_from_pid(root, 77, &v), -ESRCH);
-	_cleanup_free_ char *cmd = pvg_asprintf("rm -rf %s", root);
-	CHECK_INT(system(cmd), 0);
-}
-
 int main(void)
 {
 	RUN(parses_bracketed_and_quoted_values);
@@ -373,6 +329,5 @@ int main(void)
 	RUN(overlong_lines_are_bounded_and_counted);
 	RUN(binary_garbage_does_not_crash);
 	RUN(pattern_search_finds_every_occurrence);
-	RUN(service_view_reads_tree_and_start_from_procfs);
 	TAP_EXIT();
 }

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A stand-in for a vLLM service, for the process-maps and stale-service scenarios. It renames
+ * itself the way vLLM does (prctl name + argv overwritten in place, as setproctitle does),
+ * dlopens a real HIP library, listens on a port, forks workers, holds a stand-in GPU device
+ * open, writes its pidfile once all of that is done, and waits for SIGTERM.
+ *
+ *   fake-service [--server] [--lib PATH]... [--port N] [--workers N] [--device PATH]
+ *                [--pidfile PATH] [--engine-pidfile PATH] [--title T] [--tag WORD]
+ *                [--comm NAME] [--churn]
+ *
+ * --server: the top process becomes "vllm serve fixture" (holding the port) and forks the
+ * engine; without it the engine is the top process. --churn: the engine keeps forking workers
+ * that exit at once (processes that exit while being scanned).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char *arg_area;
+static size_t arg_len;
+static struct {
+	bool server, churn;
+	const char *lib[4], *device, *pidfile, *engine_pidfile, *title, *tag, *comm;
+	int n_lib, port, workers;
+} opt = { .title = "VLLM::EngineCore" };
+
+static pid_t children[64];
+static int n_children;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fake-service: %s: %s\n", what, strerror(errno));
+	_exit(1);
+}
+
+/* --tag makes the titles unique to one test, so that concurrent runs cannot meet. */
+static void set_title(const char *title)
+{
+	prctl(PR_SET_NAME, title, 0, 0, 0); /* the kernel keeps 15 bytes */
+	memset(arg_area, 0, arg_len);
+	if (opt.tag)
+		snprintf(arg_area, arg_len, "%s %s", title, opt.tag);
+	else
+		snprintf(arg_area, arg_len, "%s", title);
+}
+
+static void write_pidfile(const char *path, pid_t pid)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		die(tmp);
+	fprintf(f, "%d\n", (int)pid);
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		die(path);
+}
+
+static int listen_on(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket");
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 16) < 0)
+		die("bind/listen");
+	return fd;
+}
+
+static sigset_t wait_set(void)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGCHLD);
+	return s;
+}
+
+static void stop_children(void)
+{
+	for (int i = 0; i < n_children; i++)
+		kill(children[i], SIGTERM);
+	for (int i = 0; i < n_children; i++)
+		waitpid(children[i], NULL, 0);
+}
+
+/* Blocks until SIGTERM/SIGINT; reaps children meanwhile. With churn, forks a short-lived
+ * worker every millisecond. */
+static void wait_for_stop(bool churn)
+{
+	sigset_t s = wait_set();
+	struct timespec ms = { 0, 1000000 };
+	for (;;) {
+		int sig = churn ? sigtimedwait(&s, NULL, &ms) : sigwaitinfo(&s, NULL);
+		if (sig == SIGTERM || sig == SIGINT)
+			return;
+		if (sig == SIGCHLD || sig < 0)
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+		if (churn && sig < 0) {
+			pid_t w = fork();
+			if (w == 0) {
+				set_title("VLLM::Worker_tmp");
+				_exit(0);
+			}
+		}
+	}
+}
+
+static void worker(int i, int ready_fd)
+{
+	char title[32];
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	snprintf(title, sizeof(title), "VLLM::Worker_%d", i);
+	set_title(title);
+	sigset_t s = wait_set();
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	signal(SIGTERM, SIG_DFL);
+	(void)!write(ready_fd, "w", 1);
+	close(ready_fd);
+	for (;;)
+		pause();
+}
+
+static void engine(int ready_fd)
+{
+	set_title(opt.title);
+	if (opt.comm)
+		prctl(PR_SET_NAME, opt.comm, 0, 0, 0);
+	for (int i = 0; i < opt.n_lib; i++) {
+		void *h = dlopen(opt.lib[i], RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			h = dlopen(opt.lib[i], RTLD_LAZY | RTLD_LOCAL);
+		if (!h) {
+			fprintf(stderr, "fake-service: dlopen %s: %s\n", opt.lib[i], dlerror());
+			_exit(1);
+		}
+	}
+	if (opt.port && !opt.server)
+		listen_on(opt.port);
+	if (opt.device && open(opt.device, O_RDONLY) < 0)
+		die(opt.device);
+	int p[2];
+	if (pipe(p) < 0)
+		die("pipe");
+	for (int i = 0; i < opt.workers && n_children < 64; i++) {
+		pid_t w = fork();
+		if (w < 0)
+			die("fork");
+		if (w == 0) {
+			close(p[0]);
+			worker(i, p[1]);
+		}
+		children[n_children++] = w;
+	}
+	close(p[1]);
+	for (int i = 0; i < opt.workers; i++) {
+		char c;
+		if (read(p[0], &c, 1) != 1)
+			die("worker did not start");
+	}
+	close(p[0]);
+	if (opt.engine_pidfile)
+		write_pidfile(opt.engine_pidfile, getpid());
+	if (ready_fd >= 0) {
+		(void)!write(ready_fd, "e", 1);
+		close(ready_fd);
+	} else if (opt.pidfile) {
+		write_pidfile(opt.pidfile, getpid());
+	}
+	wait_for_stop(opt.churn);
+	stop_children();
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--server") == 0)
+			opt.server = true;
+		else if (strcmp(a, "--churn") == 0)
+			opt.churn = true;
+		else if (v && strcmp(a, "--lib") == 0 && opt.n_lib < 4)
+			opt.lib[opt.n_lib++] = strdup(argv[++i]);
+		else if (v && strcmp(a, "--tag") == 0)
+			opt.tag = strdup(argv[++i]);
+		else if (v && strcmp(a, "--comm") == 0)
+			opt.comm = strdup(argv[++i]);
+		else if (v && strcmp(a, "--port") == 0)
+			opt.port = atoi(argv[++i]);
+		else if (v && strcmp(a, "--workers") == 0)
+			opt.workers = atoi(argv[++i]);
+		else if (v && strcmp(a, "--device") == 0)
+			opt.device = strdup(argv[++i]);
+		else if (v && strcmp(a, "--pidfile") == 0)
+			opt.pidfile = strdup(argv[++i]);
+		else if (v && strcmp(a, "--engine-pidfile") == 0)
+			opt.engine_pidfile = strdup(argv[++i]);
+		else if (v && strcmp(a, "--title") == 0)
+			opt.title = strdup(argv[++i]);
+		else {
+			fprintf(stderr, "fake-service: bad argument %s\n", a);
+			return 2;
+		}
+	}
+	arg_area = argv[0];
+	arg_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
+
+	sigset_t s = wait_set();
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	if (!opt.server)
+		engine(-1);
+
+	set_title("vllm serve fixture");
+	if (opt.port)
+		listen_on(opt.port);
+	int p[2];
+	if (pipe(p) < 0)
+		die("pipe");
+	pid_t e = fork();
+	if (e < 0)
+		die("fork");
+	if (e == 0) {
+		close(p[0]);
+		engine(p[1]);
+	}
+	children[n_children++] = e;
+	close(p[1]);
+	char c;
+	if (read(p[0], &c, 1) != 1) {
+		fprintf(stderr, "fake-service: engine did not start\n");
+		return 1;
+	}
+	if (opt.pidfile)
+		write_pidfile(opt.pidfile, getpid());
+	wait_for_stop(false);
+	stop_children();
+	return 0;
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* Process discovery through libproc2, with real child processes. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "procs.h"
+#include "tap.h"
+
+static void pattern_matches_cut_comm(void)
+{
+	struct pvg_proc p = { .cmdline = "python3 -m vllm.entrypoints", .comm = "VLLM::EngineCor" };
+	CHECK(pvg_proc_matches(&p, "VLLM::EngineCore"));
+	CHECK(pvg_proc_matches(&p, "VLLM::"));
+	CHECK(pvg_proc_matches(&p, "vllm.entry"));
+	CHECK(pvg_proc_matches(&p, "python3 -m *"));
+	CHECK(pvg_proc_matches(&p, "VLLM::EngineCorX")); /* what the cut comm cannot tell */
+	CHECK(!pvg_proc_matches(&p, "VLLM::EngineCXre"));
+	/* a pattern with a space is about the command line, not the name */
+	CHECK(!pvg_proc_matches(&p, "VLLM::EngineCore --tag x"));
+	CHECK(!pvg_proc_matches(&p, "VLLM::Worker"));
+	CHECK(!pvg_proc_matches(&p, ""));
+	struct pvg_proc shortc = { .cmdline = NULL, .comm = "VLLM::Engine" };
+	CHECK(!pvg_proc_matches(&shortc, "VLLM::EngineCore")); /* a 12-byte comm is not cut */
+}
+
+/* child: names itself, forks a grandchild, both wait on a pipe to die */
+static pid_t spawn_tree(const char *name, int *release_fd, pid_t *grandchild)
+{
+	int ready[2], release[2];
+	CHECK(pipe(ready) == 0 && pipe(release) == 0);
+	pid_t c = fork();
+	if (c == 0) {
+		close(ready[0]);
+		close(release[1]);
+		prctl(PR_SET_NAME, name, 0, 0, 0);
+		pid_t g = fork();
+		if (g == 0) {
+			char b;
+			(void)!read(release[0], &b, 1);
+			_exit(0);
+		}
+		(void)!write(ready[1], &g, sizeof(g));
+		char b;
+		(void)!read(release[0], &b, 1);
+		waitpid(g, NULL, 0);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(release[0]);
+	CHECK(read(ready[0], grandchild, sizeof(*grandchild)) == sizeof(*grandchild));
+	close(ready[0]);
+	*release_fd = release[1];
+	return c;
+}
+
+static void selects_by_pid_and_builds_tree(void)
+{
+	int rel;
+	pid_t g;
+	pid_t c = spawn_tree("VLLM::EngineCore", &rel, &g);
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.pid = c;
+	struct pvg_targets *t = NULL;
+	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(t->err, 0);
+	CHECK_INT(t->primary, c);
+	CHECK_INT(t->root, c); /* the parent (this test) is not a service process */
+	CHECK(pvg_targets_in_tree(t, c));
+	CHECK(pvg_targets_in_tree(t, g));
+	CHECK(!pvg_targets_in_tree(t, getpid()));
+	const struct pvg_proc *p = pvg_targets_find(t, c);
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_STR(p->comm, "VLLM::EngineCor");
+		CHECK_INT(p->ppid, getpid());
+		CHECK_INT(p->uid, geteuid());
+		/* started within the last minute */
+		CHECK(p->start.tv_sec <= time(NULL) && p->start.tv_sec > time(NULL) - 60);
+	}
+	pvg_targets_free(t);
+	pvg_config_free(cfg);
+	close(rel);
+	waitpid(c, NULL, 0);
+}
+
+static void dead_pid_is_not_running(void)
+{
+	pid_t c = fork();
+	if (c == 0)
+		_exit(0);
+	waitpid(c, NULL, 0);
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.pid = c;
+	struct pvg_targets *t = NULL;
+	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(t->err, -ESRCH);
+	CHECK(t->why && strstr(t->why, "not running"));
+	pvg_targets_free(t);
+	pvg_config_free(cfg);
+}
+
+static void self_is_never_a_target(void)
+{
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.pid = getpid();
+	struct pvg_targets *t = NULL;
+	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(t->err, -ESRCH);
+	pvg_targets_free(t);
+	pvg_config_free(cfg);
+}
+
+static void match_picks_newest_and_marks_family(void)
+{
+	char name[16];
+	snprintf(name, sizeof(name), "pvgt%d", (int)getpid() % 100000);
+	int rel1, rel2;
+	pid_t g1, g2;
+	pid_t c1 = spawn_tree(name, &rel1, &g1);
+	usleep(20000); /* two clock ticks apart */
+	pid_t c2 = spawn_tree(name, &rel2, &g2);
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.match.v = pvg_xcalloc(1, sizeof(char *));
+	cfg->service.match.v[0] = pvg_strdup(name);
+	cfg->service.match.n = 1;
+	struct pvg_targets *t = NULL;
+	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(t->err, 0);
+	/* children and grandchildren all carry the name; the newest tree's top wins */
+	CHECK_INT(t->primary, c2);
+	CHECK(pvg_targets_in_tree(t, g2));
+	CHECK(!pvg_targets_in_tree(t, c1));
+	CHECK_INT(t->n_strays, 2);
+	CHECK(pvg_targets_find(t, c1) && pvg_targets_find(t, c1)->family);
+	pvg_targets_free(t);
+	pvg_config_free(cfg);
+	close(rel1);
+	close(rel2);
+	waitpid(c1, NULL, 0);
+	waitpid(c2, NULL, 0);
+}
+
+/* A pidfile older than the process it names was not written by it: the pid was reused. */
+static void pidfile_older_than_process_is_reuse(void)
+{
+	int rel;
+	pid_t g;
+	pid_t c = spawn_tree("pvg-reuse", &rel, &g);
+	char path[] = "/tmp/pvg-t-procs-pidfile.XXXXXX";
+	int fd = mkstemp(path);
+	dprintf(fd, "%d\n", (int)c);
+	close(fd);
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.pidfile = pvg_strdup(path);
+	struct pvg_targets *t = NULL;
+	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(t->err, 0); /* written after the start: fine */
+	pvg_targets_free(t);
+	struct timespec old[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+	CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(t->err, -ESRCH);
+	CHECK(t->why && strstr(t->why, "reused"));
+	pvg_targets_free(t);
+	pvg_config_free(cfg);
+	unlink(path);
+	close(rel);
+	waitpid(c, NULL, 0);
+}
+
+int main(void)
+{
+	RUN(pattern_matches_cut_comm);
+	RUN(selects_by_pid_and_builds_tree);
+	RUN(dead_pid_is_not_running);
+	RUN(self_is_never_a_target);
+	RUN(match_picks_newest_and_marks_family);
+	RUN(pidfile_older_than_process_is_reuse);
+	TAP_EXIT();
+}
