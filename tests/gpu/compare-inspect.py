@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Compares `provgate inspect --json` with `cuobjdump --list-elf` and `--list-ptx` on the same
+files: per file, the multiset of (kind, arch) entries must be equal (same archs, same counts).
+Usage: compare-inspect.py DIR   where DIR holds, per file NAME, NAME.inspect.json,
+NAME.list-elf.txt and NAME.list-ptx.txt (as tests/gpu/run-h200.sh writes them).
+Prints a table and exits 1 on any disagreement."""
+import collections
+import json
+import os
+import re
+import sys
+
+LINE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S+)$")
+ARCH = re.compile(r"\.(sm_\d+[a-z]?)\.(cubin|ptx)$")
+
+
+def cuobjdump_entries(path):
+    c = collections.Counter()
+    if not os.path.exists(path):
+        return None
+    for line in open(path, errors="replace"):
+        m = LINE.match(line.strip())
+        if not m:
+            continue
+        a = ARCH.search(m.group(2))
+        arch = a.group(1) if a else "?"
+        kind = "cubin" if m.group(1) == "ELF" else "ptx"
+        c[(kind, arch)] += 1
+    return c
+
+
+def inspect_entries(path):
+    doc = json.load(open(path))
+    c = collections.Counter()
+    problems = []
+    for f in doc.get("files", []):
+        problems += [p.get("message", "") for p in f.get("problems", [])]
+        if f.get("error"):
+            problems.append(f["error"])
+        for co in f.get("code_objects", []):
+            kind = co.get("kind")
+            if kind not in ("cubin", "ptx"):
+                continue
+            arch = co.get("arch") or "?"
+            # cuobjdump names a PTX entry for compute_NN "....sm_NN.ptx"
+            if kind == "ptx" and arch.startswith("compute_"):
+                arch = "sm_" + arch[len("compute_"):]
+            c[(kind, arch)] += 1
+            for key in ("error", "mismatch"):
+                if co.get(key):
+                    problems.append(f"entry {co.get('entry')}: {key}: {co[key]}")
+    return c, problems
+
+
+def fmt(c):
+    return ", ".join(f"{k}:{a}x{n}" for (k, a), n in sorted(c.items())) or "(none)"
+
+
+def main():
+    d = sys.argv[1]
+    names = sorted(n[:-len(".inspect.json")] for n in os.listdir(d) if n.endswith(".inspect.json"))
+    bad = 0
+    print(f"{'file':40} {'result':8} provgate inspect / cuobjdump")
+    for name in names:
+        ins, problems = inspect_entries(os.path.join(d, name + ".inspect.json"))
+        elf = cuobjdump_entries(os.path.join(d, name + ".list-elf.txt")) or collections.Counter()
+        ptx = cuobjdump_entries(os.path.join(d, name + ".list-ptx.txt")) or collections.Counter()
+        cu = elf + ptx
+        same = ins == cu
+        bad += not same
+        print(f"{name:40} {'agree' if same else 'DISAGREE':8} "
+              f"{sum(ins.values())} entries / {sum(cu.values())} entries")
+        print(f"    inspect:   {fmt(ins)}")
+        if not same:
+            print(f"    cuobjdump: {fmt(cu)}")
+            for k in sorted(set(ins) | set(cu)):
+                if ins[k] != cu[k]:
+                    print(f"    differs: {k[0]} {k[1]}: inspect {ins[k]}, cuobjdump {cu[k]}")
+        for p in problems[:10]:
+            print(f"    inspect problem: {p}")
+    print(f"{len(names)} files, {len(names) - bad} agree, {bad} disagree")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: MIT
+"""A two-process PyTorch service shaped like vLLM: an API server (comm PVG::APIServer) listens
+on a local TCP port and forwards each request "M N [t]" to its EngineCore child (comm
+PVG::EngineCore), which imports pvgext, runs pvgext.rowscale on an M x N fp16 CUDA tensor and
+checks the result. Both log to stderr in vLLM's format:
+    (EngineCore_DP0 pid=N) INFO MM-DD HH:MM:SS [file:line] message
+An EngineCore whose API server died keeps running and holding the GPU, as vLLM's orphans do.
+Usage: pvg_service.py --port P   (the API server; it starts the engine itself)"""
+import argparse
+import ctypes
+import inspect
+import os
+import socket
+import subprocess
+import sys
+import time
+
+ROLE_TAG = {"api": "APIServer", "engine": "EngineCore_DP0"}
+role = "api"
+
+
+def log(msg, level="INFO"):
+    line = inspect.currentframe().f_back.f_lineno
+    ts = time.strftime("%m-%d %H:%M:%S", time.localtime())
+    sys.stderr.write(f"({ROLE_TAG[role]} pid={os.getpid()}) {level} {ts} "
+                     f"[pvg_service.py:{line}] {msg}\n")
+    sys.stderr.flush()
+
+
+def set_comm(name):
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_NAME = 15
+    libc.prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
+def engine():
+    set_comm("PVG::EngineCore")
+    import torch
+    import pvgext
+    dev = torch.device("cuda", 0)
+    torch.cuda.init()
+    log(f"engine ready: torch {torch.__version__} device {torch.cuda.get_device_name(0)} "
+        f"pvgext {pvgext.__file__} kernel version {pvgext.KERNEL_VERSION}")
+    out = sys.stdout
+    for req in sys.stdin:
+        try:
+            f = req.split()
+            m, n = int(f[0]), int(f[1])
+            if "t" in f[2:]:  # the same shape, but a transposed (non-contiguous) view
+                x = torch.randn(n, m, dtype=torch.float16, device=dev).t()
+            else:
+                x = torch.randn(m, n, dtype=torch.float16, device=dev)
+            y = pvgext.rowscale(x, 2.0)
+            torch.cuda.synchronize()
+            ok = torch.equal(y, x * 2.0)
+            log(f"request shape=({m}, {n}) contiguous={x.is_contiguous()} result {'ok' if ok else 'WRONG'}")
+            out.write(f"{'ok' if ok else 'wrong'} {m} {n} contiguous={x.is_contiguous()}\n")
+        except Exception as e:  # a bad request must not kill the engine
+            log(f"request {req.strip()!r} failed: {e}", "ERROR")
+            out.write(f"error {e}\n")
+        out.flush()
+    log("API server gone; engine keeps running", "WARNING")
+    while True:
+        time.sleep(3600)
+
+
+def api(port):
+    set_comm("PVG::APIServer")
+    eng = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--role", "engine"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(8)
+    log(f"API server listening on 127.0.0.1:{port}, engine pid {eng.pid}")
+    while True:
+        c, _ = s.accept()
+        with c:
+            req = c.makefile().readline()
+            eng.stdin.write(req.strip() + "\n")
+            eng.stdin.flush()
+            c.sendall(eng.stdout.readline().encode())
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--role", default="api", choices=["api", "engine"])
+    ap.add_argument("--port", type=int, default=8000)
+    a = ap.parse_args()
+    role = a.role
+    engine() if role == "engine" else api(a.port)
