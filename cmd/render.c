@@ -132,7 +132,7 @@ void cli_print_verdict(FILE *f, const struct pvg_run *run, bool certify,
 				run->after ? ", and gates 3, 4, 5, 7 still hold after the command" : "");
 		else
 			fprintf(f,
-				"%sNOT CERTIFIED%s: gate %d %s is %s%s\n", st->fail, st->reset,
+				"%sNOT CERTIFIED%s: gate %d %s: %s%s\n", st->fail, st->reset,
 				bad ? bad->id : 0, bad ? bad->name : "?",
 				bad ? pvg_status_name(bad->status) : "?",
 				run->after && bad && bad >= run->after && bad < run->after + PVG_N_GATES
@@ -143,7 +143,7 @@ void cli_print_verdict(FILE *f, const struct pvg_run *run, bool certify,
 			st->reset, n_sel, n_sel, pvg_phase_name(run->phase),
 			pvg_run_certified(run) ? "; certified" : "; not a certification");
 	} else {
-		fprintf(f, "%sFAILED%s: %d of %d selected gates did not pass; first: gate %d %s is %s\n",
+		fprintf(f, "%sFAILED%s: %d of %d selected gates did not pass; first: gate %d %s: %s\n",
 			st->fail, st->reset, n_bad, n_sel, bad->id, bad->name,
 			pvg_status_name(bad->status));
 	}

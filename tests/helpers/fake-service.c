@@ -7,7 +7,13 @@
  *
  *   fake-service [--server] [--lib PATH]... [--port N] [--workers N] [--device PATH]
  *                [--pidfile PATH] [--engine-pidfile PATH] [--title T] [--tag WORD]
- *                [--comm NAME] [--churn]
+ *                [--comm NAME] [--churn] [--log PATH [--prefix P] [--multiple K]]
+ *
+ * --log: the engine appends vLLM-format lines to PATH: its settings at start, and on each
+ * SIGUSR1 (a "request") one dispatch marker per line "M N DTYPE" of PATH.request. The new
+ * kernel serves a shape when N is a multiple of K (default 256): `PREFIX selected=True
+ * shape=(M, N) dtype=DTYPE`; any other shape falls back (`selected=False`, and a fallback
+ * line), as a real dispatcher does without an error.
  *
  * --server: the top process becomes "vllm serve fixture" (holding the port) and forks the
  * engine; without it the engine is the top process. --churn: the engine keeps forking workers
@@ -18,6 +24,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +40,9 @@ static size_t arg_len;
 static struct {
 	bool server, churn;
 	const char *lib[4], *device, *pidfile, *engine_pidfile, *title, *tag, *comm;
-	int n_lib, port, workers;
-} opt = { .title = "VLLM::EngineCore" };
+	const char *log, *prefix;
+	int n_lib, port, workers, multiple;
+} opt = { .title = "VLLM::EngineCore", .prefix = "DCU_KERNEL_DIAG", .multiple = 256 };
 
 static pid_t children[64];
 static int n_children;
@@ -89,7 +97,54 @@ static sigset_t wait_set(void)
 	sigaddset(&s, SIGTERM);
 	sigaddset(&s, SIGINT);
 	sigaddset(&s, SIGCHLD);
+	sigaddset(&s, SIGUSR1);
 	return s;
+}
+
+/* One vLLM-format log line from this process: "(EngineCore_DP0 pid=N) INFO MM-DD HH:MM:SS". */
+static void log_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(FILE *f, const char *fmt, ...)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	fprintf(f, "(EngineCore_DP0 pid=%d) INFO %02d-%02d %02d:%02d:%02d [fake_service.py:%d] ",
+		(int)getpid(), tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		__LINE__);
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fputc('\n', f);
+}
+
+static int n_requests;
+
+/* A request: dispatch each shape of LOG.request and log what was selected. */
+static void serve_request(void)
+{
+	char req[4096];
+	snprintf(req, sizeof(req), "%s.request", opt.log);
+	FILE *in = fopen(req, "r");
+	FILE *f = fopen(opt.log, "a");
+	if (!f) {
+		if (in)
+			fclose(in);
+		return;
+	}
+	long m, n;
+	char dtype[64];
+	while (in && fscanf(in, "%ld %ld %63s", &m, &n, dtype) == 3) {
+		bool fast = opt.multiple > 0 && n % opt.multiple == 0;
+		log_line(f, "%s selected=%s shape=(%ld, %ld) dtype=%s kernel=%s", opt.prefix,
+			 fast ? "True" : "False", m, n, dtype, fast ? "wvSplitK" : "none");
+		if (!fast)
+			log_line(f, "shape (%ld, %ld) not supported by wvSplitK: fallback to unified triton", m, n);
+	}
+	log_line(f, "request %d done", ++n_requests);
+	if (in)
+		fclose(in);
+	fclose(f);
 }
 
 static void stop_children(void)
@@ -110,6 +165,8 @@ static void wait_for_stop(bool churn)
 		int sig = churn ? sigtimedwait(&s, NULL, &ms) : sigwaitinfo(&s, NULL);
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
+		if (sig == SIGUSR1 && opt.log)
+			serve_request();
 		if (sig == SIGCHLD || sig < 0)
 			while (waitpid(-1, NULL, WNOHANG) > 0)
 				;
@@ -176,6 +233,13 @@ static void engine(int ready_fd)
 			die("worker did not start");
 	}
 	close(p[0]);
+	if (opt.log) {
+		FILE *f = fopen(opt.log, "a");
+		if (!f)
+			die(opt.log);
+		log_line(f, "Initializing an engine with config: block size = 832, prefix caching = False");
+		fclose(f);
+	}
 	if (opt.engine_pidfile)
 		write_pidfile(opt.engine_pidfile, getpid());
 	if (ready_fd >= 0) {
@@ -214,6 +278,12 @@ int main(int argc, char **argv)
 			opt.pidfile = strdup(argv[++i]);
 		else if (v && strcmp(a, "--engine-pidfile") == 0)
 			opt.engine_pidfile = strdup(argv[++i]);
+		else if (v && strcmp(a, "--log") == 0)
+			opt.log = strdup(argv[++i]);
+		else if (v && strcmp(a, "--prefix") == 0)
+			opt.prefix = strdup(argv[++i]);
+		else if (v && strcmp(a, "--multiple") == 0)
+			opt.multiple = atoi(argv[++i]);
 		else if (v && strcmp(a, "--title") == 0)
 			opt.title = strdup(argv[++i]);
 		else {

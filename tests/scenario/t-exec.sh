@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# provgate exec: certify, run the benchmark, re-check gates 3, 4, 5, 7 after it, one report.
+# Runs the demo's scenario for real: hipify + hipcc build, install, a live service.
+source "$PVG_SRC/tests/lib.sh"
+
+setup() {
+	need hipcc ninja git ss /usr/bin/python3
+	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
+	source "$PVG_SRC/tests/demo/scenario.sh"
+	trap scenario_stop EXIT
+	scenario_repo
+	build_extension || { cat logs/build.log; fail "build failed"; }
+	install_extension
+	sleep 0.05
+	scenario_start
+	request "4096 5120 torch.bfloat16"
+	scenario_config
+}
+
+test_benchmark_succeeds_and_all_holds() {
+	setup
+	pg exec --out r.json -- sh -c 'echo benchmark-ran; exit 0'
+	assert_eq "$rc" 0 "exit ($out)"
+	assert_contains "$out" benchmark-ran
+	assert_contains "$out" "CERTIFIED: all seven gates passed, and gates 3, 4, 5, 7 still hold"
+	assert_eq "$(jq -r .certified r.json)" true
+	assert_eq "$(jq -c .after.selected_gates r.json)" "[3,4,5,7]"
+	assert_eq "$(jq -r '[.after.gates[] | select(.id == 3 or .id == 4 or .id == 5 or .id == 7) | .status] | unique | join(",")' r.json)" pass
+	assert_eq "$(jq -r .exec.exit_status r.json)" 0
+	assert_eq "$(jq -c .exec.command r.json)" '["sh","-c","echo benchmark-ran; exit 0"]'
+	validate r.json
+}
+
+test_artifact_swapped_during_benchmark_is_caught_after() {
+	setup
+	pg exec --out r.json -- sh -c 'install -m 755 build/_rocm_C.abi3.so site/vllm_demo/_rocm_C.abi3.so'
+	assert_eq "$rc" 1 "exit ($out)"
+	assert_eq "$(jq -r '.gates[3].status' r.json)" pass "before the command"
+	assert_eq "$(jq -r '.after.gates[3].status' r.json)" fail "after the command"
+	assert_contains "$(jq -r '[.after.gates[3].problems[].code] | join(" ")' r.json)" process-maps.deleted
+	assert_contains "$out" "NOT CERTIFIED: gate 4 process-maps: fail after the command"
+	assert_eq "$(jq -r .certified r.json)" false
+}
+
+test_command_failure_status_comes_back() {
+	setup
+	pg exec --out r.json -- sh -c 'exit 7'
+	assert_eq "$rc" 7
+	assert_eq "$(jq -r .exec.exit_status r.json)" 7
+	assert_eq "$(jq -r .certified r.json)" true
+}
+
+test_signals_are_forwarded_to_the_command() {
+	setup
+	"$PROVGATE" exec --out r.json -- sh -c 'trap "exit 42" TERM; touch started; while :; do sleep 0.05; done' >o.txt 2>&1 &
+	epid=$!
+	for _ in $(seq 200); do [ -f started ] && break; sleep 0.05; done
+	[ -f started ] || fail "command did not start: $(cat o.txt)"
+	kill -TERM "$epid"
+	set +e; wait "$epid"; rc=$?; set -e
+	assert_eq "$rc" 42 "exit after SIGTERM ($(cat o.txt))"
+	assert_eq "$(jq -r .exec.exit_status r.json)" 42
+}
+
+test_not_certified_before_means_the_command_does_not_run() {
+	setup
+	head -c 64 /dev/urandom >>site/vllm_demo/_rocm_C.abi3.so
+	pg exec --out r.json -- touch ran
+	assert_eq "$rc" 1
+	[ ! -e ran ] || fail "the benchmark ran on a broken chain"
+	assert_eq "$(jq -r .exec.ran r.json)" false
+	pg exec --run-anyway --out r.json -- touch ran
+	assert_eq "$rc" 1 "still not certified"
+	[ -e ran ] || fail "--run-anyway did not run the command"
+}
+
+test_usage_errors() {
+	echo '{}' >provgate.json
+	pg exec
+	assert_eq "$rc" 2
+	pg exec --json - -- true
+	assert_eq "$rc" 2
+	assert_contains "$err" "--out FILE"
+}
+
+run_tests
