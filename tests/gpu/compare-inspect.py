@@ -30,7 +30,7 @@ def cuobjdump_entries(path):
     return c
 
 
-def inspect_entries(path):
+def inspect_entries(path, skip_sections=()):
     doc = json.load(open(path))
     c = collections.Counter()
     problems = []
@@ -40,7 +40,7 @@ def inspect_entries(path):
             problems.append(f["error"])
         for co in f.get("code_objects", []):
             kind = co.get("kind")
-            if kind not in ("cubin", "ptx"):
+            if kind not in ("cubin", "ptx") or co.get("section") in skip_sections:
                 continue
             arch = co.get("arch") or "?"
             # cuobjdump names a PTX entry for compute_NN "....sm_NN.ptx"
@@ -51,6 +51,36 @@ def inspect_entries(path):
                 if co.get(key):
                     problems.append(f"entry {co.get('entry')}: {key}: {co[key]}")
     return c, problems
+
+
+def resource_usage(path):
+    """(arch, functions) per cubin from cuobjdump --dump-resource-usage, None without the file."""
+    if not os.path.exists(path):
+        return None
+    out, arch, n = collections.Counter(), None, 0
+    for line in open(path, errors="replace"):
+        t = line.strip()
+        if t.startswith("Fatbin elf code") or t.startswith("Fatbin ptx code"):
+            if arch:
+                out[(arch, n)] += 1
+            arch, n = None, 0
+            elf = t.startswith("Fatbin elf code")
+        elif t.startswith("arch = ") and elf:
+            arch = t.split("=", 1)[1].strip()
+        elif t.startswith("Function ") and arch:
+            n += 1
+    if arch:
+        out[(arch, n)] += 1
+    return out
+
+
+def inspect_kernels(path):
+    c = collections.Counter()
+    for f in json.load(open(path)).get("files", []):
+        for co in f.get("code_objects", []):
+            if co.get("kind") == "cubin":
+                c[(co.get("arch"), co.get("kernel_count") if co.get("kernels_known") else "?")] += 1
+    return c
 
 
 def fmt(c):
@@ -77,6 +107,17 @@ def main():
             for k in sorted(set(ins) | set(cu)):
                 if ins[k] != cu[k]:
                     print(f"    differs: {k[0]} {k[1]}: inspect {ins[k]}, cuobjdump {cu[k]}")
+            linked, _ = inspect_entries(os.path.join(d, name + ".inspect.json"), ("__nv_relfatbin",))
+            print(f"    without inspect's __nv_relfatbin entries (relocatable, not loadable): "
+                  f"{sum(linked.values())} entries, {'agree' if linked == cu else 'still differ'}")
+        ru = resource_usage(os.path.join(d, name + ".resource-usage.txt"))
+        if ru is not None:
+            ik = inspect_kernels(os.path.join(d, name + ".inspect.json"))
+            print(f"    kernels per cubin (arch, count): inspect and cuobjdump --dump-resource-usage "
+                  f"{'agree' if ik == ru else 'differ'} (informational)")
+            if ik != ru:
+                print(f"      inspect:   {sorted(ik.items(), key=str)[:12]}")
+                print(f"      cuobjdump: {sorted(ru.items(), key=str)[:12]}")
         for p in problems[:10]:
             print(f"    inspect problem: {p}")
     print(f"{len(names)} files, {len(names) - bad} agree, {bad} disagree")

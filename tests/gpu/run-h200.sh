@@ -50,7 +50,9 @@ build() { # build.log is the build's own output, kept whole
 	(cd "$W/repo" && TORCH_CUDA_ARCH_LIST="9.0+PTX" MAX_JOBS=8 python3 tools/build.py "$W/repo" "$W/build") \
 		>"$W/logs/build.log" 2>&1
 	local rc=$?
-	echo "build rc=$rc" | tee -a "$RES/steps.txt"
+	NBUILD=$((${NBUILD:-0} + 1))
+	cp "$W/logs/build.log" "$RES/build-$NBUILD.log"
+	echo "build #$NBUILD rc=$rc" | tee -a "$RES/steps.txt"
 	return $rc
 }
 install_new_inode() {
@@ -174,7 +176,11 @@ request 4 4096 t
 request 4 4095
 certify 06-fallback-only "gate 7 fail (selected=False for the benchmark shape: non-contiguous input)"
 request 4 4096
-certify 07-selected "certified, exit 0"
+certify 07-selected-after-fallback "gate 7 fail: the same live service fell back for the benchmark shape earlier"
+stop_all
+start_service
+request 4 4096
+certify 08-fresh-service-selected "certified, exit 0"
 stop_all
 
 # ---- inspect against cuobjdump ----------------------------------------------------------------
@@ -189,17 +195,27 @@ inspect_one() { # NAME FILE
 	pg inspect "$2" >"$RES/inspect/$1.inspect.txt" 2>&1
 	cuobjdump --list-elf "$2" >"$RES/inspect/$1.list-elf.txt" 2>&1
 	cuobjdump --list-ptx "$2" >"$RES/inspect/$1.list-ptx.txt" 2>&1
+	[ -n "${3:-}" ] && cuobjdump --dump-resource-usage "$2" >"$RES/inspect/$1.resource-usage.txt" 2>&1
 	t2=$EPOCHREALTIME
 	echo "$1 $(stat -c %s "$2") bytes: inspect $(awk "BEGIN{print $t1 - $t0}")s, cuobjdump x2 $(awk "BEGIN{print $t2 - $t1}")s" >>"$RES/inspect/timing.txt"
 }
-inspect_one pvgext_C "$W/site/pvgext/_C.so"
+inspect_one pvgext_C "$W/site/pvgext/_C.so" kernels
+say "fixtures: relocatable device code (tests/fixtures/cuda-rdc/make.sh)"
+mkdir -p "$RES/fixtures"
+cp -r "$STAGE/cuda-rdc" "$W/cuda-rdc" && bash "$W/cuda-rdc/make.sh" >"$RES/fixtures/make-rdc.txt" 2>&1
+echo "make-rdc exit $?" >>"$RES/fixtures/make-rdc.txt"
+cp "$W"/cuda-rdc/*.so "$W/cuda-rdc/cuobjdump.txt" "$RES/fixtures/" 2>/dev/null
+for f in "$W"/cuda-rdc/*.so; do
+	[ -e "$f" ] && inspect_one "fixture_$(basename "$f")" "$f" kernels
+	pg inspect --kernels "$f" >>"$RES/fixtures/inspect-rdc.txt" 2>&1
+done
 for lib in libtorch_cuda.so libc10_cuda.so; do
 	[ -e "$TORCH_LIB/$lib" ] && inspect_one "torch_$lib" "$TORCH_LIB/$lib"
 done
 NV=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0] if hasattr(nvidia,"__path__") else nvidia.__file__))' 2>/dev/null)
 for pat in 'libcurand.so*' 'libcusparse.so*' 'libcufft.so*' 'libnccl.so*'; do
 	f=$(find "$NV/nvidia" -name "$pat" -type f 2>/dev/null | head -1)
-	[ -n "$f" ] && inspect_one "$(basename "$f")" "$f"
+	[ -n "$f" ] && inspect_one "$(basename "$f")" "$f" $([ "$pat" = 'libcurand.so*' ] && echo kernels)
 done
 python3 "$STAGE/compare-inspect.py" "$RES/inspect" | tee "$RES/inspect/comparison.txt"
 cp "$W/site/pvgext/_C.so" "$RES/inspect/pvgext_C.so"

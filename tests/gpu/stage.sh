@@ -19,6 +19,8 @@ ldd "$bin" | awk '$3 ~ /^\// {print $3}' | while read -r l; do
 	esac
 done
 cp "$here/run-h200.sh" "$here/compare-inspect.py" "$stage/"
+mkdir -p "$stage/cuda-rdc"
+cp "$here/../fixtures/cuda-rdc/make.sh" "$here/../fixtures/cuda-rdc/"*.cu "$stage/cuda-rdc/"
 
 r=$stage/repo
 mkdir -p "$r/csrc" "$r/pvgext" "$r/tools"
