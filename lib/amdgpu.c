@@ -355,7 +355,7 @@ int pvg_amdgpu_metadata_parse(const uint8_t *p, size_t n, struct pvg_code_object
 			goto bad;
 		if (key_is(&k, "amdhsa.target") && v.type == MP_STR) {
 			free(co->note_target);
-			co->note_target = strndup(v.s, (size_t)v.len);
+			co->note_target = pvg_co_strndup(v.s, (size_t)v.len);
 			if (!co->note_target)
 				abort();
 		} else if (key_is(&k, "amdhsa.kernels") && v.type == MP_ARRAY) {

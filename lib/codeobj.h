@@ -65,6 +65,7 @@ struct pvg_code_object {
 	enum pvg_co_kind kind;
 	uint64_t offset;    /* file offset of the payload, or of its compressed container */
 	uint64_t size;      /* payload size (uncompressed) */
+	uint64_t container_offset, container_size; /* the bundle / CCOB / fatbin in the file */
 	bool compressed;    /* came out of a compressed container / entry */
 
 	/* AMDGPU */
@@ -132,6 +133,8 @@ void pvg_co_issue(struct pvg_codeobj_set *set, const char *where, const char *fm
 /* Appends a zeroed object (NULL past PVG_CO_MAX_OBJECTS, with an issue recorded). */
 struct pvg_code_object *pvg_co_add(struct pvg_codeobj_set *set, const char *section,
 				   unsigned bundle, unsigned entry);
+/* n bytes of p (which need not be NUL-terminated) as a string; aborts on OOM. */
+char *pvg_co_strndup(const void *p, size_t n);
 void pvg_co_set_error(struct pvg_code_object *co, const char *fmt, ...) PVG_PRINTF(2, 3);
 void pvg_co_add_kernel(struct pvg_code_object *co, const char *name, size_t name_len,
 		       const char *symbol, size_t symbol_len, int wavefront_size);

@@ -287,8 +287,12 @@ void pvg_cuda_scan_section(struct pvg_codeobj_set *set, const struct pvg_src *sr
 			if (pvg_src_read(src, off + e, eh, ehs < 64 ? ehs : 64) < 0)
 				break;
 			add_entry(set, src, off + e, eh, ehs, off + e + ehs, ps, section, idx, ei);
-			if (set->n_objs && !set->objs_truncated)
-				pvg_co_finish(set, &set->objs[set->n_objs - 1]);
+			if (set->n_objs && !set->objs_truncated) {
+				struct pvg_code_object *co = &set->objs[set->n_objs - 1];
+				co->container_offset = off + pos;
+				co->container_size = hs + fs;
+				pvg_co_finish(set, co);
+			}
 			if (set->objs_truncated)
 				return;
 			ei++;

@@ -146,6 +146,19 @@ struct pvg_code_object *pvg_co_add(struct pvg_codeobj_set *set, const char *sect
 	return co;
 }
 
+char *pvg_co_strndup(const void *p, size_t n)
+{
+	const char *nul = memchr(p, 0, n);
+	if (nul)
+		n = (size_t)(nul - (const char *)p);
+	char *s = malloc(n + 1);
+	if (!s)
+		abort();
+	memcpy(s, p, n);
+	s[n] = 0;
+	return s;
+}
+
 void pvg_co_set_error(struct pvg_code_object *co, const char *fmt, ...)
 {
 	if (co->error)
@@ -165,8 +178,8 @@ void pvg_co_add_kernel(struct pvg_code_object *co, const char *name, size_t name
 		co->kernels = pvg_xrealloc(co->kernels, co->n_kernels ? co->n_kernels * 2 : 4,
 					   sizeof(*co->kernels));
 	struct pvg_kernel *k = &co->kernels[co->n_kernels++];
-	k->name = name ? strndup(name, name_len) : NULL;
-	k->symbol = symbol ? strndup(symbol, symbol_len) : NULL;
+	k->name = name ? pvg_co_strndup(name, name_len) : NULL;
+	k->symbol = symbol ? pvg_co_strndup(symbol, symbol_len) : NULL;
 	if ((name && !k->name) || (symbol && !k->symbol))
 		abort();
 	k->wavefront_size = wavefront_size;
@@ -489,6 +502,8 @@ cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels)
 	pvg_json_add_str(o, "arch", co->arch);
 	pvg_json_add_u64(o, "offset", co->offset);
 	pvg_json_add_u64(o, "size", co->size);
+	pvg_json_add_u64(o, "container_offset", co->container_offset);
+	pvg_json_add_u64(o, "container_size", co->container_size);
 	pvg_json_add_bool(o, "compressed", co->compressed);
 	if (co->kind == PVG_CO_AMDGPU) {
 		pvg_json_add_int(o, "code_object_version", co->co_version);

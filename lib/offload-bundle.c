@@ -129,6 +129,8 @@ static int add_bundle(struct pvg_codeobj_set *set, const struct pvg_src *src, ui
 		struct pvg_code_object *co = pvg_co_add(set, section, idx, (unsigned)i);
 		if (!co)
 			break;
+		co->container_offset = compressed ? file_off : off;
+		co->container_size = b.end; /* a CCOB's own length is filled in by add_ccob */
 		snprintf(co->container, sizeof(co->container), "%s", container);
 		co->id = pvg_strdup(be->id);
 		co->offset = compressed ? file_off : off + be->offset;
@@ -218,6 +220,12 @@ static int add_ccob(struct pvg_codeobj_set *set, const struct pvg_src *src, uint
 		       &inner_end) < 0)
 		return -EBADMSG;
 	*end = h.version >= 2 ? h.total_size : h.header_size + consumed;
+	for (size_t i = set->n_objs; i-- > 0;) {
+		struct pvg_code_object *co = &set->objs[i];
+		if (co->bundle != idx || strcmp(co->section, section) != 0)
+			break;
+		co->container_size = *end;
+	}
 	return 0;
 }
 
