@@ -229,15 +229,19 @@ static void scan_wrappers(struct pvg_codeobj_set *set, Elf *elf, Elf_Scn *scn, u
 			continue;
 		uint64_t rel = ptr - fat->sh_addr;
 		/* a container was found there when some object records that start */
-		for (size_t i = 0; i < set->n_objs; i++) {
+		bool located = false;
+		for (size_t i = 0; i < set->n_objs && !located; i++) {
 			const struct pvg_code_object *co = &set->objs[i];
-			if (strcmp(co->section, fat_name) == 0 && co->entry == 0 &&
-			    co->offset >= fat->sh_offset + rel &&
-			    co->offset < fat->sh_offset + rel + 4096 + 8192) {
-				set->n_wrappers_located++;
-				break;
-			}
+			located = co->entry == 0 && co->container_offset == fat->sh_offset + rel &&
+				  strcmp(co->section, fat_name) == 0;
 		}
+		if (located)
+			set->n_wrappers_located++;
+		else if (!set->objs_truncated)
+			pvg_co_issue(set, fat_name,
+				     "wrapper %zu points at offset 0x%" PRIx64 ", where no container "
+				     "was read",
+				     o / 24, (uint64_t)fat->sh_offset + rel);
 	}
 }
 

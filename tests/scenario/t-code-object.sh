@@ -52,6 +52,11 @@ test_inspect_reads_ccob_v1_v2_v3_zlib_and_zstd() {
 	pg inspect --json "$CO/ccob-stream.bin"
 	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | .container] | join(" ")' <<<"$out")" \
 		"bundle ccob-v3-zstd ccob-v2-zlib"
+	pg inspect --json "$CO/hip-ccob.so"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | "\(.section):\(.container)"] | join(" ")' <<<"$out")" \
+		".hip_fatbin:bundle .hip_fatbin:ccob-v3-zstd .hip_fatbin:ccob-v2-zlib"
+	gate6 "$CO/hip-ccob.so" gfx906 wvSplitK
+	assert_eq "$(gate_status report.json 6)" pass "gate 6 on a library of CCOB bundles"
 }
 
 test_inspect_reads_cuda_fatbins_compressed_or_not() {
