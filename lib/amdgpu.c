@@ -99,7 +99,6 @@ bool pvg_target_accepts(const struct pvg_target *want, const struct pvg_target *
 struct mp {
 	const uint8_t *p;
 	size_t n, pos;
-	int depth;
 	char *err;
 };
 
@@ -267,23 +266,41 @@ container:
 	return true;
 }
 
+/* Skips one value, iteratively: `pending` counts the values still to skip, and since each
+ * takes at least a byte, more pending values than remaining bytes is a lie caught at once. */
 static bool mp_skip(struct mp *m)
 {
-	struct mp_obj o;
-	if (!mp_read(m, &o))
-		return false;
-	if (o.type != MP_ARRAY && o.type != MP_MAP)
-		return true;
-	if (++m->depth > 32) {
-		if (!m->err)
-			m->err = pvg_strdup("msgpack nested too deeply");
-		return false;
-	}
-	uint64_t items = o.type == MP_MAP ? o.len * 2 : o.len;
-	for (uint64_t i = 0; i < items; i++)
-		if (!mp_skip(m))
+	uint64_t pending = 1;
+	while (pending) {
+		if (pending > m->n - m->pos) {
+			if (!m->err)
+				m->err = pvg_asprintf("msgpack: %" PRIu64 " values due at byte %zu "
+						      "exceed the remaining %zu bytes",
+						      pending, m->pos, m->n - m->pos);
 			return false;
-	m->depth--;
+		}
+		uint8_t c = m->p[m->pos];
+		if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3) {
+			m->pos++;
+			pending--;
+			continue;
+		}
+		if ((c & 0xe0) == 0xa0) { /* fixstr, the common case */
+			if (!mp_need(m, 1 + (size_t)(c & 0x1f)))
+				return false;
+			m->pos += 1 + (size_t)(c & 0x1f);
+			pending--;
+			continue;
+		}
+		struct mp_obj o;
+		if (!mp_read(m, &o))
+			return false;
+		pending--;
+		if (o.type == MP_ARRAY)
+			pending += o.len;
+		else if (o.type == MP_MAP)
+			pending += 2 * o.len;
+	}
 	return true;
 }
 
@@ -497,12 +514,15 @@ void pvg_amdgpu_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 			pvg_co_set_error(co, "program headers lie outside the code object");
 			return;
 		}
+		_cleanup_free_ uint8_t *phs = malloc((size_t)phnum * 56);
+		if (!phs)
+			abort();
+		if (pvg_src_read(src, off + phoff, phs, (size_t)phnum * 56) < 0) {
+			pvg_co_set_error(co, "program headers cannot be read");
+			return;
+		}
 		for (unsigned i = 0; i < phnum && !found && !co->error; i++) {
-			uint8_t ph[56];
-			if (pvg_src_read(src, off + phoff + (uint64_t)i * 56, ph, 56) < 0) {
-				pvg_co_set_error(co, "program header %u cannot be read", i);
-				return;
-			}
+			const uint8_t *ph = phs + (size_t)i * 56;
 			if (r32(ph) != 4 /* PT_NOTE */)
 				continue;
 			any_note = true;

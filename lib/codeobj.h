@@ -99,8 +99,8 @@ struct pvg_co_section {
 	unsigned n_containers;
 };
 
-/* What a scan keeps: kernel names cost memory (Debian's librocsparse has 880 000 kernels
- * across its code objects), so by default only counts are kept. */
+/* What a scan keeps: kernel names cost memory (Debian's librocsparse has 88 000 kernels
+ * across its 777 code objects), so by default only counts are kept. */
 struct pvg_codeobj_opts {
 	bool kernel_names;        /* keep every object's kernel names */
 	const char *names_arch;   /* or only those of objects matching this arch */
