@@ -5,7 +5,7 @@
  * then entries, each with a header of at least 64 bytes (little-endian):
  *   0 u16 kind (1 PTX, 2 ELF), 2 u16 version, 4 u32 header size, 8 u64 payload size,
  *   16 u32 compressed size, 24 u32 tool version, 28 u32 SM (80 = sm_80),
- *   40 u64 flags (0x2000 LZ4-compressed, 0x8000 zstd-compressed),
+ *   40 u64 flags (0x2000 LZ4-compressed, 0x8000 zstd-compressed, 0x100000 sm_NNa),
  *   56 u64 uncompressed size (when compressed).
  * zstd payloads are decoded (bounded by the declared size); LZ4 ones are not, and an entry
  * we cannot decode says so instead of pretending to know its kernels.
@@ -18,6 +18,7 @@
 #define FATBIN_KIND_ELF 2
 #define FATBIN_FLAG_LZ4 0x2000ull
 #define FATBIN_FLAG_ZSTD 0x8000ull
+#define FATBIN_FLAG_ARCH_SPECIFIC 0x100000ull
 
 static uint16_t r16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static uint32_t r32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -75,14 +76,15 @@ void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 	co->mach = sm;
 	char arch[24];
 	snprintf(arch, sizeof(arch), "sm_%u%s", sm, accel ? "a" : "");
-	if (co->arch && strcmp(co->arch, arch) != 0 &&
-	    !(strncmp(co->arch, arch, strlen(arch)) == 0)) {
+	unsigned entry_sm;
+	if (co->arch && sscanf(co->arch, "sm_%u", &entry_sm) == 1 && entry_sm != sm) {
 		co->mismatch = pvg_asprintf("fatbin entry says %s but the cubin's e_flags 0x%x "
 					    "(ABI version %u) say %s",
 					    co->arch, co->e_flags, co->abi_version, arch);
-	}
-	if (!co->arch)
+	} else if (!co->arch || accel) {
+		free(co->arch);
 		co->arch = pvg_strdup(arch);
+	}
 
 	/* kernels: STO_CUDA_ENTRY (0x10) functions of the symbol table */
 	uint64_t shoff = r64(eh + 40);
@@ -159,8 +161,11 @@ static void add_entry(struct pvg_codeobj_set *set, const struct pvg_src *src, ui
 	char id[48];
 	if (kind == FATBIN_KIND_ELF) {
 		co->kind = PVG_CO_CUBIN;
-		snprintf(id, sizeof(id), "elf sm_%u", sm);
-		co->arch = pvg_asprintf("sm_%u", sm);
+		/* CUDA 13 marks sm_90a-style (arch-specific) entries with 0x100000 in the entry
+		 * flags; their cubins' e_flags do not always say so */
+		const char *a = flags & FATBIN_FLAG_ARCH_SPECIFIC ? "a" : "";
+		snprintf(id, sizeof(id), "elf sm_%u%s", sm, a);
+		co->arch = pvg_asprintf("sm_%u%s", sm, a);
 	} else if (kind == FATBIN_KIND_PTX) {
 		co->kind = PVG_CO_PTX;
 		snprintf(id, sizeof(id), "ptx compute_%u", sm);

@@ -443,8 +443,13 @@ bool pvg_codeobj_matches_arch(const struct pvg_code_object *co, const char *arch
 {
 	if (!co->arch || !arch)
 		return false;
-	if (strncmp(arch, "sm_", 3) == 0)
-		return co->kind == PVG_CO_CUBIN && strcmp(co->arch, arch) == 0;
+	if (strncmp(arch, "sm_", 3) == 0) {
+		/* sm_90 (a CC 9.0 device) also loads an sm_90a cubin; sm_90a asks for that one */
+		size_t l = strlen(arch);
+		return co->kind == PVG_CO_CUBIN &&
+		       (strcmp(co->arch, arch) == 0 ||
+			(strncmp(co->arch, arch, l) == 0 && strcmp(co->arch + l, "a") == 0));
+	}
 	if (co->kind != PVG_CO_AMDGPU)
 		return false;
 	struct pvg_target want, have;

@@ -139,6 +139,12 @@ test_gate_cuda_arch_and_kernels() {
 	assert_eq "$(problem_codes report.json 6)" code-object.arch-missing
 	gate6 "$CO/cuda-z.fatbin" sm_80 wvSplitK
 	assert_eq "$(gate_status report.json 6)" pass "zstd entries are decoded"
+	gate6 "$CO/cuda-sm90a.fatbin" sm_90a wvSplitK
+	assert_eq "$(gate_status report.json 6)" pass "sm_90a cubin for sm_90a"
+	gate6 "$CO/cuda-sm90a.fatbin" sm_90
+	assert_eq "$(gate_status report.json 6)" pass "an sm_90 device loads the sm_90a cubin"
+	gate6 "$CO/cuda.fatbin" sm_90a
+	assert_eq "$(gate_status report.json 6)" fail "sm_90a asks for the arch-specific cubin"
 }
 
 test_gate_undecodable_compressed_entry_is_unverifiable() {
