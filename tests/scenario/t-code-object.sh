@@ -59,6 +59,23 @@ test_inspect_reads_ccob_v1_v2_v3_zlib_and_zstd() {
 	assert_eq "$(gate_status report.json 6)" pass "gate 6 on a library of CCOB bundles"
 }
 
+test_inspect_finds_where_a_v1_ccob_ends() {
+	# version 1 records no length: the end of its compressed stream says where it stops
+	"$PY" - "$CO" <<'PY'
+import sys
+co = sys.argv[1]
+out = b""
+for f in ("ccob-v1-zstd.bin", "ccob-v1-zlib.bin", "bundle-gfx906.bin"):
+    out += open(f"{co}/{f}", "rb").read()
+    out += b"\0" * (-len(out) % 4096)
+open("v1-stream.bin", "wb").write(out)
+PY
+	pg inspect --json v1-stream.bin
+	assert_eq "$rc" 0
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.entry == 1) | "\(.container)@\(.container_offset)"] | join(" ")' <<<"$out")" \
+		"ccob-v1-zstd@0 ccob-v1-zlib@4096 bundle@8192"
+}
+
 test_inspect_reads_cuda_fatbins_compressed_or_not() {
 	pg inspect --json --kernels "$CO/cuda.fatbin"
 	assert_eq "$(archs)" "sm_80 sm_90 compute_90"
