@@ -33,16 +33,20 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 			const struct pvg_code_object *co = &set->objs[i];
 			char sz[24], co_v[8], kn[16];
 			human_size(co->size, sz, sizeof(sz));
-			snprintf(co_v, sizeof(co_v), "%s",
-				 co->co_version ? (char[4]){ (char)('0' + co->co_version), 0 } : "-");
+			if (co->co_version)
+				snprintf(co_v, sizeof(co_v), "%d", co->co_version);
+			else
+				snprintf(co_v, sizeof(co_v), "-");
 			if (co->kind == PVG_CO_HOST)
 				snprintf(kn, sizeof(kn), "-");
 			else if (co->kernels_known)
 				snprintf(kn, sizeof(kn), "%zu", co->n_kernels);
 			else
 				snprintf(kn, sizeof(kn), "?");
-			_cleanup_free_ char *id = pvg_utf8_sanitize(co->id ? co->id : "", strlen(co->id ? co->id : ""));
-			_cleanup_free_ char *arch = pvg_utf8_sanitize(co->arch ? co->arch : "-", strlen(co->arch ? co->arch : "-"));
+			const char *id_s = co->id ? co->id : "", *arch_s = co->arch ? co->arch : "-";
+			/* ids come from the file: never print raw bytes to a terminal */
+			_cleanup_free_ char *id = pvg_utf8_sanitize(id_s, strlen(id_s));
+			_cleanup_free_ char *arch = pvg_utf8_sanitize(arch_s, strlen(arch_s));
 			fprintf(f, "  %-12s %6u %5u %-52s %-24s %2s %8s%s %7s\n", co->section, co->bundle,
 				co->entry, id, arch, co_v, sz, co->compressed ? "z" : " ", kn);
 			if (co->kind == PVG_CO_AMDGPU && !co->mach_name && !co->error)
@@ -56,8 +60,12 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 			if (!co->kernels_known && co->kernels_why && co->kind != PVG_CO_HOST)
 				fprintf(f, "      kernels unknown: %s\n", co->kernels_why);
 			if (kernels && co->kernels)
-				for (size_t k = 0; k < co->n_kernels; k++)
-					fprintf(f, "      kernel %s\n", co->kernels[k].name ? co->kernels[k].name : co->kernels[k].symbol);
+				for (size_t k = 0; k < co->n_kernels; k++) {
+					const char *kn_s = co->kernels[k].name ? co->kernels[k].name
+									       : co->kernels[k].symbol;
+					_cleanup_free_ char *kname = pvg_utf8_sanitize(kn_s, strlen(kn_s));
+					fprintf(f, "      kernel %s\n", kname);
+				}
 		}
 	}
 	for (size_t i = 0; i < set->n_issues; i++)

@@ -272,6 +272,29 @@ test_bad_zip_bomb() { need zstd; bad_input zip-bomb "exceeds the declared size";
 test_bad_zip_bomb_declared() { bad_input zip-bomb-declared "more than the 512 MiB"; }
 test_bad_garbage() { bad_input garbage "no device code objects"; }
 
+test_bad_wrapper_pointing_at_no_bundle() {
+	# .hipFatBinSegment's record points 4096 bytes into the bundle, where none starts
+	"$PY" - "$CO/hip-gfx906.so" wrapped.so <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+shoff, = struct.unpack_from("<Q", d, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3a)
+stroff = struct.unpack_from("<Q", d, shoff + shstrndx * shentsize + 0x18)[0]
+for i in range(shnum):
+    name, _t, _f, _a, off, size = struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize)
+    if d[stroff + name:].startswith(b".hipFatBinSegment\0"):
+        ptr, = struct.unpack_from("<Q", d, off + 8)
+        struct.pack_into("<Q", d, off + 8, ptr + 4096)
+open(sys.argv[2], "wb").write(d)
+PY
+	pg inspect wrapped.so
+	assert_eq "$rc" 1
+	assert_contains "$out" "where no container was read"
+	gate6 "$PWD/wrapped.so" gfx906
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.malformed
+}
+
 # --- agreement with the reference tools on Debian's ROCm libraries ------------------------
 
 need_lib() {
