@@ -16,6 +16,13 @@ static void human_size(uint64_t n, char *out, size_t size)
 		snprintf(out, size, "%" PRIu64, n);
 }
 
+/* Text that came from the file, made safe for a terminal. */
+static void print_clean(FILE *f, const char *prefix, const char *text)
+{
+	_cleanup_free_ char *t = pvg_utf8_sanitize(text, strlen(text));
+	fprintf(f, "%s%s\n", prefix, t);
+}
+
 static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels)
 {
 	fprintf(f, "%s:\n", set->path);
@@ -54,9 +61,9 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 					   "EF_AMDGPU_MACH table; target taken from the metadata note\n",
 					co->e_flags, co->mach);
 			if (co->error)
-				fprintf(f, "      error: %s\n", co->error);
+				print_clean(f, "      error: ", co->error);
 			if (co->mismatch)
-				fprintf(f, "      mismatch: %s\n", co->mismatch);
+				print_clean(f, "      mismatch: ", co->mismatch);
 			if (!co->kernels_known && co->kernels_why && co->kind != PVG_CO_HOST)
 				fprintf(f, "      kernels unknown: %s\n", co->kernels_why);
 			if (kernels && co->kernels)
@@ -68,8 +75,10 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 				}
 		}
 	}
-	for (size_t i = 0; i < set->n_issues; i++)
-		fprintf(f, "  problem: %s: %s\n", set->issues[i].where, set->issues[i].message);
+	for (size_t i = 0; i < set->n_issues; i++) {
+		_cleanup_free_ char *where = pvg_asprintf("  problem: %s: ", set->issues[i].where);
+		print_clean(f, where, set->issues[i].message);
+	}
 	size_t dev = 0;
 	for (size_t i = 0; i < set->n_objs; i++)
 		dev += set->objs[i].kind != PVG_CO_HOST;
