@@ -1,9 +1,240 @@
 /* SPDX-License-Identifier: MIT */
-/* Gate 6 code-object (SPEC §2). */
+/*
+ * Gate 6 code-object: the installed artifact carries device code for `arch`, every code
+ * object agrees with itself (bundle id, metadata note, e_flags), and each
+ * code_object.require_kernels name is in the code objects that match.
+ */
 #include "checks.h"
+#include "codeobj.h"
+
+/* The installed artifact's code objects, read once per run (PVG_SLOT_CODEOBJ). */
+static int installed_code_objects(struct pvg_ctx *ctx, const char *path,
+				  struct pvg_codeobj_set **out)
+{
+	struct pvg_codeobj_set *set = pvg_ctx_slot(ctx, PVG_SLOT_CODEOBJ);
+	const char *arch = ctx->cfg->arch;
+	if (set && strcmp(set->path, path) == 0 &&
+	    (set->opts.kernel_names || (arch && set->names_arch && strcmp(set->names_arch, arch) == 0))) {
+		*out = set;
+		return 0;
+	}
+	/* names only for the objects that matter here: a big library holds ~10^6 kernels */
+	struct pvg_codeobj_opts opts = { .names_arch = arch };
+	int r = pvg_codeobj_scan_path(path, &opts, &set);
+	if (r < 0)
+		return r;
+	pvg_ctx_set_slot(ctx, PVG_SLOT_CODEOBJ, set, pvg_codeobj_set_freep);
+	*out = set;
+	return 0;
+}
+
+static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
+{
+	if (a == PVG_FAIL || b == PVG_FAIL)
+		return PVG_FAIL;
+	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
+		return PVG_UNVERIFIABLE;
+	return PVG_PASS;
+}
+
+static char *list_archs(const struct pvg_codeobj_set *set)
+{
+	char *s = pvg_strdup("");
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		if (!co->arch || co->kind == PVG_CO_HOST)
+			continue;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = set->objs[j].arch && strcmp(set->objs[j].arch, co->arch) == 0;
+		if (seen)
+			continue;
+		if (strlen(s) > 400) {
+			char *n = pvg_asprintf("%s, ...", s);
+			free(s);
+			return n;
+		}
+		char *n = pvg_asprintf("%s%s%s", s, *s ? ", " : "", co->arch);
+		free(s);
+		s = n;
+	}
+	return s;
+}
+
+static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_config *cfg,
+				     const struct pvg_codeobj_set *set, const bool *match)
+{
+	enum pvg_status st = PVG_PASS;
+	const struct pvg_strv *req = &cfg->code_object.require_kernels;
+	if (req->n == 0)
+		return PVG_PASS;
+	cJSON *kj = cJSON_AddObjectToObject(res->evidence, "require_kernels");
+	for (size_t k = 0; k < req->n; k++) {
+		const char *want = req->v[k];
+		size_t known = 0, unknown = 0, present = 0;
+		const struct pvg_code_object *lacking = NULL, *opaque = NULL;
+		for (size_t i = 0; i < set->n_objs; i++) {
+			if (!match[i])
+				continue;
+			const struct pvg_code_object *co = &set->objs[i];
+			if (!co->kernels_known) {
+				unknown++;
+				opaque = opaque ? opaque : co;
+				continue;
+			}
+			known++;
+			if (pvg_codeobj_has_kernel(co, want))
+				present++;
+			else if (!lacking)
+				lacking = co;
+		}
+		const char *verdict;
+		if (lacking) {
+			verdict = "missing";
+			pvg_problem(res, "code-object.kernel-missing",
+				    "check the kernel's name and that its source is compiled for this "
+				    "arch; rebuild and reinstall",
+				    "kernel %s is not in the %s code object (%s bundle %u entry %u, "
+				    "%zu kernels)",
+				    want, lacking->arch, lacking->section, lacking->bundle,
+				    lacking->entry, lacking->n_kernels);
+			st = worst(st, PVG_FAIL);
+		} else if (unknown) {
+			verdict = "unverifiable";
+			pvg_problem(res, "code-object.kernels-unverifiable",
+				    "build without fatbin compression (-Xfatbin -compress=false) so "
+				    "the kernel names can be read",
+				    "kernel %s cannot be looked for in the %s code object (%s bundle "
+				    "%u entry %u): %s",
+				    want, opaque->arch, opaque->section, opaque->bundle, opaque->entry,
+				    opaque->kernels_why ? opaque->kernels_why : "kernels unknown");
+			st = worst(st, PVG_UNVERIFIABLE);
+		} else {
+			verdict = present && known ? "present" : "missing";
+		}
+		cJSON_AddStringToObject(kj, want, verdict);
+	}
+	return st;
+}
+
+static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	if (!cfg->arch) {
+		pvg_summary(res, "arch is not configured");
+		pvg_problem(res, "code-object.not-configured",
+			    "set arch (\"gfx936\", \"gfx90a:xnack-\", \"sm_90\") in the config",
+			    "no arch to look for: arch is not set");
+		return PVG_UNVERIFIABLE;
+	}
+	const char *path, *why;
+	int r = pvg_ctx_installed(ctx, &path, &why);
+	if (r < 0) {
+		pvg_summary(res, "installed artifact is unknown");
+		pvg_problem(res, "code-object.no-artifact",
+			    "set install.artifact, or install.python_module (with install.python)",
+			    "%s", why ? why : strerror(-r));
+		return r == -ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE;
+	}
+	pvg_json_add_str(res->evidence, "artifact", path);
+	pvg_json_add_str(res->evidence, "arch", cfg->arch);
+	struct pvg_codeobj_set *set;
+	r = installed_code_objects(ctx, path, &set);
+	if (r < 0) {
+		bool missing = r == -ENOENT || r == -ENOTDIR;
+		pvg_summary(res, "cannot read %s: %s", path, strerror(-r));
+		pvg_problem(res, missing ? "code-object.no-artifact" : "code-object.unreadable",
+			    missing ? "install the artifact, or fix install.artifact"
+				    : "run provgate as a user that can read the artifact",
+			    "installed artifact %s: %s", path,
+			    r == -EINVAL ? "not a regular file" : strerror(-r));
+		return missing || r == -EINVAL ? PVG_FAIL : PVG_UNVERIFIABLE;
+	}
+
+	cJSON *secs = cJSON_AddArrayToObject(res->evidence, "sections");
+	for (size_t i = 0; i < set->n_sections; i++) {
+		cJSON *s = cJSON_CreateObject();
+		pvg_json_add_str(s, "name", set->sections[i].name);
+		pvg_json_add_u64(s, "offset", set->sections[i].offset);
+		pvg_json_add_u64(s, "size", set->sections[i].size);
+		pvg_json_add_int(s, "containers", (int)set->sections[i].n_containers);
+		cJSON_AddItemToArray(secs, s);
+	}
+	cJSON *objs = cJSON_AddArrayToObject(res->evidence, "code_objects");
+	_cleanup_free_ bool *match = pvg_xcalloc(set->n_objs ? set->n_objs : 1, sizeof(bool));
+	size_t n_device = 0, n_match = 0;
+	enum pvg_status st = PVG_PASS;
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		if (co->kind != PVG_CO_HOST)
+			n_device++;
+		match[i] = !co->error && pvg_codeobj_matches_arch(co, cfg->arch);
+		n_match += match[i];
+		cJSON *j = pvg_codeobj_json(co, false);
+		pvg_json_add_bool(j, "matches_arch", match[i]);
+		cJSON_AddItemToArray(objs, j);
+		if (co->error) {
+			pvg_problem(res, "code-object.malformed",
+				    "rebuild the artifact; a damaged code object cannot be trusted",
+				    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
+				    co->entry, co->id ? co->id : "?", co->error);
+			st = worst(st, PVG_FAIL);
+		}
+		if (co->mismatch) {
+			pvg_problem(res, "code-object.id-mismatch",
+				    "the bundle was assembled from a code object built for another "
+				    "target; rebuild with the right --offload-arch",
+				    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
+				    co->entry, co->id ? co->id : "?", co->mismatch);
+			st = worst(st, PVG_FAIL);
+		}
+	}
+	for (size_t i = 0; i < set->n_issues; i++) {
+		pvg_problem(res, "code-object.malformed",
+			    "rebuild the artifact; a damaged container cannot be trusted", "%s: %s",
+			    set->issues[i].where, set->issues[i].message);
+		st = worst(st, PVG_FAIL);
+	}
+	pvg_json_add_int(res->evidence, "device_code_objects", (int)n_device);
+	pvg_json_add_int(res->evidence, "matching", (int)n_match);
+	if (set->n_wrappers) {
+		pvg_json_add_int(res->evidence, "wrappers", (int)set->n_wrappers);
+		pvg_json_add_int(res->evidence, "wrappers_located", (int)set->n_wrappers_located);
+	}
+
+	if (n_device == 0) {
+		pvg_summary(res, "%s carries no device code", path);
+		pvg_problem(res, "code-object.no-device-code",
+			    "the artifact was linked without device code: check the build's "
+			    "--offload-arch / -gencode flags and that the right file is installed",
+			    "%s has no .hip_fatbin or .nv_fatbin code object%s", path,
+			    set->n_issues ? " that could be read" : "");
+		return PVG_FAIL;
+	}
+	_cleanup_free_ char *archs = list_archs(set);
+	if (n_match == 0) {
+		pvg_summary(res, "no %s code object in %s (it has: %s)", cfg->arch,
+			    pvg_basename(path), archs);
+		pvg_problem(res, "code-object.arch-missing",
+			    pvg_arch_is_cuda(cfg->arch)
+				    ? "add -gencode arch=compute_NN,code=sm_NN for this arch and rebuild"
+				    : "add --offload-arch for this arch (with the device's xnack/sramecc "
+				      "mode) and rebuild",
+			    "%s carries no code object for %s; it has: %s", path, cfg->arch, archs);
+		return PVG_FAIL;
+	}
+	st = worst(st, check_kernels(res, cfg, set, match));
+	if (st == PVG_PASS)
+		pvg_summary(res, "%zu code object%s for %s among %zu (%s)%s", n_match,
+			    n_match == 1 ? "" : "s", cfg->arch, n_device, archs,
+			    cfg->code_object.require_kernels.n ? ", required kernels present" : "");
+	else
+		pvg_summary(res, "%s", res->problems[0].message);
+	return st;
+}
 
 const struct pvg_check pvg_check_code_object = {
 	.id = 6,
 	.name = "code-object",
-	.run = pvg_check_not_implemented,
+	.run = run_code_object,
 };

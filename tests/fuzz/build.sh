@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan + libFuzzer) into build-fuzz/ and, with
+# --run SECONDS, runs each for that long on a corpus seeded from tests/fixtures/codeobj.
+#   tests/fuzz/build.sh               build
+#   tests/fuzz/build.sh --run 60      build, then fuzz each target for 60 s
+# Needs clang (Debian's clang-14 or newer) and its libFuzzer runtime (libclang-rt-*-dev).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=${PVG_FUZZ_BUILD:-$src/build-fuzz}
+CC=${CC:-clang}
+mkdir -p "$out"
+libs="util elf-sections offload-bundle ccob amdgpu cuda-fatbin"
+flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+	-D_GNU_SOURCE -fno-strict-aliasing -I"$src/lib" -I"$out")
+printf '#define PVG_VERSION "fuzz"\n' >"$out/pvg-version.h"
+objs=()
+for l in $libs; do
+	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$src/lib/$l.c" -o "$out/$l.o"
+	objs+=("$out/$l.o")
+done
+targets=(offload-bundle ccob amdgpu cuda-fatbin elf-sections)
+for t in "${targets[@]}"; do
+	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
+		-lelf -lcjson -lz -lzstd -lcrypto
+done
+echo "built: ${targets[*]/#/$out/fuzz-}"
+
+if [ "${1:-}" = --run ]; then
+	secs=${2:-60}
+	fx="$src/tests/fixtures/codeobj"
+	for t in "${targets[@]}"; do
+		corpus="$out/corpus-$t"
+		mkdir -p "$corpus"
+		case $t in
+		offload-bundle) cp "$fx"/bundle-gfx906.bin "$fx"/ccob-*.bin "$corpus/" ;;
+		ccob) cp "$fx"/ccob-v*.bin "$corpus/" ;;
+		amdgpu) /usr/bin/python3 - "$fx/bundle-gfx906.bin" "$corpus/gfx906.co" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+pos = 32 + 24 + struct.unpack_from("<Q", b, 32 + 16)[0]
+off, size = struct.unpack_from("<QQ", b, pos)
+open(sys.argv[2], "wb").write(b[off:off + size])
+PY
+		;;
+		cuda-fatbin) cp "$fx"/cuda*.fatbin "$corpus/" ;;
+		elf-sections) cp "$fx"/hip-gfx906.so "$fx"/cuda.so "$fx"/ccob-v3-zstd.bin "$corpus/" ;;
+		esac
+		echo "== fuzz-$t for ${secs}s"
+		"$out/fuzz-$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=4096 \
+			-print_final_stats=1 "$corpus" 2>&1 | grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)" || true
+	done
+fi

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer: the whole file path: host ELF (libelf) or raw container, then every parser. */
+#include "codeobj.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pvg_codeobj_set *set = NULL;
+	struct pvg_codeobj_opts opts = { .names_arch = "gfx906" };
+	/* libelf's elf_memory may write to the image: give it a copy */
+	uint8_t *copy = malloc(size ? size : 1);
+	memcpy(copy, data, size);
+	if (pvg_codeobj_scan_mem(copy, size, "fuzz", &opts, &set) == 0)
+		pvg_codeobj_set_free(set);
+	free(copy);
+	return 0;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer: every offload bundle (plain or CCOB) in a .hip_fatbin-like byte run. */
+#include "codeobj.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pvg_src src = { .mem = data, .fd = -1, .size = size };
+	struct pvg_codeobj_opts opts = { .kernel_names = true };
+	struct pvg_codeobj_set *set = pvg_codeobj_set_new("fuzz", &opts);
+	pvg_hip_scan_section(set, &src, ".hip_fatbin", 0, size);
+	for (size_t i = 0; i < set->n_objs; i++)
+		cJSON_Delete(pvg_codeobj_json(&set->objs[i], true));
+	pvg_codeobj_set_free(set);
+	return 0;
+}

@@ -1,0 +1,388 @@
+#!/usr/bin/env bash
+# Gate 6 code-object and `provgate inspect` on fixtures built by real compilers
+# (tests/fixtures/codeobj/make.sh), on corrupt variants made here, and against the
+# reference tools on Debian's ROCm libraries.
+source "$PVG_SRC/tests/lib.sh"
+CO="$FIXTURES/codeobj"
+PY=/usr/bin/python3
+
+# gate6 ARTIFACT ARCH [KERNEL...]: runs gate 6 alone; sets $rc and leaves report.json
+gate6() {
+	local artifact=$1 arch=$2
+	shift 2
+	local ks
+	ks=$(printf '%s\n' "$@" | jq -R . | jq -sc 'map(select(. != ""))')
+	jq -n --arg a "$artifact" --arg arch "$arch" --argjson ks "$ks" \
+		'{arch: $arch, install: {artifact: $a}, code_object: {require_kernels: $ks}}' >cfg.json
+	pg run -c cfg.json --gates 6 --json report.json
+}
+
+archs() { jq -r '[.files[0].code_objects[] | select(.kind != "host") | .arch] | join(" ")' <<<"$out"; }
+
+test_inspect_lists_every_arch_and_xnack_variant() {
+	pg inspect --json "$CO/hip-multi.so"
+	assert_eq "$rc" 0 "exit status"
+	assert_eq "$(archs)" "gfx1030 gfx906 gfx908:xnack- gfx90a:xnack+ gfx90a:xnack-"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | .kernel_count] | unique | join(",")' <<<"$out")" 2
+	assert_eq "$(jq -r '.files[0].code_objects[] | select(.arch == "gfx90a:xnack+") | "\(.xnack) \(.code_object_version) \(.mach_name)"' <<<"$out")" "on 4 gfx90a"
+	pg inspect "$CO/hip-multi.so"
+	assert_contains "$out" "hipv4-amdgcn-amd-amdhsa--gfx908:xnack-"
+	assert_contains "$out" "KERNELS"
+}
+
+test_inspect_reads_every_bundle_of_a_section() {
+	pg inspect --json "$CO/hip-two-tu.so"
+	assert_eq "$(jq -r '.files[0].sections[0].containers' <<<"$out")" 2
+	assert_eq "$(jq -r '[.files[0].code_objects[].bundle] | unique | join(",")' <<<"$out")" "0,1"
+	assert_eq "$(jq -r '.files[0].wrappers_located' <<<"$out")" 2
+	pg inspect --json --kernels "$CO/hip-two-tu.so"
+	assert_contains "$(jq -r '[.files[0].code_objects[] | select(.bundle == 1) | .kernels[]?.name] | join(" ")' <<<"$out")" paged_attention_tail
+}
+
+test_inspect_reads_ccob_v1_v2_v3_zlib_and_zstd() {
+	local v m
+	for v in 1 2 3; do
+		for m in zlib zstd; do
+			pg inspect --json "$CO/ccob-v$v-$m.bin"
+			assert_eq "$rc" 0 "ccob-v$v-$m exit"
+			assert_eq "$(jq -r '.files[0].code_objects[1] | "\(.container) \(.arch) \(.kernel_count) \(.compressed)"' <<<"$out")" \
+				"ccob-v$v-$m gfx906 2 true" "ccob-v$v-$m"
+		done
+	done
+	pg inspect --json "$CO/ccob-stream.bin"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | .container] | join(" ")' <<<"$out")" \
+		"bundle ccob-v3-zstd ccob-v2-zlib"
+	pg inspect --json "$CO/hip-ccob.so"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | "\(.section):\(.container)"] | join(" ")' <<<"$out")" \
+		".hip_fatbin:bundle .hip_fatbin:ccob-v3-zstd .hip_fatbin:ccob-v2-zlib"
+	gate6 "$CO/hip-ccob.so" gfx906 wvSplitK
+	assert_eq "$(gate_status report.json 6)" pass "gate 6 on a library of CCOB bundles"
+}
+
+test_inspect_finds_where_a_v1_ccob_ends() {
+	# version 1 records no length: the end of its compressed stream says where it stops
+	"$PY" - "$CO" <<'PY'
+import sys
+co = sys.argv[1]
+out = b""
+for f in ("ccob-v1-zstd.bin", "ccob-v1-zlib.bin", "bundle-gfx906.bin"):
+    out += open(f"{co}/{f}", "rb").read()
+    out += b"\0" * (-len(out) % 4096)
+open("v1-stream.bin", "wb").write(out)
+PY
+	pg inspect --json v1-stream.bin
+	assert_eq "$rc" 0
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.entry == 1) | "\(.container)@\(.container_offset)"] | join(" ")' <<<"$out")" \
+		"ccob-v1-zstd@0 ccob-v1-zlib@4096 bundle@8192"
+}
+
+test_inspect_reads_cuda_fatbins_compressed_or_not() {
+	pg inspect --json --kernels "$CO/cuda.fatbin"
+	assert_eq "$(archs)" "sm_80 sm_90 compute_90"
+	assert_eq "$(jq -r '.files[0].code_objects[0].kernels | map(.name) | sort | join(" ")' <<<"$out")" "_Z9scale_addPff wvSplitK"
+	pg inspect --json --kernels "$CO/cuda-z.fatbin"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | "\(.arch):\(.compressed):\(.kernel_count)"] | join(" ")' <<<"$out")" \
+		"sm_80:true:2 sm_90:true:2 compute_90:true:2"
+	pg inspect --json "$CO/cuda.so"
+	assert_eq "$(jq -r '.files[0].sections[0].name' <<<"$out")" .nv_fatbin
+	assert_eq "$(archs)" "sm_80 sm_90"
+	assert_eq "$(jq -r '.files[0].code_objects[1] | "\(.e_flags) \(.abi_version)"' <<<"$out" | cut -c1-2)" 0x
+}
+
+test_gate_passes_when_the_arch_and_kernels_are_there() {
+	gate6 "$CO/hip-multi.so" "gfx90a:xnack-" wvSplitK scale_add
+	assert_eq "$rc" 0
+	assert_eq "$(gate_status report.json 6)" pass
+	assert_eq "$(jq -r '.gates[5].evidence.matching' report.json)" 1
+}
+
+test_gate_fails_when_the_arch_is_absent() {
+	gate6 "$CO/hip-multi.so" gfx942
+	assert_eq "$rc" 1
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.arch-missing
+	assert_contains "$(jq -r '.gates[5].summary' report.json)" "gfx90a:xnack+"
+}
+
+test_gate_xnack_rules_follow_the_hip_runtime() {
+	# a code object with xnack unspecified (any) runs with xnack on or off
+	gate6 "$CO/hip-any.so" "gfx90a:xnack-"
+	assert_eq "$(gate_status report.json 6)" pass "xnack- on an any code object"
+	gate6 "$CO/hip-any.so" "gfx90a:xnack+"
+	assert_eq "$(gate_status report.json 6)" pass "xnack+ on an any code object"
+	# asking for xnack+ does not accept a code object built xnack-
+	gate6 "$CO/hip-multi.so" "gfx908:xnack+"
+	assert_eq "$(gate_status report.json 6)" fail "xnack+ against xnack- only"
+	# no feature asked: any gfx908 code object will do
+	gate6 "$CO/hip-multi.so" gfx908
+	assert_eq "$(gate_status report.json 6)" pass "plain processor"
+	gate6 "$CO/hip-multi.so" "gfx906:sramecc-"
+	assert_eq "$(gate_status report.json 6)" pass "sramecc- on an any code object"
+}
+
+test_gate_accepts_gfx936_from_its_metadata_note() {
+	gate6 "$CO/hip-gfx936.so" gfx936 wvSplitK
+	assert_eq "$(gate_status report.json 6)" pass
+	assert_eq "$(jq -r '.gates[5].evidence.code_objects[1] | "\(.mach) \(.mach_name) \(.note_target)"' report.json)" \
+		"0xf0 null amdgcn-amd-amdhsa--gfx936"
+	gate6 "$CO/hip-gfx936.so" gfx906
+	assert_eq "$(gate_status report.json 6)" fail "the derived object is no longer gfx906"
+	pg inspect "$CO/hip-gfx936.so"
+	assert_contains "$out" "not in the public EF_AMDGPU_MACH table"
+}
+
+test_gate_fails_when_bundle_id_note_and_eflags_disagree() {
+	gate6 "$CO/hip-id-mismatch.so" gfx906
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_contains "$(problem_codes report.json 6)" code-object.id-mismatch
+	gate6 "$CO/hip-eflags-mismatch.so" gfx906
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_contains "$(problem_codes report.json 6)" code-object.id-mismatch
+	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "names gfx908"
+}
+
+test_gate_fails_when_a_required_kernel_is_missing() {
+	gate6 "$CO/hip-multi.so" gfx906 wvSplitK no_such_kernel
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.kernel-missing
+	assert_eq "$(jq -r '.gates[5].evidence.require_kernels.wvSplitK' report.json)" present
+}
+
+test_gate_cuda_arch_and_kernels() {
+	gate6 "$CO/cuda.so" sm_90 wvSplitK scale_add
+	assert_eq "$(gate_status report.json 6)" pass
+	gate6 "$CO/cuda.so" sm_86
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.arch-missing
+	gate6 "$CO/cuda-z.fatbin" sm_80 wvSplitK
+	assert_eq "$(gate_status report.json 6)" pass "zstd entries are decoded"
+	gate6 "$CO/cuda-sm90a.fatbin" sm_90a wvSplitK
+	assert_eq "$(gate_status report.json 6)" pass "sm_90a cubin for sm_90a"
+	gate6 "$CO/cuda-sm90a.fatbin" sm_90
+	assert_eq "$(gate_status report.json 6)" pass "an sm_90 device loads the sm_90a cubin"
+	gate6 "$CO/cuda.fatbin" sm_90a
+	assert_eq "$(gate_status report.json 6)" fail "sm_90a asks for the arch-specific cubin"
+}
+
+test_gate_undecodable_compressed_entry_is_unverifiable() {
+	gate6 "$CO/cuda-lz4.fatbin" sm_90 wvSplitK
+	assert_eq "$(gate_status report.json 6)" unverifiable
+	assert_eq "$(problem_codes report.json 6)" code-object.kernels-unverifiable
+	gate6 "$CO/cuda-lz4.fatbin" sm_90
+	assert_eq "$(gate_status report.json 6)" pass "the arch itself is known"
+}
+
+test_gate_fails_on_an_artifact_without_device_code() {
+	need cc
+	printf 'int f(void) { return 1; }\n' >f.c
+	cc -shared -fPIC f.c -o host-only.so
+	gate6 "$PWD/host-only.so" gfx936
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.no-device-code
+	pg inspect host-only.so
+	assert_eq "$rc" 1
+	assert_contains "$out" "no device code objects"
+	gate6 "$PWD/missing.so" gfx936
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.no-artifact
+}
+
+# --- bad input: clear message, non-pass, no crash (the suite runs under ASan/UBSan) ----
+
+# corrupt KIND OUT: writes a damaged variant of a fixture
+corrupt() {
+	"$PY" - "$1" "$2" "$CO" <<'PY'
+import hashlib, struct, subprocess, sys, zlib
+kind, out, co = sys.argv[1], sys.argv[2], sys.argv[3]
+b = bytearray(open(f"{co}/bundle-gfx906.bin", "rb").read())
+def ccob3(plain, declared=None, total_delta=0, method="zstd"):
+    comp = zlib.compress(plain) if method == "zlib" else subprocess.run(
+        ["zstd", "-q", "-c"], input=plain, stdout=subprocess.PIPE, check=True).stdout
+    h = int.from_bytes(hashlib.md5(plain).digest()[:8], "little")
+    m = 0 if method == "zlib" else 1
+    return b"CCOB" + struct.pack("<HHQQQ", 3, m, 32 + len(comp) + total_delta,
+                                 len(plain) if declared is None else declared, h) + comp
+if kind == "truncated":
+    data = b[:100]
+elif kind == "offset-past-end":
+    # entry 1: offset field at 32 + 24 + len(host id) ... find it by walking
+    pos = 32
+    idlen = struct.unpack_from("<Q", b, pos + 16)[0]
+    pos += 24 + idlen
+    struct.pack_into("<Q", b, pos, 1 << 40)
+    data = b
+elif kind == "absurd-count":
+    struct.pack_into("<Q", b, 24, 1 << 40)
+    data = b
+elif kind == "corrupt-elf":
+    pos = 32
+    idlen = struct.unpack_from("<Q", b, pos + 16)[0]
+    pos += 24 + idlen
+    off = struct.unpack_from("<Q", b, pos)[0]
+    struct.pack_into("<Q", b, off + 0x20, 0xffffffff0)  # e_phoff far outside the object
+    data = b
+elif kind == "bad-metadata":
+    pos = 32
+    idlen = struct.unpack_from("<Q", b, pos + 16)[0]
+    pos += 24 + idlen
+    off = struct.unpack_from("<Q", b, pos)[0]
+    k = b.find(b"\xaeamdhsa.kernels", off)
+    b[k + 15] = 0xdd  # array32 ...
+    struct.pack_into(">I", b, k + 16, 0x7fffffff)  # ... claiming 2^31 kernels
+    data = b
+elif kind == "ccob-size-lies":
+    data = ccob3(bytes(b), total_delta=5000)
+elif kind == "ccob-size-short":
+    data = ccob3(bytes(b), total_delta=-40)
+elif kind == "ccob-hash":
+    data = bytearray(ccob3(bytes(b)))
+    data[24] ^= 0xff
+elif kind == "zip-bomb":
+    # 64 MiB of zeros that declare 1 MiB
+    data = ccob3(b"\0" * (64 << 20), declared=1 << 20)
+elif kind == "zip-bomb-declared":
+    data = ccob3(b"\0" * 4096, declared=8 << 30)
+elif kind == "garbage":
+    data = bytes((i * 7919 + 13) & 0xff for i in range(65536))
+open(out, "wb").write(data)
+PY
+}
+
+bad_input() {
+	local kind=$1 needle=$2
+	need zstd jq
+	corrupt "$kind" "$kind.bin"
+	pg inspect "$kind.bin"
+	assert_eq "$rc" 1 "$kind: inspect exit"
+	assert_contains "$out" "$needle" "$kind: inspect output"
+	gate6 "$PWD/$kind.bin" gfx906 wvSplitK
+	assert_eq "$rc" 1 "$kind: run exit"
+	local st
+	st=$(gate_status report.json 6)
+	[ "$st" = fail ] || [ "$st" = unverifiable ] || fail "$kind: gate 6 is $st"
+}
+
+test_bad_truncated_bundle() { bad_input truncated "truncated bundle header"; }
+test_bad_entry_offset_past_end() { bad_input offset-past-end "runs past the end"; }
+test_bad_absurd_entry_count() { bad_input absurd-count "absurd entry count"; }
+test_bad_corrupt_inner_elf() { bad_input corrupt-elf "program headers lie outside"; }
+test_bad_metadata_count_lies() { bad_input bad-metadata "exceeds the remaining"; }
+test_bad_ccob_declared_size_too_long() { bad_input ccob-size-lies "runs past the end of the section"; }
+test_bad_ccob_declared_size_too_short() { bad_input ccob-size-short "zstd stream is truncated"; }
+test_bad_ccob_hash() { bad_input ccob-hash "hash mismatch"; }
+test_bad_zip_bomb() { bad_input zip-bomb "exceeds the declared size"; }
+test_bad_zip_bomb_declared() { bad_input zip-bomb-declared "more than the 512 MiB"; }
+test_bad_garbage() { bad_input garbage "no device code objects"; }
+
+test_bad_wrapper_pointing_at_no_bundle() {
+	# .hipFatBinSegment's record points 4096 bytes into the bundle, where none starts
+	"$PY" - "$CO/hip-gfx906.so" wrapped.so <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+shoff, = struct.unpack_from("<Q", d, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3a)
+stroff = struct.unpack_from("<Q", d, shoff + shstrndx * shentsize + 0x18)[0]
+for i in range(shnum):
+    name, _t, _f, _a, off, size = struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize)
+    if d[stroff + name:].startswith(b".hipFatBinSegment\0"):
+        ptr, = struct.unpack_from("<Q", d, off + 8)
+        struct.pack_into("<Q", d, off + 8, ptr + 4096)
+open(sys.argv[2], "wb").write(d)
+PY
+	pg inspect wrapped.so
+	assert_eq "$rc" 1
+	assert_contains "$out" "where no container was read"
+	gate6 "$PWD/wrapped.so" gfx906
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.malformed
+}
+
+# --- agreement with the reference tools on Debian's ROCm libraries ------------------------
+
+need_lib() {
+	if [ ! -f "$1" ]; then
+		if [ "${CI:-}" = true ]; then fail "$1 is not installed"; fi
+		echo "SKIP: $1 is not installed" >&2
+		exit 77
+	fi
+}
+
+# Every bundle cut out of the section: clang-offload-bundler --list prints our ids.
+agree_bundles() {
+	local lib=$1 every=${2:-1}
+	pg inspect --json "$lib"
+	assert_eq "$rc" 0 "inspect $lib"
+	jq -r '.files[0].code_objects[] | select(.entry == 0) | "\(.bundle) \(.container_offset) \(.container_size)"' \
+		<<<"$out" >bundles.txt
+	echo "$out" >ours.json
+	local n=0 b off size
+	while read -r b off size; do
+		[ $((b % every)) -eq 0 ] || continue
+		"$PY" -c 'import sys
+f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]))
+open("cut.bin", "wb").write(f.read(int(sys.argv[3])))' "$lib" "$off" "$size"
+		clang-offload-bundler-15 --list --type=o --input=cut.bin | sort >theirs.txt
+		jq -r --argjson b "$b" '.files[0].code_objects[] | select(.bundle == $b) | .id' ours.json | sort >mine.txt
+		diff -u theirs.txt mine.txt || fail "bundle $b of $lib: ids differ"
+		n=$((n + 1))
+	done <bundles.txt
+	[ "$n" -gt 0 ] || fail "no bundle compared"
+	echo "compared $n bundles of $lib"
+}
+
+# amdhsa.target and kernel symbols of code objects equal llvm-readelf --notes.
+agree_notes() {
+	local lib=$1 limit=$2
+	pg inspect --json --kernels "$lib"
+	echo "$out" >ours.json
+	jq -r '.files[0].code_objects[] | select(.kind == "amdgpu") | "\(.bundle) \(.entry) \(.offset) \(.size)"' \
+		ours.json | awk -v l="$limit" '(NR - 1) % l == 0' >objs.txt
+	local n=0 b e off size
+	while read -r b e off size; do
+		"$PY" -c 'import sys
+f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]))
+open("co.elf", "wb").write(f.read(int(sys.argv[3])))' "$lib" "$off" "$size"
+		llvm-readelf-15 --notes co.elf >notes.txt
+		local target
+		target=$(sed -n 's/^ *amdhsa.target: *//p' notes.txt | tr -d "'\"")
+		assert_eq "$(jq -r --argjson b "$b" --argjson e "$e" '.files[0].code_objects[] | select(.bundle == $b and .entry == $e) | .note_target' ours.json)" \
+			"$target" "target of bundle $b entry $e"
+		sed -n 's/^ *\.symbol: *//p' notes.txt | tr -d "'\"" | sort >theirs.txt
+		jq -r --argjson b "$b" --argjson e "$e" '.files[0].code_objects[] | select(.bundle == $b and .entry == $e) | .kernels[].symbol' \
+			ours.json | sort >mine.txt
+		[ -s theirs.txt ] || fail "llvm-readelf printed no kernels for bundle $b entry $e"
+		diff -q theirs.txt mine.txt >/dev/null || { diff -u theirs.txt mine.txt | head -20; fail "kernels of bundle $b entry $e differ"; }
+		n=$((n + 1))
+	done <objs.txt
+	[ "$n" -gt 0 ] || fail "no code object compared"
+	echo "compared $n code objects of $lib"
+}
+
+test_agrees_with_clang_offload_bundler_on_fixtures() {
+	need clang-offload-bundler-15
+	agree_bundles "$CO/hip-two-tu.so"
+	agree_bundles "$CO/hip-multi.so"
+}
+
+test_agrees_with_clang_offload_bundler_on_librocrand() {
+	need clang-offload-bundler-15
+	need_lib /usr/lib/x86_64-linux-gnu/librocrand.so.1.1
+	agree_bundles /usr/lib/x86_64-linux-gnu/librocrand.so.1.1
+}
+
+test_agrees_with_clang_offload_bundler_on_librocsparse() {
+	need clang-offload-bundler-15
+	need_lib /usr/lib/x86_64-linux-gnu/librocsparse.so.0.1
+	agree_bundles /usr/lib/x86_64-linux-gnu/librocsparse.so.0.1 "${PVG_ROCSPARSE_EVERY:-1}"
+}
+
+test_agrees_with_llvm_readelf_notes() {
+	need llvm-readelf-15
+	agree_notes "$CO/hip-multi.so" 1
+	need_lib /usr/lib/x86_64-linux-gnu/librocrand.so.1.1
+	agree_notes /usr/lib/x86_64-linux-gnu/librocrand.so.1.1 1
+	need_lib /usr/lib/x86_64-linux-gnu/librocsparse.so.0.1
+	agree_notes /usr/lib/x86_64-linux-gnu/librocsparse.so.0.1 97
+}
+
+run_tests

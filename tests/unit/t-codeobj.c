@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/* The code-object parsers on hand-made bytes: every length is checked, every rule named. */
+#include <zlib.h>
+
+#include "codeobj.h"
+#include "tap.h"
+
+static bool accepts(const char *want, const char *have)
+{
+	struct pvg_target w, h;
+	if (pvg_target_parse(want, &w) < 0 || pvg_target_parse(have, &h) < 0)
+		return false;
+	return pvg_target_accepts(&w, &h);
+}
+
+static void target_matching_follows_the_hip_runtime(void)
+{
+	CHECK(accepts("gfx90a:xnack-", "gfx90a"));          /* any runs with xnack off */
+	CHECK(accepts("gfx90a:xnack+", "gfx90a"));          /* ... and on */
+	CHECK(!accepts("gfx90a:xnack-", "gfx90a:xnack+"));  /* fixed on does not run off */
+	CHECK(accepts("gfx90a:xnack-", "gfx90a:xnack-"));
+	CHECK(accepts("gfx90a", "gfx90a:xnack+"));          /* nothing asked: any mode */
+	CHECK(!accepts("gfx936", "gfx906"));
+	CHECK(!accepts("gfx90a", "gfx90"));
+	CHECK(accepts("gfx90a:sramecc+:xnack-", "gfx90a:sramecc+"));
+	CHECK(!accepts("gfx90a:sramecc-:xnack-", "gfx90a:sramecc+"));
+	CHECK(accepts("gfx906:sramecc+", "gfx906:sram-ecc+")); /* old spelling */
+	struct pvg_target t;
+	CHECK(pvg_target_parse("gfx90a:xnack", &t) < 0);
+	CHECK(pvg_target_parse(":xnack+", &t) < 0);
+	CHECK(pvg_target_parse("gfx90a:xnack-:sramecc+", &t) == 0);
+	char buf[64];
+	pvg_target_format(&t, buf, sizeof(buf));
+	CHECK_STR(buf, "gfx90a:sramecc+:xnack-"); /* LLVM's order */
+}
+
+static void target_id_is_found_in_bundle_ids(void)
+{
+	CHECK_STR(pvg_target_id_of("hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"),
+		  "gfx90a:sramecc+:xnack-");
+	CHECK_STR(pvg_target_id_of("hip-amdgcn-amd-amdhsa-gfx906"), "gfx906");
+	CHECK_STR(pvg_target_id_of("amdgcn-amd-amdhsa--gfx936"), "gfx936");
+	CHECK(pvg_target_id_of("host-x86_64-unknown-linux") == NULL);
+	CHECK(pvg_target_id_of("hipv4-amdgcn-amd-amdhsa--xgfx1") == NULL);
+}
+
+static void mach_table_names_public_values_only(void)
+{
+	CHECK_STR(pvg_amdgpu_mach_name(0x2f), "gfx906");
+	CHECK_STR(pvg_amdgpu_mach_name(0x3f), "gfx90a");
+	CHECK_STR(pvg_amdgpu_mach_name(0x36), "gfx1030");
+	CHECK_STR(pvg_amdgpu_mach_name(0x4c), "gfx942");
+	CHECK(pvg_amdgpu_mach_name(0xf0) == NULL);
+	CHECK(pvg_amdgpu_mach_name(0) == NULL);
+}
+
+/* msgpack writer for the tests */
+struct w {
+	uint8_t b[512];
+	size_t n;
+};
+static void wb(struct w *w, uint8_t c) { w->b[w->n++] = c; }
+static void ws(struct w *w, const char *s)
+{
+	size_t l = strlen(s);
+	wb(w, (uint8_t)(0xa0 | l));
+	memcpy(w->b + w->n, s, l);
+	w->n += l;
+}
+
+static void metadata_gives_target_and_kernels(void)
+{
+	struct w w = { .n = 0 };
+	wb(&w, 0x83);
+	ws(&w, "amdhsa.version");
+	wb(&w, 0x92), wb(&w, 1), wb(&w, 1);
+	ws(&w, "amdhsa.kernels");
+	wb(&w, 0x92);
+	wb(&w, 0x84);
+	ws(&w, ".name"), ws(&w, "wvSplitK");
+	ws(&w, ".symbol"), ws(&w, "wvSplitK.kd");
+	ws(&w, ".wavefront_size"), wb(&w, 64);
+	ws(&w, ".args"), wb(&w, 0x91), wb(&w, 0x81), ws(&w, ".name"), ws(&w, "out");
+	wb(&w, 0x82);
+	ws(&w, ".name"), ws(&w, "_Z9scale_addILi4EEvPff");
+	ws(&w, ".wavefront_size"), wb(&w, 0xcc), wb(&w, 32);
+	ws(&w, "amdhsa.target");
+	ws(&w, "amdgcn-amd-amdhsa--gfx936");
+
+	struct pvg_code_object co = { 0 };
+	char *err = NULL;
+	CHECK_INT(pvg_amdgpu_metadata_parse(w.b, w.n, &co, &err), 0);
+	CHECK_STR(co.note_target, "amdgcn-amd-amdhsa--gfx936");
+	CHECK_INT(co.n_kernels, 2);
+	if (co.n_kernels == 2) {
+		CHECK_STR(co.kernels[0].name, "wvSplitK");
+		CHECK_STR(co.kernels[0].symbol, "wvSplitK.kd");
+		CHECK_INT(co.kernels[0].wavefront_size, 64);
+		CHECK_INT(co.kernels[1].wavefront_size, 32);
+	}
+	CHECK(pvg_codeobj_has_kernel(&co, "wvSplitK"));
+	CHECK(pvg_codeobj_has_kernel(&co, "scale_add")); /* "9scale_add" in the mangled name */
+	CHECK(!pvg_codeobj_has_kernel(&co, "scale"));
+	CHECK(!pvg_codeobj_has_kernel(&co, "out")); /* an argument is no kernel */
+
+	/* every truncation of the map is refused, never read past */
+	for (size_t cut = 0; cut < w.n; cut++) {
+		struct pvg_code_object c2 = { 0 };
+		char *e2 = NULL;
+		uint8_t *copy = malloc(cut ? cut : 1);
+		memcpy(copy, w.b, cut);
+		int r = pvg_amdgpu_metadata_parse(copy, cut, &c2, &e2);
+		if (r == 0) {
+			printf("#   truncation at %zu accepted\n", cut);
+			tap_case_failed = 1;
+		}
+		free(copy);
+		free(e2);
+		free(c2.note_target);
+		for (size_t i = 0; i < c2.n_kernels; i++) {
+			free(c2.kernels[i].name);
+			free(c2.kernels[i].symbol);
+		}
+		free(c2.kernels);
+	}
+	free(err);
+	free(co.note_target);
+	for (size_t i = 0; i < co.n_kernels; i++) {
+		free(co.kernels[i].name);
+		free(co.kernels[i].symbol);
+	}
+	free(co.kernels);
+}
+
+static void metadata_counts_that_lie_are_refused(void)
+{
+	uint8_t b[] = { 0xdf, 0x7f, 0xff, 0xff, 0xff, 0xa1, 'x', 0x01 };
+	struct pvg_code_object co = { 0 };
+	char *err = NULL;
+	CHECK(pvg_amdgpu_metadata_parse(b, sizeof(b), &co, &err) < 0);
+	CHECK(err && strstr(err, "exceeds the remaining"));
+	free(err);
+	err = NULL;
+	/* nesting beyond the depth limit */
+	uint8_t deep[80];
+	deep[0] = 0x81, deep[1] = 0xa1, deep[2] = 'k';
+	for (size_t i = 3; i < sizeof(deep); i++)
+		deep[i] = 0x91;
+	CHECK(pvg_amdgpu_metadata_parse(deep, sizeof(deep), &co, &err) < 0);
+	free(err);
+}
+
+static size_t put_bundle(uint8_t *b, size_t cap, uint64_t n, const uint64_t *offs,
+			 const uint64_t *sizes, const char *const *ids)
+{
+	size_t p = 0;
+	memcpy(b, PVG_BUNDLE_MAGIC, 24);
+	memcpy(b + 24, &n, 8);
+	p = 32;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t l = strlen(ids[i]);
+		memcpy(b + p, &offs[i], 8);
+		memcpy(b + p + 8, &sizes[i], 8);
+		memcpy(b + p + 16, &l, 8);
+		memcpy(b + p + 24, ids[i], l);
+		p += 24 + l;
+	}
+	(void)cap;
+	return p;
+}
+
+static void bundle_parse_checks_every_length(void)
+{
+	uint8_t b[4096] = { 0 };
+	const char *ids[] = { "host-x86_64-unknown-linux", "hipv4-amdgcn-amd-amdhsa--gfx906" };
+	uint64_t offs[] = { 256, 256 }, sizes[] = { 0, 1000 };
+	size_t hl = put_bundle(b, sizeof(b), 2, offs, sizes, ids);
+	CHECK(hl < 256);
+	struct pvg_src src = { .mem = b, .fd = -1, .size = sizeof(b) };
+	struct pvg_bundle bd;
+	char *err = NULL;
+	CHECK_INT(pvg_bundle_parse(&src, 0, 1256, &bd, &err), 0);
+	CHECK_INT(bd.n_entries, 2);
+	CHECK_INT(bd.end, 1256);
+	if (bd.n_entries == 2)
+		CHECK_STR(bd.entries[1].id, ids[1]);
+	pvg_bundle_clear(&bd);
+
+	/* one byte short: the entry runs past the end */
+	CHECK(pvg_bundle_parse(&src, 0, 1255, &bd, &err) < 0);
+	CHECK(err && strstr(err, "runs past the end"));
+	free(err), err = NULL;
+	/* every shorter limit is refused */
+	for (uint64_t lim = 0; lim < 1255; lim += 7) {
+		if (pvg_bundle_parse(&src, 0, lim, &bd, &err) == 0) {
+			printf("#   limit %" PRIu64 " accepted\n", lim);
+			tap_case_failed = 1;
+			pvg_bundle_clear(&bd);
+		}
+		free(err), err = NULL;
+	}
+	/* absurd count */
+	uint64_t huge = 1ull << 40;
+	memcpy(b + 24, &huge, 8);
+	CHECK(pvg_bundle_parse(&src, 0, sizeof(b), &bd, &err) < 0);
+	CHECK(err && strstr(err, "absurd entry count"));
+	free(err), err = NULL;
+	/* an overflowing offset + size */
+	uint64_t two = 2, big = UINT64_MAX - 10;
+	memcpy(b + 24, &two, 8);
+	memcpy(b + 32 + 24 + strlen(ids[0]), &big, 8);
+	CHECK(pvg_bundle_parse(&src, 0, sizeof(b), &bd, &err) < 0);
+	free(err);
+}
+
+static void md5_low64_is_little_endian_first_half(void)
+{
+	/* MD5("") = d41d8cd98f00b204e9800998ecf8427e */
+	CHECK(pvg_md5_low64((const uint8_t *)"", 0) == 0x04b2008fd98c1dd4ull);
+}
+
+static size_t make_ccob(uint8_t *out, unsigned version, const uint8_t *plain, size_t n,
+			uint64_t declared, int total_delta)
+{
+	uLongf cl = compressBound(n);
+	uint8_t *comp = malloc(cl);
+	compress2(comp, &cl, plain, n, 9);
+	uint64_t h = pvg_md5_low64(plain, n);
+	uint16_t v = (uint16_t)version, m = 0;
+	memcpy(out, "CCOB", 4);
+	memcpy(out + 4, &v, 2);
+	memcpy(out + 6, &m, 2);
+	size_t hs;
+	if (version == 1) {
+		uint32_t u = (uint32_t)declared;
+		memcpy(out + 8, &u, 4);
+		memcpy(out + 12, &h, 8);
+		hs = 20;
+	} else if (version == 2) {
+		uint32_t t = (uint32_t)(24 + cl + total_delta), u = (uint32_t)declared;
+		memcpy(out + 8, &t, 4);
+		memcpy(out + 12, &u, 4);
+		memcpy(out + 16, &h, 8);
+		hs = 24;
+	} else {
+		uint64_t t = 32 + cl + total_delta, u = declared;
+		memcpy(out + 8, &t, 8);
+		memcpy(out + 16, &u, 8);
+		memcpy(out + 24, &h, 8);
+		hs = 32;
+	}
+	memcpy(out + hs, comp, cl);
+	free(comp);
+	return hs + cl;
+}
+
+static int ccob_roundtrip(const uint8_t *c, size_t n, char **err)
+{
+	struct pvg_ccob h;
+	int r = pvg_ccob_parse_header(c, n, &h, err);
+	if (r < 0)
+		return r;
+	uint8_t *out = NULL;
+	size_t used = 0;
+	size_t avail = h.version >= 2 && h.total_size <= n ? h.total_size - h.header_size
+							    : n - h.header_size;
+	r = pvg_ccob_decompress(&h, c + h.header_size, avail, &out, &used, err);
+	free(out);
+	return r;
+}
+
+static void ccob_versions_sizes_and_hash(void)
+{
+	uint8_t plain[3000], c[4096];
+	for (size_t i = 0; i < sizeof(plain); i++)
+		plain[i] = (uint8_t)(i % 251);
+	char *err = NULL;
+	for (unsigned v = 1; v <= 3; v++) {
+		size_t n = make_ccob(c, v, plain, sizeof(plain), sizeof(plain), 0);
+		CHECK_INT(ccob_roundtrip(c, n, &err), 0);
+		free(err), err = NULL;
+		/* declared smaller than the stream: refused, never written past */
+		n = make_ccob(c, v, plain, sizeof(plain), 1000, 0);
+		CHECK(ccob_roundtrip(c, n, &err) < 0);
+		CHECK(err && strstr(err, "exceeds the declared size"));
+		free(err), err = NULL;
+		/* declared larger than the stream */
+		n = make_ccob(c, v, plain, sizeof(plain), 5000, 0);
+		CHECK(ccob_roundtrip(c, n, &err) < 0);
+		free(err), err = NULL;
+		/* a flipped hash byte */
+		n = make_ccob(c, v, plain, sizeof(plain), sizeof(plain), 0);
+		c[v == 1 ? 12 : v == 2 ? 16 : 24] ^= 1;
+		CHECK(ccob_roundtrip(c, n, &err) < 0);
+		CHECK(err && strstr(err, "hash mismatch"));
+		free(err), err = NULL;
+		/* every truncated header is refused */
+		for (size_t cut = 0; cut < (v == 1 ? 20u : v == 2 ? 24u : 32u); cut++) {
+			struct pvg_ccob h;
+			if (pvg_ccob_parse_header(c, cut, &h, &err) == 0) {
+				printf("#   v%u header cut at %zu accepted\n", v, cut);
+				tap_case_failed = 1;
+			}
+			free(err), err = NULL;
+		}
+	}
+	/* v2 whose declared total is shorter than the stream */
+	size_t n = make_ccob(c, 2, plain, sizeof(plain), sizeof(plain), -10);
+	CHECK(ccob_roundtrip(c, n, &err) < 0);
+	free(err), err = NULL;
+	/* version and method are checked */
+	n = make_ccob(c, 3, plain, sizeof(plain), sizeof(plain), 0);
+	c[4] = 9;
+	CHECK(ccob_roundtrip(c, n, &err) < 0);
+	CHECK(err && strstr(err, "unknown CCOB version 9"));
+	free(err), err = NULL;
+	c[4] = 3, c[6] = 7;
+	CHECK(ccob_roundtrip(c, n, &err) < 0);
+	CHECK(err && strstr(err, "compression method 7"));
+	free(err), err = NULL;
+	/* a bomb by declaration is refused before any allocation */
+	c[6] = 0;
+	uint64_t big = 8ull << 30;
+	memcpy(c + 16, &big, 8);
+	CHECK(ccob_roundtrip(c, n, &err) == -EFBIG);
+	free(err);
+}
+
+static void ptx_entries_are_kernels(void)
+{
+	const char ptx[] = ".version 9.0\n.target sm_90\n.visible .entry wvSplitK(\n.param .u64 p)\n"
+			   "{ ret; }\n.visible .entry _Z9scale_addPff(\n.func notakernel()\n";
+	struct pvg_code_object co = { 0 };
+	pvg_ptx_kernels(ptx, sizeof(ptx) - 1, &co);
+	CHECK_INT(co.n_kernels, 2);
+	CHECK(pvg_codeobj_has_kernel(&co, "wvSplitK"));
+	CHECK(pvg_codeobj_has_kernel(&co, "scale_add"));
+	for (size_t i = 0; i < co.n_kernels; i++)
+		free(co.kernels[i].name);
+	free(co.kernels);
+}
+
+static void scan_of_garbage_finds_nothing(void)
+{
+	uint8_t junk[1024];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 31 + 7);
+	struct pvg_codeobj_set *set = NULL;
+	CHECK_INT(pvg_codeobj_scan_mem(junk, sizeof(junk), "junk", NULL, &set), 0);
+	CHECK_INT(set->n_objs, 0);
+	pvg_codeobj_set_free(set);
+	memcpy(junk, "\177ELF", 4);
+	CHECK_INT(pvg_codeobj_scan_mem(junk, sizeof(junk), "junk", NULL, &set), 0);
+	CHECK_INT(set->n_objs, 0);
+	CHECK(set->n_issues > 0);
+	pvg_codeobj_set_free(set);
+}
+
+int main(void)
+{
+	RUN(target_matching_follows_the_hip_runtime);
+	RUN(target_id_is_found_in_bundle_ids);
+	RUN(mach_table_names_public_values_only);
+	RUN(metadata_gives_target_and_kernels);
+	RUN(metadata_counts_that_lie_are_refused);
+	RUN(bundle_parse_checks_every_length);
+	RUN(md5_low64_is_little_endian_first_half);
+	RUN(ccob_versions_sizes_and_hash);
+	RUN(ptx_entries_are_kernels);
+	RUN(scan_of_garbage_finds_nothing);
+	TAP_EXIT();
+}
