@@ -37,6 +37,7 @@ trap finish EXIT
 	for t in ninja git c++ nvcc cuobjdump; do printf '%s: %s\n' "$t" "$(command -v $t)"; done
 	ninja --version
 	pg --version
+	cat "$STAGE/provgate-source.txt" 2>/dev/null
 } >"$RES/env.txt" 2>&1
 cat "$RES/env.txt"
 
