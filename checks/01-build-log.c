@@ -120,8 +120,9 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 				 "and links %s without errors",
 			    pvg_basename(cfg->build.artifact));
 	else if (st == PVG_PASS)
-		pvg_summary(res, "%zu changed source%s hipified and compiled for %s; %s relinked",
-			    n_changed, n_changed == 1 ? "" : "s", cfg->arch,
+		pvg_summary(res, "%zu changed source%s %s for %s; %s relinked", n_changed,
+			    n_changed == 1 ? "" : "s",
+			    req.cuda ? "compiled" : "hipified and compiled", cfg->arch,
 			    pvg_basename(cfg->build.artifact));
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");

@@ -28,6 +28,12 @@ static int installed_code_objects(struct pvg_ctx *ctx, const char *path,
 	return 0;
 }
 
+static const char *reloc_text(size_t n, char *buf, size_t size)
+{
+	snprintf(buf, size, ", %zu of them relocatable", n);
+	return buf;
+}
+
 static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
 {
 	if (a == PVG_FAIL || b == PVG_FAIL)
@@ -37,16 +43,25 @@ static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
 	return PVG_PASS;
 }
 
+/* CUDA relocatable device code (-rdc): each unit's relocatable cubins stay in __nv_relfatbin
+ * for a later device link; the runtime loads only the device-linked image in .nv_fatbin, so
+ * an arch found only in __nv_relfatbin has nothing the GPU can run. */
+static bool relocatable(const struct pvg_code_object *co)
+{
+	return co->section && strcmp(co->section, "__nv_relfatbin") == 0;
+}
+
 static char *list_archs(const struct pvg_codeobj_set *set)
 {
 	char *s = pvg_strdup("");
 	for (size_t i = 0; i < set->n_objs; i++) {
 		const struct pvg_code_object *co = &set->objs[i];
-		if (!co->arch || co->kind == PVG_CO_HOST)
+		if (!co->arch || co->kind == PVG_CO_HOST || relocatable(co))
 			continue;
 		bool seen = false;
 		for (size_t j = 0; j < i && !seen; j++)
-			seen = set->objs[j].arch && strcmp(set->objs[j].arch, co->arch) == 0;
+			seen = set->objs[j].arch && !relocatable(&set->objs[j]) &&
+			       strcmp(set->objs[j].arch, co->arch) == 0;
 		if (seen)
 			continue;
 		if (strlen(s) > 400) {
@@ -72,7 +87,7 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 	for (size_t k = 0; k < req->n; k++) {
 		const char *want = req->v[k];
 		size_t known = 0, unknown = 0, present = 0;
-		const struct pvg_code_object *lacking = NULL, *opaque = NULL;
+		const struct pvg_code_object *opaque = NULL;
 		for (size_t i = 0; i < set->n_objs; i++) {
 			if (!match[i])
 				continue;
@@ -85,21 +100,21 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 			known++;
 			if (pvg_codeobj_has_kernel(co, want))
 				present++;
-			else if (!lacking)
-				lacking = co;
 		}
+		/* Each translation unit brings its own container: a kernel is in the code object
+		 * of the unit that defines it, not in every one for the arch. */
 		const char *verdict;
-		if (lacking) {
+		if (present) {
+			verdict = "present";
+		} else if (!unknown) {
 			verdict = "missing";
 			pvg_problem(res, "code-object.kernel-missing",
 				    "check the kernel's name and that its source is compiled for this "
 				    "arch; rebuild and reinstall",
-				    "kernel %s is not in the %s code object (%s bundle %u entry %u, "
-				    "%zu kernels)",
-				    want, lacking->arch, lacking->section, lacking->bundle,
-				    lacking->entry, lacking->n_kernels);
+				    "kernel %s is in none of the %zu %s code object%s", want, known,
+				    cfg->arch, known == 1 ? "" : "s");
 			st = worst(st, PVG_FAIL);
-		} else if (unknown) {
+		} else {
 			verdict = "unverifiable";
 			pvg_problem(res, "code-object.kernels-unverifiable",
 				    "build without fatbin compression (-Xfatbin -compress=false) so "
@@ -109,8 +124,6 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 				    want, opaque->arch, opaque->section, opaque->bundle, opaque->entry,
 				    opaque->kernels_why ? opaque->kernels_why : "kernels unknown");
 			st = worst(st, PVG_UNVERIFIABLE);
-		} else {
-			verdict = present && known ? "present" : "missing";
 		}
 		cJSON_AddStringToObject(kj, want, verdict);
 	}
@@ -162,16 +175,21 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 	}
 	cJSON *objs = cJSON_AddArrayToObject(res->evidence, "code_objects");
 	_cleanup_free_ bool *match = pvg_xcalloc(set->n_objs ? set->n_objs : 1, sizeof(bool));
-	size_t n_device = 0, n_match = 0;
+	size_t n_device = 0, n_match = 0, n_reloc = 0, n_reloc_match = 0;
 	enum pvg_status st = PVG_PASS;
 	for (size_t i = 0; i < set->n_objs; i++) {
 		const struct pvg_code_object *co = &set->objs[i];
 		if (co->kind != PVG_CO_HOST)
 			n_device++;
-		match[i] = !co->error && pvg_codeobj_matches_arch(co, cfg->arch);
+		match[i] = !co->error && !relocatable(co) && pvg_codeobj_matches_arch(co, cfg->arch);
 		n_match += match[i];
+		n_reloc += relocatable(co) && co->kind != PVG_CO_HOST;
+		n_reloc_match += relocatable(co) && !co->error &&
+				 pvg_codeobj_matches_arch(co, cfg->arch);
 		cJSON *j = pvg_codeobj_json(co, false);
 		pvg_json_add_bool(j, "matches_arch", match[i]);
+		if (relocatable(co))
+			pvg_json_add_bool(j, "relocatable", true);
 		cJSON_AddItemToArray(objs, j);
 		if (co->error) {
 			pvg_problem(res, "code-object.malformed",
@@ -197,6 +215,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 	}
 	pvg_json_add_int(res->evidence, "device_code_objects", (int)n_device);
 	pvg_json_add_int(res->evidence, "matching", (int)n_match);
+	pvg_json_add_int(res->evidence, "relocatable", (int)n_reloc);
 	if (set->n_wrappers) {
 		pvg_json_add_int(res->evidence, "wrappers", (int)set->n_wrappers);
 		pvg_json_add_int(res->evidence, "wrappers_located", (int)set->n_wrappers_located);
@@ -212,21 +231,32 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 		return PVG_FAIL;
 	}
 	_cleanup_free_ char *archs = list_archs(set);
+	char reloc_note[64];
 	if (n_match == 0) {
-		pvg_summary(res, "no %s code object in %s (it has: %s)", cfg->arch,
-			    pvg_basename(path), archs);
+		pvg_summary(res, "no %s%s code object in %s (it has: %s)",
+			    n_reloc_match ? "loadable " : "", cfg->arch, pvg_basename(path),
+			    *archs ? archs : "none");
 		pvg_problem(res, "code-object.arch-missing",
-			    pvg_arch_is_cuda(cfg->arch)
+			    n_reloc_match ? "device-link for this arch too (nvcc -dlink -gencode "
+					    "arch=compute_NN,code=sm_NN) and rebuild"
+			    : pvg_arch_is_cuda(cfg->arch)
 				    ? "add -gencode arch=compute_NN,code=sm_NN for this arch and rebuild"
 				    : "add --offload-arch for this arch (with the device's xnack/sramecc "
 				      "mode) and rebuild",
-			    "%s carries no code object for %s; it has: %s", path, cfg->arch, archs);
+			    "%s carries no %scode object for %s; it has: %s%s", path,
+			    n_reloc_match ? "loadable " : "", cfg->arch, *archs ? archs : "none",
+			    n_reloc_match ? " (its __nv_relfatbin holds relocatable code for it, "
+					    "which the runtime does not load: the device link left "
+					    "this arch out)"
+					  : "");
 		return PVG_FAIL;
 	}
 	st = worst(st, check_kernels(res, cfg, set, match));
 	if (st == PVG_PASS)
-		pvg_summary(res, "%zu code object%s for %s among %zu (%s)%s", n_match,
-			    n_match == 1 ? "" : "s", cfg->arch, n_device, archs,
+		pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s", n_match,
+			    n_match == 1 ? "" : "s", cfg->arch, n_device,
+			    n_reloc ? reloc_text(n_reloc, reloc_note, sizeof(reloc_note)) : "",
+			    archs,
 			    cfg->code_object.require_kernels.n ? ", required kernels present" : "");
 	else
 		pvg_summary(res, "%s", res->problems[0].message);

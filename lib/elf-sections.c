@@ -207,7 +207,7 @@ static unsigned count_containers(const struct pvg_codeobj_set *set, const char *
 /* Wrapper records ({magic, version, pointer, pointer}, 24 bytes) point at the containers
  * by virtual address; count those that land on a container we found. */
 static void scan_wrappers(struct pvg_codeobj_set *set, Elf *elf, Elf_Scn *scn, uint32_t magic,
-			  const GElf_Shdr *fat, const char *fat_name)
+			  const GElf_Shdr *fats, char (*fat_names)[32], size_t n_fats)
 {
 	GElf_Shdr sh;
 	if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sh.sh_size > (1u << 20))
@@ -225,7 +225,16 @@ static void scan_wrappers(struct pvg_codeobj_set *set, Elf *elf, Elf_Scn *scn, u
 			continue;
 		set->n_wrappers++;
 		memcpy(&ptr, p + o + 8, 8);
-		if (!fat || ptr < fat->sh_addr || ptr >= fat->sh_addr + fat->sh_size)
+		/* CUDA -rdc artifacts have two device sections (__nv_relfatbin, .nv_fatbin) and
+		 * wrappers pointing into each */
+		const GElf_Shdr *fat = NULL;
+		const char *fat_name = NULL;
+		for (size_t f = 0; f < n_fats && !fat; f++)
+			if (ptr >= fats[f].sh_addr && ptr < fats[f].sh_addr + fats[f].sh_size) {
+				fat = &fats[f];
+				fat_name = fat_names[f];
+			}
+		if (!fat)
 			continue;
 		uint64_t rel = ptr - fat->sh_addr;
 		/* a container was found there when some object records that start */
@@ -316,9 +325,10 @@ static void scan_elf(struct pvg_codeobj_set *set, const struct pvg_src *src, Elf
 		return;
 	}
 	Elf_Scn *hipf = NULL, *nvf = NULL;
-	GElf_Shdr hip_sh, nv_sh;
-	bool have_hip = false, have_nv = false;
-	char hip_name[32] = "", nv_name[32] = "";
+	GElf_Shdr hip_sh, nv_sh[2];
+	bool have_hip = false;
+	size_t n_nv = 0;
+	char hip_name[1][32] = { "" }, nv_name[2][32] = { "", "" };
 	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh))
@@ -354,23 +364,22 @@ static void scan_elf(struct pvg_codeobj_set *set, const struct pvg_src *src, Elf
 			if (!have_hip) {
 				hip_sh = sh;
 				have_hip = true;
-				snprintf(hip_name, sizeof(hip_name), "%s", name);
+				snprintf(hip_name[0], sizeof(hip_name[0]), "%s", name);
 			}
 		} else {
 			pvg_cuda_scan_section(set, src, name, sh.sh_offset, sh.sh_size);
-			if (!have_nv) {
-				nv_sh = sh;
-				have_nv = true;
-				snprintf(nv_name, sizeof(nv_name), "%s", name);
+			if (n_nv < 2) {
+				nv_sh[n_nv] = sh;
+				snprintf(nv_name[n_nv], sizeof(nv_name[n_nv]), "%s", name);
+				n_nv++;
 			}
 		}
 		set->sections[si].n_containers = count_containers(set, name, first);
 	}
 	if (hipf)
-		scan_wrappers(set, elf, hipf, PVG_HIPF_MAGIC, have_hip ? &hip_sh : NULL, hip_name);
+		scan_wrappers(set, elf, hipf, PVG_HIPF_MAGIC, &hip_sh, hip_name, have_hip ? 1 : 0);
 	if (nvf)
-		scan_wrappers(set, elf, nvf, PVG_FATBIN_WRAPPER_MAGIC, have_nv ? &nv_sh : NULL,
-			      nv_name);
+		scan_wrappers(set, elf, nvf, PVG_FATBIN_WRAPPER_MAGIC, nv_sh, nv_name, n_nv);
 }
 
 static int scan_src(const struct pvg_src *src, const char *name,
