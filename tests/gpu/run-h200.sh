@@ -219,4 +219,24 @@ for pat in 'libcurand.so*' 'libcusparse.so*' 'libcufft.so*' 'libnccl.so*'; do
 	[ -n "$f" ] && inspect_one "$(basename "$f")" "$f" $([ "$pat" = 'libcurand.so*' ] && echo kernels)
 done
 python3 "$STAGE/compare-inspect.py" "$RES/inspect" | tee "$RES/inspect/comparison.txt"
+
+# ---- gate 6 on PyTorch's own CUDA library --------------------------------------------------------
+say "gate 6 on libtorch_cuda.so"
+K=$(pg inspect --json --kernels "$TORCH_LIB/libtorch_cuda.so" | python3 -c '
+import json, sys
+for co in json.load(sys.stdin)["files"][0]["code_objects"]:
+    if co.get("arch") == "sm_90" and co.get("kernels"):
+        k = co["kernels"][0]
+        print(k if isinstance(k, str) else k.get("name") or k.get("symbol")); break')
+echo "kernel picked from an sm_90 code object: $K" | tee -a "$RES/steps.txt"
+for arch in sm_90 sm_70; do
+	printf '{"arch":"%s","install":{"artifact":"%s"},"code_object":{"require_kernels":["%s"]}}\n' \
+		"$arch" "$TORCH_LIB/libtorch_cuda.so" "$K" >"$W/g6-$arch.json"
+	t0=$EPOCHREALTIME
+	pg run -c "$W/g6-$arch.json" --gates 6 --json "$RES/09-gate6-libtorch_cuda-$arch.json" \
+		>"$RES/09-gate6-libtorch_cuda-$arch.txt" 2>&1
+	echo "gate 6 libtorch_cuda.so $arch: exit $? in $(awk "BEGIN{print $EPOCHREALTIME - $t0}")s" |
+		tee -a "$RES/steps.txt" "$RES/verdicts.txt"
+	grep "6 code" "$RES/09-gate6-libtorch_cuda-$arch.txt" | tee -a "$RES/verdicts.txt"
+done
 cp "$W/site/pvgext/_C.so" "$RES/inspect/pvgext_C.so"
