@@ -28,15 +28,6 @@ static int installed_code_objects(struct pvg_ctx *ctx, const char *path,
 	return 0;
 }
 
-static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
-{
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 static char *list_archs(const struct pvg_codeobj_set *set)
 {
 	char *s = pvg_strdup("");
@@ -98,7 +89,7 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 				    "%zu kernels)",
 				    want, lacking->arch, lacking->section, lacking->bundle,
 				    lacking->entry, lacking->n_kernels);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 		} else if (unknown) {
 			verdict = "unverifiable";
 			pvg_problem(res, "code-object.kernels-unverifiable",
@@ -108,7 +99,7 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 				    "%u entry %u): %s",
 				    want, opaque->arch, opaque->section, opaque->bundle, opaque->entry,
 				    opaque->kernels_why ? opaque->kernels_why : "kernels unknown");
-			st = worst(st, PVG_UNVERIFIABLE);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 		} else {
 			verdict = present && known ? "present" : "missing";
 		}
@@ -178,7 +169,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 				    "rebuild the artifact; a damaged code object cannot be trusted",
 				    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
 				    co->entry, co->id ? co->id : "?", co->error);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 		}
 		if (co->mismatch) {
 			pvg_problem(res, "code-object.id-mismatch",
@@ -186,14 +177,14 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 				    "target; rebuild with the right --offload-arch",
 				    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
 				    co->entry, co->id ? co->id : "?", co->mismatch);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 		}
 	}
 	for (size_t i = 0; i < set->n_issues; i++) {
 		pvg_problem(res, "code-object.malformed",
 			    "rebuild the artifact; a damaged container cannot be trusted", "%s: %s",
 			    set->issues[i].where, set->issues[i].message);
-		st = worst(st, PVG_FAIL);
+		st = pvg_status_worst(st, PVG_FAIL);
 	}
 	pvg_json_add_int(res->evidence, "device_code_objects", (int)n_device);
 	pvg_json_add_int(res->evidence, "matching", (int)n_match);
@@ -223,7 +214,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 			    "%s carries no code object for %s; it has: %s", path, cfg->arch, archs);
 		return PVG_FAIL;
 	}
-	st = worst(st, check_kernels(res, cfg, set, match));
+	st = pvg_status_worst(st, check_kernels(res, cfg, set, match));
 	if (st == PVG_PASS)
 		pvg_summary(res, "%zu code object%s for %s among %zu (%s)%s", n_match,
 			    n_match == 1 ? "" : "s", cfg->arch, n_device, archs,
