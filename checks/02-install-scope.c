@@ -136,15 +136,6 @@ static bool under_cap(size_t count_of[], size_t k)
 	return ++count_of[k] <= MAX_PROBLEMS_PER_CODE;
 }
 
-static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
-{
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 static const char kind_name[][9] = { ['A' - 'A'] = "added",    ['D' - 'A'] = "deleted",
 				     ['M' - 'A'] = "modified", ['R' - 'A'] = "renamed",
 				     ['T' - 'A'] = "type" };
@@ -328,7 +319,7 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 					    c->install_path);
 			break;
 		case V_UNREADABLE:
-			st = worst(st, PVG_UNVERIFIABLE);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 			if (under_cap(count_of, 4)) {
 				int e = j ? j->err : gone_err[i];
 				pvg_problem(res, "install-scope.unreadable",
@@ -340,7 +331,7 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 			}
 			break;
 		case V_SUBMODULE:
-			st = worst(st, PVG_UNVERIFIABLE);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 			if (under_cap(count_of, 5))
 				pvg_problem(res, "install-scope.submodule",
 					    "map the submodule's runtime files individually, or ignore "
@@ -370,7 +361,7 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 					    "%s was renamed to %s but is still installed at %s",
 					    c->old_path, c->path, c->old_install_path);
 		} else if (old_verdict[i] == V_UNREADABLE) {
-			st = worst(st, PVG_UNVERIFIABLE);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 			if (under_cap(count_of, 4))
 				pvg_problem(res, "install-scope.unreadable", NULL,
 					    "%s: cannot check %s: %s", c->old_path,

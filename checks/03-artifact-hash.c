@@ -63,16 +63,6 @@ static enum pvg_status side_problem(struct pvg_result *res, const char *side,
 	return PVG_UNVERIFIABLE;
 }
 
-static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
-{
-	/* fail outranks unverifiable: the evidence that exists contradicts the claim */
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
@@ -131,9 +121,9 @@ static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result 
 
 	enum pvg_status st = PVG_PASS;
 	if (!b->hashed)
-		st = worst(st, side_problem(res, "build", b));
+		st = pvg_status_worst(st, side_problem(res, "build", b));
 	if (!in->hashed)
-		st = worst(st, side_problem(res, "installed", in));
+		st = pvg_status_worst(st, side_problem(res, "installed", in));
 	if (st != PVG_PASS) {
 		pvg_summary(res, "cannot compare: %s", res->problems[0].message);
 		return st;

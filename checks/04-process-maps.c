@@ -39,15 +39,6 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
-{
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 static bool same_identity(const struct pvg_file_id *id, const struct stat *st)
 {
 	return id->hashed && id->dev == (uint64_t)st->st_dev && id->ino == (uint64_t)st->st_ino &&
@@ -214,7 +205,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 				    "process %d (%s) maps %s (deleted): the file was replaced after it "
 				    "was loaded",
 				    (int)p->pid, p->comm, f->path);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 			continue;
 		}
 		if (!is_inst_path) {
@@ -223,7 +214,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 				    "tree, PYTHONPATH, second install); make it load the installed one",
 				    "process %d (%s) maps %s, but the installed artifact is %s",
 				    (int)p->pid, p->comm, f->path, ex->canon);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 			continue;
 		}
 		bool quirk = false;
@@ -234,13 +225,13 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 				    "is now dev %u:%u inode %" PRIu64,
 				    (int)p->pid, p->comm, f->path, dev, f->inode,
 				    major(ex->st.st_dev), minor(ex->st.st_dev), (uint64_t)ex->st.st_ino);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 			continue;
 		}
 		if (quirk)
 			pvg_json_add_bool(fj, "device_number_quirk", true);
 		enum pvg_status bs = check_bytes(ctx, res, ex, p, target, f, fj);
-		st = worst(st, bs);
+		st = pvg_status_worst(st, bs);
 		int64_t start_ns = (int64_t)p->start.tv_sec * 1000000000 + p->start.tv_nsec;
 		int64_t c = (int64_t)ex->st.st_ctim.tv_sec * 1000000000 + ex->st.st_ctim.tv_nsec;
 		char ct[48];
@@ -251,7 +242,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 				    "ran, so the loaded code may be the old one or a mix",
 				    "%s changed at %s, after process %d (%s) started at %s", ex->canon,
 				    ct, (int)p->pid, p->comm, started);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 			continue;
 		}
 		if (c >= start_ns) {
@@ -260,7 +251,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 				    "%s changed at %s, within one clock tick of the start of process "
 				    "%d (%s) at %s: which came first cannot be told",
 				    ex->canon, ct, (int)p->pid, p->comm, started);
-			st = worst(st, PVG_UNVERIFIABLE);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 			continue;
 		}
 		if (bs == PVG_PASS) {
@@ -277,7 +268,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 			    "run again",
 			    "process %d (%s) does not map %s%s", (int)p->pid, p->comm, ex->canon,
 			    named ? " (only another copy of it)" : "");
-		st = worst(st, PVG_FAIL);
+		st = pvg_status_worst(st, PVG_FAIL);
 	}
 	pvg_json_add_bool(pj, "verified", installed_ok && st == PVG_PASS);
 	return st;
@@ -361,7 +352,7 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		bool mapped, scanned;
 		enum pvg_status ps = check_process(ctx, res, &ex, p, target,
 						    t->how == PVG_SELECT_MATCH, pj, &mapped, &scanned);
-		st = worst(st, ps);
+		st = pvg_status_worst(st, ps);
 		n_checked++;
 		n_unscanned += !scanned;
 		bool listed = cJSON_GetArraySize(cJSON_GetObjectItem(pj, "mappings")) > 0;
@@ -400,7 +391,7 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 			    "run again",
 			    "no process of the tree of %d (%s, %zu processes checked) maps %s",
 			    (int)t->primary, p ? p->comm : "?", n_checked, ex.canon);
-		st = worst(st, PVG_FAIL);
+		st = pvg_status_worst(st, PVG_FAIL);
 	}
 
 	if (st == PVG_PASS && n_mapping == 0) { /* nothing looked at is never a pass */

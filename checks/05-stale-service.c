@@ -13,15 +13,6 @@
 
 #define MAX_LISTED 8 /* problems listed one by one; the rest are counted */
 
-static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
-{
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 static cJSON *proc_json(const struct pvg_proc *p)
 {
 	char t[48];
@@ -122,7 +113,7 @@ static enum pvg_status run_prestart(struct pvg_ctx *ctx, struct pvg_result *res,
 	}
 	if (cfg->service.port > 0) {
 		struct port_view pv = { 0 };
-		st = worst(st, read_port(ctx, res, &pv));
+		st = pvg_status_worst(st, read_port(ctx, res, &pv));
 		if (pv.read_ok && pv.listeners.n) {
 			uint64_t *inodes = pvg_xcalloc(pv.listeners.n, sizeof(uint64_t));
 			for (size_t i = 0; i < pv.listeners.n; i++)
@@ -197,7 +188,7 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 	struct port_view pv = { 0 };
 	_cleanup_free_ uint64_t *inodes = NULL;
 	if (cfg->service.port > 0) {
-		st = worst(st, read_port(ctx, res, &pv));
+		st = pvg_status_worst(st, read_port(ctx, res, &pv));
 		inodes = pvg_xcalloc(pv.listeners.n ? pv.listeners.n : 1, sizeof(uint64_t));
 		for (size_t i = 0; i < pv.listeners.n; i++)
 			inodes[i] = pv.listeners.s[i].inode;
@@ -243,13 +234,13 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 				    "nothing listens on port %ld", cfg->service.port);
 			st = PVG_FAIL;
 		} else if (!in_tree && !foreign) {
-			st = worst(st, denied_problem(res, &fs, "a foreign owner of the port"));
+			st = pvg_status_worst(st, denied_problem(res, &fs, "a foreign owner of the port"));
 			if (!fs.n_denied) {
 				pvg_problem(res, "stale-service.port-owner-unknown", NULL,
 					    "port %ld is listening but no process's open files hold its "
 					    "socket (another network namespace?)",
 					    cfg->service.port);
-				st = worst(st, PVG_UNVERIFIABLE);
+				st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 			}
 		}
 	}
@@ -279,7 +270,7 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 				    comm_of(t, h->pid), h->path);
 		st = PVG_FAIL;
 	}
-	st = worst(st, denied_problem(res, &fs, "a GPU holder outside the tree"));
+	st = pvg_status_worst(st, denied_problem(res, &fs, "a GPU holder outside the tree"));
 	pvg_fd_scan_clear(&fs);
 	pvg_tcp_table_clear(&pv.listeners);
 

@@ -34,15 +34,6 @@ static const char *reloc_text(size_t n, char *buf, size_t size)
 	return buf;
 }
 
-static enum pvg_status worst(enum pvg_status a, enum pvg_status b)
-{
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 /* CUDA relocatable device code (-rdc): each unit's relocatable cubins stay in __nv_relfatbin
  * for a later device link; the runtime loads only the device-linked image in .nv_fatbin, so
  * an arch found only in __nv_relfatbin has nothing the GPU can run. */
@@ -113,7 +104,7 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 				    "arch; rebuild and reinstall",
 				    "kernel %s is in none of the %zu %s code object%s", want, known,
 				    cfg->arch, known == 1 ? "" : "s");
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 		} else {
 			verdict = "unverifiable";
 			pvg_problem(res, "code-object.kernels-unverifiable",
@@ -123,7 +114,7 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 				    "%u entry %u): %s",
 				    want, opaque->arch, opaque->section, opaque->bundle, opaque->entry,
 				    opaque->kernels_why ? opaque->kernels_why : "kernels unknown");
-			st = worst(st, PVG_UNVERIFIABLE);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 		}
 		cJSON_AddStringToObject(kj, want, verdict);
 	}
@@ -196,7 +187,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 				    "rebuild the artifact; a damaged code object cannot be trusted",
 				    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
 				    co->entry, co->id ? co->id : "?", co->error);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 		}
 		if (co->mismatch) {
 			pvg_problem(res, "code-object.id-mismatch",
@@ -204,14 +195,14 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 				    "target; rebuild with the right --offload-arch",
 				    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
 				    co->entry, co->id ? co->id : "?", co->mismatch);
-			st = worst(st, PVG_FAIL);
+			st = pvg_status_worst(st, PVG_FAIL);
 		}
 	}
 	for (size_t i = 0; i < set->n_issues; i++) {
 		pvg_problem(res, "code-object.malformed",
 			    "rebuild the artifact; a damaged container cannot be trusted", "%s: %s",
 			    set->issues[i].where, set->issues[i].message);
-		st = worst(st, PVG_FAIL);
+		st = pvg_status_worst(st, PVG_FAIL);
 	}
 	pvg_json_add_int(res->evidence, "device_code_objects", (int)n_device);
 	pvg_json_add_int(res->evidence, "matching", (int)n_match);
@@ -251,7 +242,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 					  : "");
 		return PVG_FAIL;
 	}
-	st = worst(st, check_kernels(res, cfg, set, match));
+	st = pvg_status_worst(st, check_kernels(res, cfg, set, match));
 	if (st == PVG_PASS)
 		pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s", n_match,
 			    n_match == 1 ? "" : "s", cfg->arch, n_device,

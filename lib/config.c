@@ -248,7 +248,8 @@ static int parse_integer(const struct loader *ld, const char *key, const cJSON *
 		return -EINVAL;
 	}
 	double d = j->valuedouble;
-	if (d != (double)(long)d || d < (double)min || d > (double)max) {
+	/* range first: converting an out-of-range double to long is undefined behaviour */
+	if (!(d >= (double)min && d <= (double)max) || d != (double)(long)d) {
 		set_err(ld->err, "%s: %s: expected an integer from %ld to %ld, got %g", ld->origin,
 			key, min, max, d);
 		return -EINVAL;

@@ -207,6 +207,17 @@ void pvg_problem(struct pvg_result *r, const char *code, const char *hint, const
 void pvg_summary(struct pvg_result *r, const char *fmt, ...) PVG_PRINTF(2, 3);
 void pvg_result_reset(struct pvg_result *r);
 
+/* The status of two findings together: fail outranks unverifiable (the evidence that exists
+ * contradicts the claim), which outranks pass. */
+static inline enum pvg_status pvg_status_worst(enum pvg_status a, enum pvg_status b)
+{
+	if (a == PVG_FAIL || b == PVG_FAIL)
+		return PVG_FAIL;
+	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
+		return PVG_UNVERIFIABLE;
+	return PVG_PASS;
+}
+
 /* Facts computed once and shared by gates (gate 1 needs gate 2's change set, gate 4 the
  * build digest of gate 3, ...). Each area owns its slot's type. */
 enum pvg_slot {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan + libFuzzer) into build-fuzz/ and, with
-# --run SECONDS, runs each for that long on a corpus seeded from tests/fixtures/codeobj.
+# --run SECONDS, runs each for that long on a corpus seeded from tests/fixtures.
 #   tests/fuzz/build.sh               build
 #   tests/fuzz/build.sh --run 60      build, then fuzz each target for 60 s
 # Needs clang (Debian's clang-14 or newer) and its libFuzzer runtime (libclang-rt-*-dev).
@@ -9,19 +9,21 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${PVG_FUZZ_BUILD:-$src/build-fuzz}
 CC=${CC:-clang}
 mkdir -p "$out"
-libs="util elf-sections offload-bundle ccob amdgpu cuda-fatbin"
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-D_GNU_SOURCE -fno-strict-aliasing -I"$src/lib" -I"$out")
+	-D_GNU_SOURCE -fno-strict-aliasing -I"$src/lib" -I"$src/checks" -I"$out"
+	$(pkg-config --cflags libcjson libgit2 libproc2))
 printf '#define PVG_VERSION "fuzz"\n' >"$out/pvg-version.h"
+# the whole library (the gates' decisions are fuzzed too), instrumented but without main
 objs=()
-for l in $libs; do
-	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$src/lib/$l.c" -o "$out/$l.o"
-	objs+=("$out/$l.o")
+for c in "$src"/lib/*.c "$src"/checks/*.c; do
+	o="$out/$(basename "$(dirname "$c")")-$(basename "${c%.c}").o"
+	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
+	objs+=("$o")
 done
-targets=(offload-bundle ccob amdgpu cuda-fatbin elf-sections)
+targets=(offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config)
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
-		-lelf -lcjson -lz -lzstd -lcrypto
+		-lelf -lcjson -lz -lzstd -lcrypto -lgit2 -lproc2 -lpthread
 done
 echo "built: ${targets[*]/#/$out/fuzz-}"
 
@@ -44,6 +46,13 @@ PY
 		;;
 		cuda-fatbin) cp "$fx"/cuda*.fatbin "$corpus/" ;;
 		elf-sections) cp "$fx"/hip-gfx906.so "$fx"/cuda.so "$fx"/ccob-v3-zstd.bin "$corpus/" ;;
+		proc-text) cat /proc/self/maps >"$corpus/maps"; cat /proc/net/tcp >"$corpus/tcp"
+			cat /proc/net/tcp6 >"$corpus/tcp6" 2>/dev/null || true ;;
+		config) cp "$src"/tests/fixtures/*/provgate*.json "$corpus/" 2>/dev/null || true
+			printf '{"name": "x", "build": {"artifact": "a"}} // c\n' >"$corpus/seed.json" ;;
+		buildlog) cp "$src"/tests/fixtures/buildlog/*.log "$corpus/" ;;
+		markers) cp "$src"/tests/fixtures/markers/*.log "$corpus/" 2>/dev/null ||
+			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log" ;;
 		esac
 		echo "== fuzz-$t for ${secs}s"
 		"$out/fuzz-$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=4096 \

@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the build-log parser and gate 1's decision on arbitrary bytes. */
-/* Built by hand until the fuzz option exists (see tests/fuzz/meson.build):
- *   clang-15 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. -Ilib -Ichecks -Ibuild \
- *     tests/fuzz/fuzz-buildlog.c lib/buildlog.c lib/runner.c lib/report.c lib/config.c lib/hash.c lib/pymodule.c lib/scope-stub.c lib/markers.c lib/service-view*.c checks/*.c lib/util.c \
- *     -lcjson -lcrypto -lgit2 -lelf -lproc2 -lz -lzstd -lpthread -o fuzz-buildlog */
+/* Built by tests/fuzz/build.sh. */
 #include "buildlog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: marker fields, line heads and the streaming scan on arbitrary bytes. */
-/* Built by hand until the fuzz option exists (see tests/fuzz/meson.build):
- *   clang-15 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. -Ilib -Ichecks -Ibuild \
- *     tests/fuzz/fuzz-markers.c lib/markers.c lib/service-view.c lib/util.c \
- *     -lcjson -lcrypto -lgit2 -lelf -lproc2 -lz -lzstd -lpthread -o fuzz-markers */
+/* Built by tests/fuzz/build.sh. */
 #include "markers.h"
 
 static bool in_tree(void *opaque, pid_t pid)

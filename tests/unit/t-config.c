@@ -85,6 +85,9 @@ static void wrong_types_are_named(void)
 	expect_error("{\"service\": {\"port\": 70000}}", "service.port");
 	expect_error("{\"build\": {\"max_unsupported_calls\": -1}}", "build.max_unsupported_calls");
 	expect_error("{\"build\": {\"max_unsupported_calls\": 1.5}}", "build.max_unsupported_calls");
+	/* found by fuzz-config: a huge number must be refused, not converted */
+	expect_error("{\"service\": {\"port\": 1e300}}", "service.port");
+	expect_error("{\"service\": {\"pid\": -1e300}}", "service.pid");
 	expect_error("{\"source\": {\"include_uncommitted\": 1}}", "expected true or false");
 	expect_error("{\"markers\": {\"facts\": [\"a\", 3]}}", "markers.facts[1]");
 	expect_error("{\"arch\": \"gfx 936\"}", "not an architecture");
