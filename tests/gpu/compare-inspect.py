@@ -9,6 +9,7 @@ Usage: compare-inspect.py DIR   where DIR holds, per file NAME, NAME.inspect.jso
 NAME.list-elf.txt and NAME.list-ptx.txt (as tests/gpu/run-h200.sh writes them).
 Prints a table and exits 1 on any disagreement."""
 import collections
+import gzip
 import json
 import os
 import re
@@ -18,11 +19,22 @@ LINE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S+)$")
 ARCH = re.compile(r"\.(sm_\d+[a-z]?)\.(cubin|ptx)$")
 
 
+def opened(path):
+    """path, or path.gz as the committed results keep the big files."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", "rt", errors="replace")
+    return open(path, errors="replace")
+
+
+def exists(path):
+    return os.path.exists(path) or os.path.exists(path + ".gz")
+
+
 def cuobjdump_entries(path):
     c = collections.Counter()
-    if not os.path.exists(path):
+    if not exists(path):
         return None
-    for line in open(path, errors="replace"):
+    for line in opened(path):
         m = LINE.match(line.strip())
         if not m:
             continue
@@ -34,7 +46,7 @@ def cuobjdump_entries(path):
 
 
 def inspect_entries(path, skip_sections=()):
-    doc = json.load(open(path))
+    doc = json.load(opened(path))
     c = collections.Counter()
     problems = []
     for f in doc.get("files", []):
@@ -58,10 +70,10 @@ def inspect_entries(path, skip_sections=()):
 
 def resource_usage(path):
     """(arch, functions) per cubin from cuobjdump --dump-resource-usage, None without the file."""
-    if not os.path.exists(path):
+    if not exists(path):
         return None
     out, arch, n = collections.Counter(), None, 0
-    for line in open(path, errors="replace"):
+    for line in opened(path):
         t = line.strip()
         if t.startswith("Fatbin elf code") or t.startswith("Fatbin ptx code"):
             if arch:
@@ -79,7 +91,7 @@ def resource_usage(path):
 
 def inspect_kernels(path):
     c = collections.Counter()
-    for f in json.load(open(path)).get("files", []):
+    for f in json.load(opened(path)).get("files", []):
         for co in f.get("code_objects", []):
             if co.get("kind") == "cubin" and co.get("section") != "__nv_relfatbin":
                 c[(co.get("arch"), co.get("kernel_count") if co.get("kernels_known") else "?")] += 1
@@ -92,7 +104,8 @@ def fmt(c):
 
 def main():
     d = sys.argv[1]
-    names = sorted(n[:-len(".inspect.json")] for n in os.listdir(d) if n.endswith(".inspect.json"))
+    names = sorted(n.split(".inspect.json")[0] for n in os.listdir(d)
+                   if n.endswith(".inspect.json") or n.endswith(".inspect.json.gz"))
     bad = 0
     print(f"{'file':40} {'result':8} provgate inspect / cuobjdump")
     for name in names:
