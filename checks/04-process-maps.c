@@ -338,6 +338,24 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		return pvg_targets_problem(t, res);
 
 	enum pvg_status st = PVG_PASS;
+	if (ctx->pinned) {
+		/* exec's after-check: a restarted service could pass every other test here */
+		const struct pvg_proc *now = pvg_targets_find(t, ctx->pinned_pid);
+		if (!now || now->start_ticks != ctx->pinned_start_ticks ||
+		    t->primary != ctx->pinned_pid) {
+			pvg_problem(res, "process-maps.service-restarted",
+				    "the benchmark's numbers came from more than one service "
+				    "process; run it again without restarting the service",
+				    "the certified service process %d is %s; the service is now process %d",
+				    (int)ctx->pinned_pid,
+				    !now ? "gone"
+				    : now->start_ticks != ctx->pinned_start_ticks
+					    ? "gone (its pid now names another process)"
+					    : "no longer the selected target",
+				    (int)t->primary);
+			st = PVG_FAIL;
+		}
+	}
 	cJSON *procs = cJSON_AddArrayToObject(res->evidence, "processes");
 	cJSON *chain = cJSON_CreateArray();
 	size_t n_mapping = 0, n_checked = 0, n_unscanned = 0;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "cli.h"
+#include "procs.h"
 #include "run-opts.h"
 
 #define AFTER_GATES (PVG_GATE_BIT(3) | PVG_GATE_BIT(4) | PVG_GATE_BIT(5) | PVG_GATE_BIT(7))
@@ -121,6 +122,7 @@ static int exec_main(int argc, char **argv)
 				"(--run-anyway runs it regardless)\n", st.fail, st.reset);
 		pvg_json_add_bool(run->exec_info, "ran", false);
 	} else {
+		(void)pvg_targets_pin(&run->ctx);
 		fprintf(stdout, "%s-- running:%s", st.dim, st.reset);
 		for (int i = 0; i < o.n_rest; i++)
 			fprintf(stdout, " %s", o.rest[i]);
@@ -146,7 +148,8 @@ static int exec_main(int argc, char **argv)
 		if (WIFSIGNALED(cmd_status))
 			pvg_json_add_int(run->exec_info, "signal", WTERMSIG(cmd_status));
 
-		/* The after-check sees the system anew: nothing cached from before may vouch. */
+		/* The after-check sees the system anew: nothing cached from before may vouch,
+		 * except which service process was certified (a restart must not pass). */
 		pvg_ctx_forget(&run->ctx);
 		run->after = pvg_xcalloc(PVG_N_GATES, sizeof(*run->after));
 		run->after_selected = AFTER_GATES;

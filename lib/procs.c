@@ -624,3 +624,18 @@ cJSON *pvg_targets_json(const struct pvg_targets *t)
 	pvg_json_add_u64(o, "scan_us", t->scan_ns / 1000);
 	return o;
 }
+
+int pvg_targets_pin(struct pvg_ctx *ctx)
+{
+	const struct pvg_targets *t;
+	int r = pvg_targets_get(ctx, &t);
+	if (r < 0)
+		return r;
+	const struct pvg_proc *p = t->err ? NULL : pvg_targets_find(t, t->primary);
+	if (!p)
+		return -ESRCH;
+	ctx->pinned = true;
+	ctx->pinned_pid = p->pid;
+	ctx->pinned_start_ticks = p->start_ticks;
+	return 0;
+}

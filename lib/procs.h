@@ -50,6 +50,10 @@ const struct pvg_proc *pvg_targets_find(const struct pvg_targets *t, pid_t pid);
 bool pvg_targets_in_tree(const struct pvg_targets *t, pid_t pid);
 void pvg_targets_free(void *t);
 
+/* Remembers the run's selected service process (pid and start time) in ctx->pinned*, so
+ * that a later evaluation on the same ctx can tell a restarted service. 0 or -ESRCH. */
+int pvg_targets_pin(struct pvg_ctx *ctx);
+
 /* Builds the snapshot and selection from the live system (no caching). */
 int pvg_targets_scan(const struct pvg_config *cfg, struct pvg_targets **out);
 

@@ -249,6 +249,12 @@ struct pvg_ctx {
 
 	cJSON *chain; /* the report's "chain" object; gates fill their part */
 
+	/* exec's after-check: the service must still be the process that was certified
+	 * (same pid, same start time), not a restarted one that happens to pass. */
+	bool pinned;
+	pid_t pinned_pid;
+	uint64_t pinned_start_ticks; /* since boot: exact, unlike an epoch conversion */
+
 	void *slot[PVG_SLOT__MAX];
 	void (*slot_free[PVG_SLOT__MAX])(void *);
 };

@@ -42,6 +42,27 @@ test_artifact_swapped_during_benchmark_is_caught_after() {
 	assert_eq "$(jq -r .certified r.json)" false
 }
 
+test_service_restarted_during_benchmark_is_caught_after() {
+	setup
+	# the command restarts the service: a new process that loads the same, correct file
+	cat >restart.sh <<-SH
+	old=\$(cat run/serve.pid)
+	kill "\$old"
+	while kill -0 "\$old" 2>/dev/null && ! grep -q '^State:.*Z' /proc/"\$old"/status; do sleep 0.05; done
+	rm -f run/serve.pid run/engine.pid
+	setsid "$svc" --server --workers 2 --port $port --lib "$W/site/vllm_demo/_rocm_C.abi3.so" \
+		--pidfile run/serve.pid --engine-pidfile run/engine.pid --log "$W/logs/server.log" \
+		--tag "$scenario_tag" </dev/null >/dev/null 2>&1 &
+	while [ ! -s run/serve.pid ]; do sleep 0.05; done
+	SH
+	pg exec --out r.json -- bash restart.sh
+	kill "$(cat run/serve.pid)" 2>/dev/null || true
+	assert_eq "$rc" 1 "exit ($out)"
+	assert_eq "$(jq -r '.gates[3].status' r.json)" pass "before the command"
+	assert_eq "$(jq -r '.after.gates[3].status' r.json)" fail "after the command"
+	assert_contains "$(jq -r '[.after.gates[3].problems[].code] | join(" ")' r.json)" process-maps.service-restarted
+}
+
 test_command_failure_status_comes_back() {
 	setup
 	pg exec --out r.json -- sh -c 'exit 7'
