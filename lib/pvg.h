@@ -281,8 +281,6 @@ struct pvg_check {
 
 extern const struct pvg_check *const pvg_checks[PVG_N_GATES];
 
-/* For gates not built yet: unverifiable, never pass. */
-enum pvg_status pvg_check_not_implemented(struct pvg_ctx *ctx, struct pvg_result *res);
 
 /* ---- runner.c / report.c ------------------------------------------------------------------- */
 

@@ -102,18 +102,6 @@ void pvg_result_reset(struct pvg_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-enum pvg_status pvg_check_not_implemented(struct pvg_ctx *ctx, struct pvg_result *res)
-{
-	(void)ctx;
-	pvg_summary(res, "not implemented in this version");
-	_cleanup_free_ char *code = pvg_asprintf("%s.not-implemented", res->name);
-	pvg_problem(res, code,
-		    "this gate cannot be evaluated by this provgate version; do not treat the "
-		    "link as proven",
-		    "gate %d %s is not implemented in this version", res->id, res->name);
-	return PVG_UNVERIFIABLE;
-}
-
 /* ---- context ------------------------------------------------------------------------------ */
 
 static cJSON *new_chain(void)
