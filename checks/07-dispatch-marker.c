@@ -93,10 +93,10 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	pvg_json_add_int(sv, "pid", (int)view.root);
 	cJSON_AddStringToObject(sv, "start_time", t);
 
-	_cleanup_close_ int fd = open(cfg->markers.log, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		int e = fd < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+	_cleanup_close_ int fd = pvg_open_regular(cfg->markers.log, &st);
+	if (fd < 0) {
+		int e = -fd;
 		pvg_service_view_release(&view);
 		pvg_summary(res, "cannot read the service log");
 		pvg_problem(res, "dispatch-marker.log-unreadable",
@@ -106,9 +106,6 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 			    "service log %s: %s", cfg->markers.log, strerror(e));
 		return PVG_UNVERIFIABLE;
 	}
-	/* reads are blocking from here on: the O_NONBLOCK was only for opening a FIFO safely */
-	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-
 	bool after = false;
 	if (created_after(fd, &view.start, &after, ev) < 0)
 		after = false;

@@ -332,16 +332,10 @@ void pvg_buildlog_finish(struct pvg_buildlog *log)
 
 int pvg_buildlog_read_file(struct pvg_buildlog *log, const char *path)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
+	_cleanup_close_ int fd = pvg_open_regular(path, &st);
+	if (fd < 0)
+		return fd;
 	_cleanup_free_ char *buf = pvg_xcalloc(1u << 20, 1);
 	for (;;) {
 		ssize_t r = read(fd, buf, 1u << 20);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +56,10 @@ bool pvg_glob_match(const char *pattern, const char *path);
  * other than tab) written as the four characters "\xNN". */
 char *pvg_utf8_sanitize(const char *s, size_t len);
 void pvg_hex(const unsigned char *bytes, size_t n, char *out /* 2n+1 */);
+/* Opens a regular file for reading without ever blocking on a FIFO: fstat fills *st;
+ * a directory is -EISDIR, any other non-regular file -EINVAL. Returns the fd (blocking
+ * reads from here on) or -errno. */
+int pvg_open_regular(const char *path, struct stat *st);
 /* Reads at most max bytes of a small file (config, pidfile, /proc text). */
 int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len);
 /* "2026-11-29T12:00:00Z" (UTC) or with nanoseconds when ns >= 0. */

@@ -273,18 +273,34 @@ void pvg_hex(const unsigned char *bytes, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len)
+int pvg_open_regular(const char *path, struct stat *st)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
+	int r = 0;
+	if (fstat(fd, st) < 0)
+		r = -errno;
+	else if (S_ISDIR(st->st_mode))
+		r = -EISDIR;
+	else if (!S_ISREG(st->st_mode))
+		r = -EINVAL;
+	int fl = r == 0 ? fcntl(fd, F_GETFL) : -1;
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len)
+{
 	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
+	_cleanup_close_ int fd = pvg_open_regular(path, &st);
+	if (fd < 0)
+		return fd;
 	char *buf = pvg_xcalloc(max + 1, 1);
 	size_t have = 0;
 	for (;;) {
