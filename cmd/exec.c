@@ -195,7 +195,7 @@ static int exec_main(int argc, char **argv)
 const struct cli_verb verb_exec = {
 	.name = "exec",
 	.main = exec_main,
-	.synopsis = "exec [-c FILE] [--out FILE] -- CMD...",
+	.synopsis = "exec [-c FILE] [--out FILE] [--run-anyway] -- CMD...",
 	.help = "Certifies (all seven gates), runs CMD (the benchmark), then re-checks gates 3, 4,\n"
 		"5 and 7 after it: same bytes, same mapping, still no stale process, markers still\n"
 		"attributable. One report covers both checks. Exit 1 if either check failed, else\n"

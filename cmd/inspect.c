@@ -143,7 +143,7 @@ static int inspect_main(int argc, char **argv)
 		case 'j': json = true; break;
 		case 'k': kernels = true; break;
 		case 'h':
-			printf("%s\n%s", verb_inspect.synopsis, verb_inspect.help);
+			printf("Usage: provgate %s\n%s", verb_inspect.synopsis, verb_inspect.help);
 			return EXIT_OK;
 		default: return EXIT_USAGE;
 		}
@@ -189,7 +189,7 @@ static int inspect_main(int argc, char **argv)
 const struct cli_verb verb_inspect = {
 	.name = "inspect",
 	.main = inspect_main,
-	.synopsis = "inspect  [--json] [--kernels] FILE...   device code objects inside an ELF file",
+	.synopsis = "inspect [--json] [--kernels] FILE...",
 	.help = "Lists every device code object in each FILE: HIP offload bundles in .hip_fatbin\n"
 		"(plain or CCOB-compressed, every bundle of the section), CUDA fatbins in\n"
 		".nv_fatbin / __nv_relfatbin. Columns: SECTION, BUNDLE (container index in the\n"
