@@ -155,15 +155,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 		return missing || r == -EINVAL ? PVG_FAIL : PVG_UNVERIFIABLE;
 	}
 
-	cJSON *secs = cJSON_AddArrayToObject(res->evidence, "sections");
-	for (size_t i = 0; i < set->n_sections; i++) {
-		cJSON *s = cJSON_CreateObject();
-		pvg_json_add_str(s, "name", set->sections[i].name);
-		pvg_json_add_u64(s, "offset", set->sections[i].offset);
-		pvg_json_add_u64(s, "size", set->sections[i].size);
-		pvg_json_add_int(s, "containers", (int)set->sections[i].n_containers);
-		cJSON_AddItemToArray(secs, s);
-	}
+	cJSON_AddItemToObject(res->evidence, "sections", pvg_codeobj_sections_json(set));
 	cJSON *objs = cJSON_AddArrayToObject(res->evidence, "code_objects");
 	_cleanup_free_ bool *match = pvg_xcalloc(set->n_objs ? set->n_objs : 1, sizeof(bool));
 	size_t n_device = 0, n_match = 0, n_reloc = 0, n_reloc_match = 0;

@@ -91,15 +91,7 @@ static cJSON *set_json(const struct pvg_codeobj_set *set, bool kernels)
 	cJSON *o = cJSON_CreateObject();
 	pvg_json_add_str(o, "path", set->path);
 	pvg_json_add_bool(o, "elf", set->elf);
-	cJSON *secs = cJSON_AddArrayToObject(o, "sections");
-	for (size_t i = 0; i < set->n_sections; i++) {
-		cJSON *s = cJSON_CreateObject();
-		pvg_json_add_str(s, "name", set->sections[i].name);
-		pvg_json_add_u64(s, "offset", set->sections[i].offset);
-		pvg_json_add_u64(s, "size", set->sections[i].size);
-		pvg_json_add_int(s, "containers", (int)set->sections[i].n_containers);
-		cJSON_AddItemToArray(secs, s);
-	}
+	cJSON_AddItemToObject(o, "sections", pvg_codeobj_sections_json(set));
 	pvg_json_add_int(o, "wrappers", (int)set->n_wrappers);
 	pvg_json_add_int(o, "wrappers_located", (int)set->n_wrappers_located);
 	cJSON *objs = cJSON_AddArrayToObject(o, "code_objects");

@@ -262,3 +262,5 @@ bool pvg_codeobj_matches_arch(const struct pvg_code_object *co, const char *arch
 bool pvg_codeobj_has_kernel(const struct pvg_code_object *co, const char *want);
 const char *pvg_co_kind_name(enum pvg_co_kind k);
 cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels);
+/* The host sections that held device code: name, offset, size, containers. */
+cJSON *pvg_codeobj_sections_json(const struct pvg_codeobj_set *set);

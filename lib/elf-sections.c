@@ -562,3 +562,17 @@ cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels)
 		pvg_json_add_str(o, "mismatch", co->mismatch);
 	return o;
 }
+
+cJSON *pvg_codeobj_sections_json(const struct pvg_codeobj_set *set)
+{
+	cJSON *secs = cJSON_CreateArray();
+	for (size_t i = 0; i < set->n_sections; i++) {
+		cJSON *s = cJSON_CreateObject();
+		pvg_json_add_str(s, "name", set->sections[i].name);
+		pvg_json_add_u64(s, "offset", set->sections[i].offset);
+		pvg_json_add_u64(s, "size", set->sections[i].size);
+		pvg_json_add_int(s, "containers", (int)set->sections[i].n_containers);
+		cJSON_AddItemToArray(secs, s);
+	}
+	return secs;
+}
