@@ -28,6 +28,15 @@ static int installed_code_objects(struct pvg_ctx *ctx, const char *path,
 	return 0;
 }
 
+/* Reads the code objects early (while gate 3 hashes); run() finds them in the slot. */
+static void prepare_code_object(struct pvg_ctx *ctx)
+{
+	const char *path, *why;
+	struct pvg_codeobj_set *set;
+	if (ctx->cfg->arch && pvg_ctx_installed(ctx, &path, &why) == 0)
+		(void)installed_code_objects(ctx, path, &set);
+}
+
 static const char *reloc_text(size_t n, char *buf, size_t size)
 {
 	snprintf(buf, size, ", %zu of them relocatable", n);
@@ -250,4 +259,5 @@ const struct pvg_check pvg_check_code_object = {
 	.id = 6,
 	.name = "code-object",
 	.run = run_code_object,
+	.prepare = prepare_code_object,
 };

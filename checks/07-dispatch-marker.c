@@ -57,10 +57,93 @@ static int created_after(int fd, const struct timespec *start, bool *after, cJSO
 	return 0;
 }
 
+/* What reading the log found; made by run(), or earlier by prepare() while gate 3 hashes. */
+struct marker_read {
+	int view_r;	/* pvg_service_view_get: 0 or -errno */
+	char *view_why;
+	int log_err;	/* opening the log: 0 or errno */
+	int scan_r;	/* the scan: 0 or -errno */
+	cJSON *ev;	/* "service", "log_created" for the evidence */
+	bool after;	/* log created after the service started */
+	struct pvg_marker_scan scan;
+};
+
+static void marker_read_free(void *p)
+{
+	struct marker_read *m = p;
+	if (!m)
+		return;
+	free(m->view_why);
+	cJSON_Delete(m->ev);
+	pvg_marker_scan_done(&m->scan);
+	free(m);
+}
+
+static void marker_read_freep(struct marker_read **m)
+{
+	marker_read_free(*m);
+}
+
+static struct marker_read *read_markers(struct pvg_ctx *ctx)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	struct marker_read *m = pvg_xcalloc(1, sizeof(*m));
+	m->ev = cJSON_CreateObject();
+	pvg_marker_scan_init(&m->scan);
+	struct pvg_service_view view;
+	m->view_r = pvg_service_view_get(ctx, &view);
+	if (m->view_r < 0) {
+		m->view_why = view.why ? pvg_strdup(view.why) : NULL;
+		return m;
+	}
+	char t[48];
+	pvg_format_time(view.start.tv_sec, view.start.tv_nsec, t, sizeof(t));
+	cJSON *sv = cJSON_AddObjectToObject(m->ev, "service");
+	pvg_json_add_int(sv, "pid", (int)view.root);
+	cJSON_AddStringToObject(sv, "start_time", t);
+
+	struct stat st;
+	_cleanup_close_ int fd = pvg_open_regular(cfg->markers.log, &st);
+	if (fd < 0) {
+		m->log_err = -fd;
+		pvg_service_view_release(&view);
+		return m;
+	}
+	if (created_after(fd, &view.start, &m->after, m->ev) < 0)
+		m->after = false;
+
+	struct pvg_marker_scan *scan = &m->scan;
+	scan->prefix = cfg->markers.prefix;
+	scan->require = cfg->markers.require;
+	scan->n_require = cfg->markers.n_require;
+	scan->facts = (const char *const *)cfg->markers.facts.v;
+	scan->n_facts = cfg->markers.facts.n;
+	scan->forbid = (const char *const *)cfg->markers.forbid.v;
+	scan->n_forbid = cfg->markers.forbid.n;
+	scan->view = &view;
+	scan->file_after_start = m->after;
+	scan->now = time(NULL);
+	m->scan_r = pvg_marker_scan_fd(scan, fd);
+	scan->view = NULL;
+	pvg_service_view_release(&view);
+	return m;
+}
+
+static bool configured(const struct pvg_config *cfg)
+{
+	return cfg->markers.log && cfg->markers.prefix;
+}
+
+static void prepare_dispatch_marker(struct pvg_ctx *ctx)
+{
+	if (configured(ctx->cfg))
+		pvg_ctx_set_slot(ctx, PVG_SLOT_MARKERS, read_markers(ctx), marker_read_free);
+}
+
 static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
-	if (!cfg->markers.log || !cfg->markers.prefix) {
+	if (!configured(cfg)) {
 		const char *what = !cfg->markers.log ? "markers.log" : "markers.prefix";
 		pvg_summary(res, "%s is not configured", what);
 		pvg_problem(res, "dispatch-marker.not-configured",
@@ -73,31 +156,29 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	pvg_json_add_str(ev, "log", cfg->markers.log);
 	pvg_json_add_str(ev, "prefix", cfg->markers.prefix);
 
-	struct pvg_service_view view;
-	int r = pvg_service_view_get(ctx, &view);
-	if (r < 0) {
+	_cleanup_(marker_read_freep) struct marker_read *m = pvg_ctx_take_slot(ctx, PVG_SLOT_MARKERS);
+	if (!m)
+		m = read_markers(ctx);
+	for (cJSON *it = m->ev->child; it;) {
+		cJSON *next = it->next;
+		cJSON_AddItemToObject(ev, it->string, cJSON_DetachItemViaPointer(m->ev, it));
+		it = next;
+	}
+	if (m->view_r < 0) {
+		int r = m->view_r;
 		pvg_summary(res, "no live service to attribute markers to");
 		pvg_problem(res, "dispatch-marker.no-service",
 			    "start the service (service.match / pid / pidfile must find it) and run "
 			    "the benchmark before this gate",
 			    "no live service to attribute markers to: %s",
-			    view.why                 ? view.why
+			    m->view_why              ? m->view_why
 			    : r == -EDESTADDRREQ ? "service.match, service.pid or service.pidfile is not set"
 			    : r == -ESRCH	 ? "the service process does not exist"
 						 : strerror(-r));
 		return PVG_UNVERIFIABLE;
 	}
-	char t[48];
-	pvg_format_time(view.start.tv_sec, view.start.tv_nsec, t, sizeof(t));
-	cJSON *sv = cJSON_AddObjectToObject(ev, "service");
-	pvg_json_add_int(sv, "pid", (int)view.root);
-	cJSON_AddStringToObject(sv, "start_time", t);
-
-	struct stat st;
-	_cleanup_close_ int fd = pvg_open_regular(cfg->markers.log, &st);
-	if (fd < 0) {
-		int e = -fd;
-		pvg_service_view_release(&view);
+	if (m->log_err) {
+		int e = m->log_err;
 		pvg_summary(res, "cannot read the service log");
 		pvg_problem(res, "dispatch-marker.log-unreadable",
 			    e == ENOENT ? "point markers.log at the file the service writes its log "
@@ -106,32 +187,14 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 			    "service log %s: %s", cfg->markers.log, strerror(e));
 		return PVG_UNVERIFIABLE;
 	}
-	bool after = false;
-	if (created_after(fd, &view.start, &after, ev) < 0)
-		after = false;
-
-	struct pvg_marker_scan scan;
-	pvg_marker_scan_init(&scan);
-	scan.prefix = cfg->markers.prefix;
-	scan.require = cfg->markers.require;
-	scan.n_require = cfg->markers.n_require;
-	scan.facts = (const char *const *)cfg->markers.facts.v;
-	scan.n_facts = cfg->markers.facts.n;
-	scan.forbid = (const char *const *)cfg->markers.forbid.v;
-	scan.n_forbid = cfg->markers.forbid.n;
-	scan.view = &view;
-	scan.file_after_start = after;
-	scan.now = time(NULL);
-	r = pvg_marker_scan_fd(&scan, fd);
-	pvg_service_view_release(&view);
-	if (r < 0) {
-		pvg_marker_scan_done(&scan);
-		pvg_summary(res, "cannot read the service log: %s", strerror(-r));
+	if (m->scan_r < 0) {
+		pvg_summary(res, "cannot read the service log: %s", strerror(-m->scan_r));
 		pvg_problem(res, "dispatch-marker.log-unreadable", NULL, "service log %s: %s",
-			    cfg->markers.log, strerror(-r));
+			    cfg->markers.log, strerror(-m->scan_r));
 		return PVG_UNVERIFIABLE;
 	}
-
+	const struct pvg_marker_scan scan = m->scan;
+	bool after = m->after;
 	pvg_json_add_u64(ev, "bytes", scan.bytes);
 	pvg_json_add_bool(ev, "log_created_after_start", after);
 	cJSON *mk = cJSON_AddObjectToObject(ev, "markers");
@@ -253,7 +316,6 @@ out:
 			    scan.matched == 1 ? "es" : "", scan.markers_unattributed);
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
-	pvg_marker_scan_done(&scan);
 	return status;
 }
 
@@ -261,4 +323,5 @@ const struct pvg_check pvg_check_dispatch_marker = {
 	.id = 7,
 	.name = "dispatch-marker",
 	.run = run_dispatch_marker,
+	.prepare = prepare_dispatch_marker,
 };

@@ -166,6 +166,8 @@ struct pvg_file_id {
 	unsigned char sha256[32];
 	char hex[65];
 	bool hashed;
+	/* the digest was taken from another file whose bytes compared equal to these */
+	bool digest_by_compare;
 };
 
 /* Opens without blocking (FIFOs), fstats, refuses non-regular files with -EINVAL
@@ -176,6 +178,24 @@ int pvg_hash_files(const char *const *paths, size_t n, struct pvg_file_id *out);
 /* Hashes an already open fd from its current offset up to len bytes (or EOF when len < 0). */
 int pvg_hash_fd(int fd, int64_t len, unsigned char digest[32], uint64_t *nread);
 void pvg_file_id_clear(struct pvg_file_id *id);
+/* Same dev, inode, size, mtime and ctime: the same bytes, as far as the kernel says. */
+bool pvg_file_id_same(const struct pvg_file_id *a, const struct pvg_file_id *b);
+/* The build and the installed artifact in one pass: each chunk of the installed file is read
+ * once, compared with the build's and hashed on a thread of its own, so that the digest and
+ * the comparison are of the same bytes. start never blocks (threads do the work); join waits
+ * and hands over both identities: *i with its digest, *b with the same digest when every byte
+ * was compared equal (digest_by_compare). join returns 1 (equal) or 0 (differ, unreadable,
+ * changed while read: see the err fields); *diff_at is the first differing byte, or
+ * UINT64_MAX when unknown (sizes differ, not compared). cancel stops, waits and frees. */
+struct pvg_pair_job;
+struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed);
+bool pvg_pair_differs(struct pvg_pair_job *job); /* already known to differ */
+/* Waits until the files are known to differ, or every byte was read; true if they differ. */
+bool pvg_pair_wait_differs(struct pvg_pair_job *job);
+const char *pvg_pair_installed(const struct pvg_pair_job *job);
+int pvg_pair_join(struct pvg_pair_job *job, struct pvg_file_id *b, struct pvg_file_id *i,
+		  uint64_t *diff_at);
+void pvg_pair_cancel(struct pvg_pair_job *job);
 /* Optional progress callback for long hashes (bytes done, total), called at most every 100 ms. */
 typedef void (*pvg_progress_fn)(const char *path, uint64_t done, uint64_t total);
 void pvg_hash_set_progress(pvg_progress_fn fn);
@@ -262,6 +282,13 @@ struct pvg_ctx {
 
 	void *slot[PVG_SLOT__MAX];
 	void (*slot_free[PVG_SLOT__MAX])(void *);
+
+	/* during pvg_evaluate: the gate running now, and the later ones still to prepare */
+	int current_gate;
+	pvg_gate_mask to_prepare;
+	/* build and installed artifact, compared and hashed since the evaluation began
+	 * (gate 3's start) */
+	struct pvg_pair_job *early_pair;
 };
 
 void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_phase phase);
@@ -276,12 +303,32 @@ int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why);
  * cached identities; a file whose dev/inode/size/mtime/ctime still match is not rehashed. */
 int pvg_ctx_hash(struct pvg_ctx *ctx, const char *const *paths, size_t n,
 		 const struct pvg_file_id **out);
+/* The build and the installed artifact (pvg_pair_start, begun early by gate 3's start when
+ * it could be); this thread prepares later gates (pvg_ctx_help) meanwhile. Equal bytes give
+ * the build the installed digest; only when they differ (or cannot be compared) is the build
+ * hashed as well. Cached like pvg_ctx_hash. */
+int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *installed,
+		      const struct pvg_file_id *out[2], uint64_t *diff_at);
+/* Runs the prepare step of the selected gates after the current one, on this thread: work
+ * that would otherwise wait for a slow read. A prepare only fills caches (slots); it never
+ * decides or reports anything. */
+void pvg_ctx_help(struct pvg_ctx *ctx);
+/* Begins pvg_ctx_hash_pair's work in the background. */
+void pvg_ctx_hash_early(struct pvg_ctx *ctx, const char *build, const char *installed);
+/* Hands over a slot's content (the caller frees it) and empties the slot. */
+void *pvg_ctx_take_slot(struct pvg_ctx *ctx, enum pvg_slot s);
 void pvg_chain_set(struct pvg_ctx *ctx, const char *key, cJSON *value);
 
 struct pvg_check {
 	int id;
 	const char *name;
 	enum pvg_status (*run)(struct pvg_ctx *ctx, struct pvg_result *res);
+	/* optional: work that run() would do, done earlier while an earlier gate waits; it
+	 * may only fill the ctx caches that run() then uses (pvg_ctx_help) */
+	void (*prepare)(struct pvg_ctx *ctx);
+	/* optional: background work begun when the evaluation begins (the gate is selected);
+	 * what run() does not collect is cancelled when the evaluation ends */
+	void (*start)(struct pvg_ctx *ctx);
 };
 
 extern const struct pvg_check *const pvg_checks[PVG_N_GATES];

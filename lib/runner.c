@@ -2,7 +2,12 @@
 /* The ordered runner: knows the table of gates, phases and statuses, nothing of any gate. */
 #include <sys/stat.h>
 
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "pvg.h"
+#include "procs.h"
 #include "pvg-version.h"
 
 static const char *const status_names[] = {
@@ -126,8 +131,16 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 	ctx->chain = new_chain();
 }
 
+static void early_cancel(struct pvg_ctx *ctx)
+{
+	if (ctx->early_pair)
+		pvg_pair_cancel(ctx->early_pair);
+	ctx->early_pair = NULL;
+}
+
 void pvg_ctx_forget(struct pvg_ctx *ctx)
 {
+	early_cancel(ctx);
 	free(ctx->installed_path);
 	free(ctx->installed_why);
 	ctx->installed_path = ctx->installed_why = NULL;
@@ -155,6 +168,14 @@ void pvg_ctx_done(struct pvg_ctx *ctx)
 void *pvg_ctx_slot(struct pvg_ctx *ctx, enum pvg_slot s)
 {
 	return ctx->slot[s];
+}
+
+void *pvg_ctx_take_slot(struct pvg_ctx *ctx, enum pvg_slot s)
+{
+	void *p = ctx->slot[s];
+	ctx->slot[s] = NULL;
+	ctx->slot_free[s] = NULL;
+	return p;
 }
 
 void pvg_ctx_set_slot(struct pvg_ctx *ctx, enum pvg_slot s, void *p, void (*free_fn)(void *))
@@ -195,6 +216,41 @@ static bool same_identity(const struct pvg_file_id *id, const struct stat *st)
 	       id->ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
+/* The cached entry for path, if nothing about the file can have changed since. */
+static const struct pvg_file_id *cached(struct pvg_ctx *ctx, const char *path)
+{
+	for (size_t k = 0; k < ctx->n_files; k++) {
+		struct pvg_file_id *id = &ctx->files[k];
+		struct stat st;
+		if (strcmp(id->path, path) != 0)
+			continue;
+		if (id->hashed && stat(path, &st) == 0 && same_identity(id, &st))
+			return id;
+		if (!id->hashed && stat(path, &st) < 0 && errno == id->err)
+			return id;
+		return NULL;
+	}
+	return NULL;
+}
+
+/* Stores a fresh result (taking its memory), replacing a stale entry of the same path. */
+static const struct pvg_file_id *cache_put(struct pvg_ctx *ctx, struct pvg_file_id *fresh)
+{
+	size_t slot = ctx->n_files;
+	for (size_t k = 0; k < ctx->n_files; k++)
+		if (strcmp(ctx->files[k].path, fresh->path) == 0)
+			slot = k;
+	if (slot == PVG_MAX_CACHED_FILES)
+		slot = 0;
+	if (slot < ctx->n_files)
+		pvg_file_id_clear(&ctx->files[slot]);
+	else
+		ctx->n_files++;
+	ctx->files[slot] = *fresh;
+	memset(fresh, 0, sizeof(*fresh));
+	return &ctx->files[slot];
+}
+
 int pvg_ctx_hash(struct pvg_ctx *ctx, const char *const *paths, size_t n,
 		 const struct pvg_file_id **out)
 {
@@ -203,45 +259,20 @@ int pvg_ctx_hash(struct pvg_ctx *ctx, const char *const *paths, size_t n,
 	if (n > 8)
 		return -E2BIG;
 	for (size_t i = 0; i < n; i++) {
-		out[i] = NULL;
-		for (size_t k = 0; k < ctx->n_files; k++) {
-			struct pvg_file_id *id = &ctx->files[k];
-			struct stat st;
-			if (strcmp(id->path, paths[i]) != 0)
-				continue;
-			/* Reuse only when nothing about the file can have changed. */
-			if (id->hashed && stat(paths[i], &st) == 0 && same_identity(id, &st))
-				out[i] = id;
-			else if (!id->hashed && stat(paths[i], &st) < 0 && errno == id->err)
-				out[i] = id;
-			break;
-		}
-		if (!out[i]) {
-			bool dup = false;
-			for (size_t t = 0; t < n_todo; t++)
-				dup |= strcmp(todo[t], paths[i]) == 0;
-			if (!dup) {
-				todo[n_todo++] = paths[i];
-			}
-		}
+		out[i] = cached(ctx, paths[i]);
+		if (out[i])
+			continue;
+		bool dup = false;
+		for (size_t t = 0; t < n_todo; t++)
+			dup |= strcmp(todo[t], paths[i]) == 0;
+		if (!dup)
+			todo[n_todo++] = paths[i];
 	}
 	if (n_todo) {
 		struct pvg_file_id fresh[8];
 		pvg_hash_files(todo, n_todo, fresh);
-		for (size_t t = 0; t < n_todo; t++) {
-			/* replace a stale cache entry of the same path, else append */
-			size_t slot = ctx->n_files;
-			for (size_t k = 0; k < ctx->n_files; k++)
-				if (strcmp(ctx->files[k].path, todo[t]) == 0)
-					slot = k;
-			if (slot == PVG_MAX_CACHED_FILES)
-				slot = 0;
-			if (slot < ctx->n_files)
-				pvg_file_id_clear(&ctx->files[slot]);
-			else
-				ctx->n_files++;
-			ctx->files[slot] = fresh[t];
-		}
+		for (size_t t = 0; t < n_todo; t++)
+			cache_put(ctx, &fresh[t]);
 		for (size_t i = 0; i < n; i++)
 			if (!out[i])
 				for (size_t k = 0; k < ctx->n_files; k++)
@@ -249,6 +280,94 @@ int pvg_ctx_hash(struct pvg_ctx *ctx, const char *const *paths, size_t n,
 						out[i] = &ctx->files[k];
 	}
 	return 0;
+}
+
+static void *help_thread(void *arg)
+{
+	/* Yield to the hasher: this work has time to spare, the digest has none. Lowering
+	 * the priority of a thread of our own needs no privilege. */
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+	pvg_ctx_help(arg);
+	return NULL;
+}
+
+/* pvg_ctx_help on a thread of low priority, while this one only waits for it: the ctx is
+ * used by one thread at a time. */
+static void help_niced(struct pvg_ctx *ctx)
+{
+	/* libproc2 keeps read buffers per thread and a finished thread leaks them: the
+	 * process list that gate 7's prepare needs is read here, on the evaluating thread. */
+	const struct pvg_targets *targets;
+	if (ctx->to_prepare & PVG_GATE_BIT(7))
+		(void)pvg_targets_get(ctx, &targets);
+	pthread_t t;
+	if (pthread_create(&t, NULL, help_thread, ctx) == 0)
+		pthread_join(t, NULL);
+	else
+		pvg_ctx_help(ctx);
+}
+
+int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *installed,
+		      const struct pvg_file_id *out[2], uint64_t *diff_at)
+{
+	*diff_at = UINT64_MAX;
+	struct pvg_pair_job *job = ctx->early_pair;
+	ctx->early_pair = NULL;
+	out[0] = cached(ctx, build);
+	out[1] = cached(ctx, installed);
+	if ((out[0] && out[1]) || strcmp(build, installed) == 0) {
+		if (job)
+			pvg_pair_cancel(job);
+		const char *paths[2] = { build, installed };
+		return pvg_ctx_hash(ctx, paths, 2, out);
+	}
+	if (!job)
+		job = pvg_pair_start(build, installed);
+	help_niced(ctx);
+	struct pvg_file_id b, i, own;
+	bool own_done = false;
+	if (pvg_pair_wait_differs(job)) {
+		/* hash the build here while the installed file finishes */
+		pvg_hash_file(build, &own);
+		own_done = true;
+	}
+	int eq = pvg_pair_join(job, &b, &i, diff_at);
+	if (eq != 1) {
+		/* they differ, or could not be compared: the build's own digest */
+		pvg_file_id_clear(&b);
+		if (own_done)
+			b = own;
+		else
+			pvg_hash_file(build, &b);
+	} else if (own_done) {
+		pvg_file_id_clear(&own);
+	}
+	out[1] = cache_put(ctx, &i);
+	out[0] = cache_put(ctx, &b);
+	/* the installed entry may have moved when the build's was stored */
+	for (size_t k = 0; k < ctx->n_files; k++)
+		if (strcmp(ctx->files[k].path, installed) == 0)
+			out[1] = &ctx->files[k];
+	return 0;
+}
+
+void pvg_ctx_hash_early(struct pvg_ctx *ctx, const char *build, const char *installed)
+{
+	if (!ctx->early_pair && strcmp(build, installed) != 0 &&
+	    !(cached(ctx, build) && cached(ctx, installed)))
+		ctx->early_pair = pvg_pair_start(build, installed);
+}
+
+void pvg_ctx_help(struct pvg_ctx *ctx)
+{
+	for (int k = 0; k < PVG_N_GATES; k++) {
+		const struct pvg_check *c = pvg_checks[k];
+		pvg_gate_mask bit = PVG_GATE_BIT(c->id);
+		if (!c->prepare || !(ctx->to_prepare & bit) || c->id <= ctx->current_gate)
+			continue;
+		ctx->to_prepare &= ~bit;
+		c->prepare(ctx);
+	}
 }
 
 void pvg_chain_set(struct pvg_ctx *ctx, const char *key, cJSON *value)
@@ -263,6 +382,10 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 {
 	int not_passed = 0;
 	const struct pvg_result *stopper = NULL;
+	ctx->to_prepare = selected;
+	for (int i = 0; i < PVG_N_GATES; i++)
+		if (pvg_checks[i]->start && (selected & PVG_GATE_BIT(pvg_checks[i]->id)))
+			pvg_checks[i]->start(ctx);
 	for (int i = 0; i < PVG_N_GATES; i++) {
 		const struct pvg_check *check = pvg_checks[i];
 		struct pvg_result *r = &results[i];
@@ -286,6 +409,8 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 			continue;
 		}
 		uint64_t t0 = pvg_now_ns();
+		ctx->current_gate = check->id;
+		ctx->to_prepare &= ~PVG_GATE_BIT(check->id);
 		r->status = check->run(ctx, r);
 		r->elapsed_ns = pvg_now_ns() - t0;
 		if (r->status == PVG_PASS && r->n_problems) {
@@ -300,6 +425,9 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 				stopper = r;
 		}
 	}
+	ctx->current_gate = 0;
+	ctx->to_prepare = 0;
+	early_cancel(ctx); /* gate 3 did not run: nobody wants the digest */
 	return not_passed;
 }
 

@@ -20,6 +20,8 @@ test_hash_matches_sha256sum() {
 	assert_eq "$(jq -r .chain.build.size r.json)" "3000000" "size as string"
 	assert_eq "$(jq -r .chain.installed.inode r.json)" "$(stat -c %i inst.so)" "inode"
 	assert_eq "$(jq -r '.chain.installed.inode|type' r.json)" "string"
+	assert_eq "$(jq -r '.gates[2].evidence.method' r.json)" \
+		"installed hashed; build compared byte for byte with it"
 	validate r.json
 }
 
@@ -30,7 +32,10 @@ test_one_byte_difference_fails() {
 	assert_eq "$rc" 1 "exit"
 	assert_eq "$(gate_status r.json 3)" fail
 	assert_eq "$(problem_codes r.json 3)" artifact-hash.mismatch
-	[ "$(jq -r .chain.build.sha256 r.json)" != "$(jq -r .chain.installed.sha256 r.json)" ] || fail "digests equal"
+	assert_eq "$(jq -r .chain.build.sha256 r.json)" "$(sha256sum build.so | cut -d' ' -f1)" "build digest"
+	assert_eq "$(jq -r .chain.installed.sha256 r.json)" "$(sha256sum inst.so | cut -d' ' -f1)" "installed digest"
+	assert_eq "$(jq -r '.gates[2].evidence.first_difference_at' r.json)" 1234567
+	assert_contains "$(jq -r '.gates[2].problems[0].message' r.json)" "first difference at byte 1234567"
 	validate r.json
 }
 
@@ -107,6 +112,27 @@ test_config_holding_only_the_two_artifacts_is_enough() {
 	pg run --gates 3
 	assert_eq "$rc" 0 "exit ($out $err)"
 	assert_contains "$out" "PASSED"
+}
+
+test_size_difference_names_no_offset() {
+	setup
+	head -c 2999999 build.so >inst.so
+	pg run --gates 3 --json r.json
+	assert_eq "$(problem_codes r.json 3)" artifact-hash.mismatch
+	assert_eq "$(jq -r '.gates[2].evidence.first_difference_at' r.json)" null
+	assert_eq "$(jq -r .chain.installed.sha256 r.json)" "$(sha256sum inst.so | cut -d' ' -f1)"
+}
+
+# Gate 3 begins hashing before gate 1; a gate 1 failure must stop it, not wait for it.
+test_early_hash_is_cancelled_when_gate_3_is_blocked() {
+	head -c 50000000 /dev/urandom >build.so
+	cp build.so inst.so
+	echo '{"build": {"artifact": "build.so", "log": "missing.log"}, "install": {"artifact": "inst.so"}}' >provgate.json
+	pg run --json r.json
+	assert_eq "$rc" 1
+	assert_eq "$(gate_status r.json 1)" unverifiable
+	assert_eq "$(gate_status r.json 3)" blocked
+	assert_eq "$(jq -r .chain.installed.sha256 r.json)" null "no digest from a cancelled hash"
 }
 
 run_tests

@@ -6,15 +6,17 @@ test_demo_certifies_then_refuses_from_a_clean_clone() {
 	need git meson ninja hipcc /usr/bin/python3
 	git clone -q "$PVG_SRC" clone
 	set +e
-	PROVGATE_DEMO_BUILD="$T/build" NO_COLOR=1 clone/tests/demo/run >demo.txt 2>&1
+	mkdir -p tmp
+	TMPDIR="$T/tmp" PROVGATE_DEMO_BUILD="$T/build" NO_COLOR=1 clone/tests/demo/run >demo.txt 2>&1
 	rc=$?
 	set -e
 	[ "$rc" = 0 ] || { tail -n 60 demo.txt; fail "demo exit $rc"; }
 	grep -q "CERTIFIED: all seven gates passed" demo.txt || fail "no certified verdict"
 	grep -q "NOT CERTIFIED: gate 4 process-maps: fail" demo.txt || fail "no refusal"
 	grep -q "hint: restart the service" demo.txt || fail "no hint"
-	! ls -d "${TMPDIR:-/tmp}"/provgate-demo.* 2>/dev/null | grep -q . || true
-	pgrep -f "demo-[0-9]" >/dev/null && fail "demo left a service running" || true
+	# its own folder and processes only: other tests run demo-like services meanwhile
+	! ls -d "$T"/tmp/provgate-demo.* 2>/dev/null | grep -q . || fail "demo left its folder"
+	! pgrep -f "$T/tmp/provgate-demo" >/dev/null || fail "demo left a service running"
 }
 
 run_tests

@@ -31,6 +31,20 @@ test_benchmark_succeeds_and_all_holds() {
 	validate r.json
 }
 
+# Gates 6 and 7 are prepared while gate 3 hashes; what they report must not depend on it.
+test_prepared_gates_report_what_they_report_alone() {
+	setup
+	pg certify --json all.json
+	assert_eq "$rc" 0 "certify ($out)"
+	pg run --gates 6 --json g6.json
+	pg run --gates 7 --json g7.json
+	assert_eq "$(jq -cS '.gates[5].evidence' all.json)" "$(jq -cS '.gates[5].evidence' g6.json)" "gate 6"
+	# the service's start is boot time + start ticks, read anew each run: equal to the ms
+	local ev='.gates[6].evidence | .service.start_time |= .[0:23]'
+	assert_eq "$(jq -cS "$ev" all.json)" "$(jq -cS "$ev" g7.json)" "gate 7"
+	assert_eq "$(jq -r '.gates[6].evidence.markers.matched' all.json)" 1
+}
+
 test_artifact_swapped_during_benchmark_is_caught_after() {
 	setup
 	pg exec --out r.json -- sh -c 'install -m 755 build/_rocm_C.abi3.so site/vllm_demo/_rocm_C.abi3.so'

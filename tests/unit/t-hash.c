@@ -76,6 +76,153 @@ static void concurrent_hashing_matches_sequential(void)
 	free(buf);
 }
 
+/* ---- the build/installed pair: one read of the installed file, compared and hashed ---- */
+
+#define PAIR_LEN ((5u << 20) + 123) /* more than the ring, and a partial last chunk */
+
+static char *pattern(size_t len)
+{
+	char *buf = malloc(len);
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)(i * 2654435761u >> 13);
+	return buf;
+}
+
+static int pair(const char *b, const char *i, struct pvg_file_id *ob, struct pvg_file_id *oi,
+		uint64_t *at)
+{
+	return pvg_pair_join(pvg_pair_start(b, i), ob, oi, at);
+}
+
+static void pair_equal_shares_the_digest(void)
+{
+	char *buf = pattern(PAIR_LEN);
+	char *b = write_file("pb", buf, PAIR_LEN), *i = write_file("pi", buf, PAIR_LEN);
+	struct pvg_file_id ob, oi, ref;
+	uint64_t at = 0;
+	CHECK_INT(pair(b, i, &ob, &oi, &at), 1);
+	CHECK_INT(pvg_hash_file(i, &ref), 0);
+	CHECK(oi.hashed && !oi.digest_by_compare);
+	CHECK_STR(oi.hex, ref.hex);
+	CHECK(ob.hashed && ob.digest_by_compare);
+	CHECK_STR(ob.hex, ref.hex);
+	CHECK(at == UINT64_MAX);
+	CHECK_INT(ob.size, PAIR_LEN);
+	struct stat st;
+	stat(b, &st);
+	CHECK(ob.ino == (uint64_t)st.st_ino); /* the build's own identity, not the installed's */
+	pvg_file_id_clear(&ob);
+	pvg_file_id_clear(&oi);
+	pvg_file_id_clear(&ref);
+	free(b);
+	free(i);
+	free(buf);
+}
+
+/* First byte, both sides of a chunk edge, the last byte: the offset is exact and the
+ * installed digest is still the installed file's. */
+static void pair_difference_is_located(void)
+{
+	const size_t offs[] = { 0, (256u << 10) - 1, 256u << 10, (3u << 20) + 7, PAIR_LEN - 1 };
+	char *buf = pattern(PAIR_LEN);
+	char *b = write_file("pb", buf, PAIR_LEN);
+	for (size_t k = 0; k < ARRAY_SIZE(offs); k++) {
+		buf[offs[k]] ^= 0x40;
+		char *i = write_file("pi", buf, PAIR_LEN);
+		buf[offs[k]] ^= 0x40;
+		struct pvg_file_id ob, oi, ref;
+		uint64_t at = 0;
+		CHECK_INT(pair(b, i, &ob, &oi, &at), 0);
+		CHECK_INT(at, offs[k]);
+		CHECK(!ob.hashed && ob.err == 0);
+		CHECK_INT(pvg_hash_file(i, &ref), 0);
+		CHECK(oi.hashed);
+		CHECK_STR(oi.hex, ref.hex);
+		pvg_file_id_clear(&ob);
+		pvg_file_id_clear(&oi);
+		pvg_file_id_clear(&ref);
+		free(i);
+	}
+	free(b);
+	free(buf);
+}
+
+static void pair_sizes_differ(void)
+{
+	char *buf = pattern(PAIR_LEN);
+	char *b = write_file("pb", buf, PAIR_LEN), *i = write_file("pi", buf, PAIR_LEN - 1);
+	struct pvg_file_id ob, oi;
+	uint64_t at = 0;
+	CHECK_INT(pair(b, i, &ob, &oi, &at), 0);
+	CHECK(at == UINT64_MAX); /* not read: a length says nothing about where */
+	CHECK(oi.hashed && !ob.hashed);
+	CHECK_INT(oi.size, PAIR_LEN - 1);
+	pvg_file_id_clear(&ob);
+	pvg_file_id_clear(&oi);
+	free(b);
+	free(i);
+	free(buf);
+}
+
+static void pair_missing_sides(void)
+{
+	char *buf = pattern(1000);
+	char *b = write_file("pb", buf, 1000), *gone = pvg_asprintf("%s/gone", dir);
+	struct pvg_file_id ob, oi;
+	uint64_t at;
+	CHECK_INT(pair(b, gone, &ob, &oi, &at), 0);
+	CHECK_INT(oi.err, ENOENT);
+	CHECK(!oi.hashed && !ob.hashed);
+	pvg_file_id_clear(&ob);
+	pvg_file_id_clear(&oi);
+	CHECK_INT(pair(gone, b, &ob, &oi, &at), 0);
+	CHECK_INT(ob.err, ENOENT);
+	CHECK(oi.hashed && !ob.hashed); /* the installed digest is still reported */
+	pvg_file_id_clear(&ob);
+	pvg_file_id_clear(&oi);
+	free(b);
+	free(gone);
+	free(buf);
+}
+
+/* /proc files say size 0 and then give bytes: what was read is not what was fstat'ed. */
+static void pair_file_that_lies_about_its_size(void)
+{
+	char *b = write_file("empty", "", 0);
+	struct pvg_file_id ob, oi;
+	uint64_t at;
+	CHECK_INT(pair(b, "/proc/self/status", &ob, &oi, &at), 0);
+	CHECK_INT(oi.err, EAGAIN);
+	CHECK_STR(oi.err_what, "changed while being read");
+	CHECK(!oi.hashed && !ob.hashed);
+	pvg_file_id_clear(&ob);
+	pvg_file_id_clear(&oi);
+	free(b);
+}
+
+static void pair_wait_and_cancel(void)
+{
+	char *buf = pattern(PAIR_LEN);
+	char *b = write_file("pb", buf, PAIR_LEN);
+	buf[1] ^= 1;
+	char *i = write_file("pi", buf, PAIR_LEN);
+	struct pvg_pair_job *j = pvg_pair_start(b, i);
+	CHECK(pvg_pair_wait_differs(j)); /* known at the first chunk, long before the digest */
+	pvg_pair_cancel(j);
+	j = pvg_pair_start(b, b);
+	CHECK(!pvg_pair_wait_differs(j));
+	struct pvg_file_id ob, oi;
+	uint64_t at;
+	CHECK_INT(pvg_pair_join(j, &ob, &oi, &at), 1);
+	pvg_file_id_clear(&ob);
+	pvg_file_id_clear(&oi);
+	/* cancelled at once: no digest, no hang, nothing leaked */
+	pvg_pair_cancel(pvg_pair_start(b, i));
+	free(b);
+	free(i);
+	free(buf);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -84,6 +231,12 @@ int main(void)
 	RUN(fifo_is_refused_without_blocking);
 	RUN(directory_and_missing);
 	RUN(concurrent_hashing_matches_sequential);
+	RUN(pair_equal_shares_the_digest);
+	RUN(pair_difference_is_located);
+	RUN(pair_sizes_differ);
+	RUN(pair_missing_sides);
+	RUN(pair_file_that_lies_about_its_size);
+	RUN(pair_wait_and_cancel);
 	char *cmd = pvg_asprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;
