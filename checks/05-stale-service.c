@@ -39,9 +39,10 @@ struct port_view {
 	bool read_ok;
 };
 
-static enum pvg_status read_port(struct pvg_ctx *ctx, struct pvg_result *res, struct port_view *pv)
+/* Reports what reading the port's listeners (r, pv->listeners) gave. */
+static enum pvg_status report_port(struct pvg_ctx *ctx, struct pvg_result *res, int r,
+				   struct port_view *pv)
 {
-	int r = pvg_net_tcp_listeners(ctx->procfs, (uint16_t)ctx->cfg->service.port, &pv->listeners);
 	if (r < 0) {
 		pvg_problem(res, "stale-service.net-unreadable", "is /proc mounted?",
 			    "cannot read %s/net/tcp: %s", ctx->procfs,
@@ -60,6 +61,62 @@ static enum pvg_status read_port(struct pvg_ctx *ctx, struct pvg_result *res, st
 		cJSON_AddItemToArray(a, o);
 	}
 	return PVG_PASS;
+}
+
+static enum pvg_status read_port(struct pvg_ctx *ctx, struct pvg_result *res, struct port_view *pv)
+{
+	int r = pvg_net_tcp_listeners(ctx->procfs, (uint16_t)ctx->cfg->service.port, &pv->listeners);
+	return report_port(ctx, res, r, pv);
+}
+
+/* The live check's reads: the port's listeners and one pass over every process's fds. Made
+ * by run(), or earlier by prepare() while gate 3 hashes. */
+struct live_read {
+	const struct pvg_targets *t; /* the snapshot it was made from */
+	int tcp_r;
+	struct pvg_tcp_table listeners;
+	struct pvg_fd_scan fs;
+};
+
+static void live_read_free(void *p)
+{
+	struct live_read *lr = p;
+	if (!lr)
+		return;
+	pvg_fd_scan_clear(&lr->fs);
+	pvg_tcp_table_clear(&lr->listeners);
+	free(lr);
+}
+
+static void live_read_freep(struct live_read **lr)
+{
+	live_read_free(*lr);
+}
+
+static struct live_read *read_live(struct pvg_ctx *ctx, const struct pvg_targets *t)
+{
+	struct live_read *lr = pvg_xcalloc(1, sizeof(*lr));
+	lr->t = t;
+	_cleanup_free_ uint64_t *inodes = NULL;
+	if (ctx->cfg->service.port > 0) {
+		lr->tcp_r = pvg_net_tcp_listeners(ctx->procfs, (uint16_t)ctx->cfg->service.port,
+						  &lr->listeners);
+		if (lr->tcp_r < 0)
+			lr->listeners.n = 0;
+		inodes = pvg_xcalloc(lr->listeners.n ? lr->listeners.n : 1, sizeof(uint64_t));
+		for (size_t i = 0; i < lr->listeners.n; i++)
+			inodes[i] = lr->listeners.s[i].inode;
+	}
+	pvg_fd_scan(ctx->procfs, t, inodes, lr->listeners.n, pvg_gpu_device_globs(), &lr->fs);
+	return lr;
+}
+
+static void prepare_stale_service(struct pvg_ctx *ctx)
+{
+	const struct pvg_targets *t;
+	if (ctx->phase == PVG_PHASE_PRESTART || pvg_targets_get(ctx, &t) < 0 || t->err)
+		return;
+	pvg_ctx_set_slot(ctx, PVG_SLOT_STALE, read_live(ctx, t), live_read_free);
 }
 
 static enum pvg_status denied_problem(struct pvg_result *res, const struct pvg_fd_scan *fs,
@@ -185,20 +242,21 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 	}
 
 	/* one pass over every process's fds: the port's socket and GPU devices */
-	struct port_view pv = { 0 };
-	_cleanup_free_ uint64_t *inodes = NULL;
-	if (cfg->service.port > 0) {
-		st = pvg_status_worst(st, read_port(ctx, res, &pv));
-		inodes = pvg_xcalloc(pv.listeners.n ? pv.listeners.n : 1, sizeof(uint64_t));
-		for (size_t i = 0; i < pv.listeners.n; i++)
-			inodes[i] = pv.listeners.s[i].inode;
+	_cleanup_(live_read_freep) struct live_read *lr = pvg_ctx_take_slot(ctx, PVG_SLOT_STALE);
+	if (lr && lr->t != t) {
+		live_read_free(lr);
+		lr = NULL;
 	}
+	if (!lr)
+		lr = read_live(ctx, t);
+	struct port_view pv = { .listeners = lr->listeners }; /* lr keeps the table */
+	if (cfg->service.port > 0)
+		st = pvg_status_worst(st, report_port(ctx, res, lr->tcp_r, &pv));
 	const struct pvg_strv *devices = pvg_gpu_device_globs();
 	cJSON *dj = cJSON_AddArrayToObject(res->evidence, "gpu_device_globs");
 	for (size_t i = 0; i < devices->n; i++)
 		cJSON_AddItemToArray(dj, pvg_json_string(devices->v[i]));
-	struct pvg_fd_scan fs;
-	pvg_fd_scan(ctx->procfs, t, inodes, pv.listeners.n, devices, &fs);
+	const struct pvg_fd_scan fs = lr->fs;
 	pvg_json_add_int(res->evidence, "fd_tables_scanned", (int)fs.n_scanned);
 
 	if (cfg->service.port > 0 && pv.read_ok) {
@@ -271,8 +329,6 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 		st = PVG_FAIL;
 	}
 	st = pvg_status_worst(st, denied_problem(res, &fs, "a GPU holder outside the tree"));
-	pvg_fd_scan_clear(&fs);
-	pvg_tcp_table_clear(&pv.listeners);
 
 	size_t n_tree = 0;
 	for (size_t i = 0; i < t->n; i++)
@@ -309,4 +365,5 @@ const struct pvg_check pvg_check_stale_service = {
 	.id = 5,
 	.name = "stale-service",
 	.run = run_stale_service,
+	.prepare = prepare_stale_service,
 };

@@ -249,7 +249,8 @@ enum pvg_slot {
 	PVG_SLOT_SCOPE = 0, /* git change set (install-scope) */
 	PVG_SLOT_TARGETS,   /* target processes (process-maps, stale-service) */
 	PVG_SLOT_CODEOBJ,   /* code objects of the installed artifact */
-	PVG_SLOT_MARKERS,
+	PVG_SLOT_MARKERS,   /* gate 7's read of the service log */
+	PVG_SLOT_STALE,     /* gate 5's read of listeners and fds */
 	PVG_SLOT_EXTRA,
 	PVG_SLOT__MAX,
 };

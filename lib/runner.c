@@ -296,9 +296,9 @@ static void *help_thread(void *arg)
 static void help_niced(struct pvg_ctx *ctx)
 {
 	/* libproc2 keeps read buffers per thread and a finished thread leaks them: the
-	 * process list that gate 7's prepare needs is read here, on the evaluating thread. */
+	 * process list that gates 5 and 7 prepare from is read here, on the evaluating thread. */
 	const struct pvg_targets *targets;
-	if (ctx->to_prepare & PVG_GATE_BIT(7))
+	if (ctx->to_prepare & (PVG_GATE_BIT(5) | PVG_GATE_BIT(7)))
 		(void)pvg_targets_get(ctx, &targets);
 	pthread_t t;
 	if (pthread_create(&t, NULL, help_thread, ctx) == 0)
