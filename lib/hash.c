@@ -28,7 +28,7 @@ void pvg_hash_set_progress(pvg_progress_fn fn)
 }
 
 static int hash_fd_impl(int fd, int64_t len, unsigned char digest[32], uint64_t *nread,
-			const char *path, uint64_t total, const bool *cancel)
+			const char *path, uint64_t total)
 {
 	pthread_once(&sha256_once, fetch_sha256);
 	if (!sha256_md)
@@ -49,10 +49,6 @@ static int hash_fd_impl(int fd, int64_t len, unsigned char digest[32], uint64_t 
 			want = (size_t)((uint64_t)len - done);
 		if (want == 0)
 			break;
-		if (cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED)) {
-			ret = -ECANCELED;
-			goto out;
-		}
 		ssize_t r = read(fd, buf, want);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -92,7 +88,7 @@ out:
 
 int pvg_hash_fd(int fd, int64_t len, unsigned char digest[32], uint64_t *nread)
 {
-	return hash_fd_impl(fd, len, digest, nread, NULL, 0, NULL);
+	return hash_fd_impl(fd, len, digest, nread, NULL, 0);
 }
 
 void pvg_file_id_clear(struct pvg_file_id *id)
@@ -166,13 +162,13 @@ static bool unchanged(int fd, const struct pvg_file_id *id)
 	return pvg_file_id_same(id, &now);
 }
 
-static int hash_file_impl(const char *path, struct pvg_file_id *out, const bool *cancel)
+static int hash_file_impl(const char *path, struct pvg_file_id *out)
 {
 	_cleanup_close_ int fd = open_identity(path, out);
 	if (fd < 0)
 		return fd;
 	uint64_t n = 0;
-	int r = hash_fd_impl(fd, -1, out->sha256, &n, path, out->size, cancel);
+	int r = hash_fd_impl(fd, -1, out->sha256, &n, path, out->size);
 	if (r < 0) {
 		out->err = -r;
 		out->err_what = "read";
@@ -189,9 +185,22 @@ static int hash_file_impl(const char *path, struct pvg_file_id *out, const bool 
 	return 0;
 }
 
+/* From this size on, a second core that does the reading (the copy out of the page cache)
+ * pays for its thread: the hashing core then does nothing but SHA-256. */
+#define SPLIT_MIN (64u << 20)
+
 int pvg_hash_file(const char *path, struct pvg_file_id *out)
 {
-	return hash_file_impl(path, out, NULL);
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= SPLIT_MIN &&
+	    sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+		struct pvg_file_id none;
+		uint64_t at;
+		pvg_pair_join(pvg_pair_start(NULL, path), &none, out, &at);
+		pvg_file_id_clear(&none);
+		return out->hashed ? 0 : -out->err;
+	}
+	return hash_file_impl(path, out);
 }
 
 
@@ -332,7 +341,7 @@ static void *pair_reader(void *arg)
 	struct pvg_pair_job *j = arg;
 	_cleanup_free_ unsigned char *bbuf = NULL;
 	_cleanup_close_ int fi = open_identity(j->path_i, &j->i);
-	_cleanup_close_ int fb = open_identity(j->path_b, &j->b);
+	_cleanup_close_ int fb = j->path_b ? open_identity(j->path_b, &j->b) : -1;
 	bool compare = fi >= 0 && fb >= 0;
 	if (compare && j->b.size != j->i.size) {
 		compare = false;
@@ -431,7 +440,7 @@ struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed)
 {
 	pthread_once(&sha256_once, fetch_sha256);
 	struct pvg_pair_job *j = pvg_xcalloc(1, sizeof(*j));
-	j->path_b = pvg_strdup(build);
+	j->path_b = build ? pvg_strdup(build) : NULL;
 	j->path_i = pvg_strdup(installed);
 	j->diff_at = UINT64_MAX;
 	pthread_mutex_init(&j->mu, NULL);

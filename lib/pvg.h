@@ -188,6 +188,7 @@ bool pvg_file_id_same(const struct pvg_file_id *a, const struct pvg_file_id *b);
  * changed while read: see the err fields); *diff_at is the first differing byte, or
  * UINT64_MAX when unknown (sizes differ, not compared). cancel stops, waits and frees. */
 struct pvg_pair_job;
+/* build may be NULL: the installed file is only hashed (pvg_hash_file does so for big files) */
 struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed);
 bool pvg_pair_differs(struct pvg_pair_job *job); /* already known to differ */
 /* Waits until the files are known to differ, or every byte was read; true if they differ. */

@@ -223,6 +223,31 @@ static void pair_wait_and_cancel(void)
 	free(buf);
 }
 
+/* Big files are read on one thread and hashed on another: the same digest as one loop. */
+static void big_file_split_matches_one_loop(void)
+{
+	size_t len = (64u << 20) + 5;
+	char *buf = pattern(len);
+	char *p = write_file("big", buf, len);
+	struct pvg_file_id id;
+	CHECK_INT(pvg_hash_file(p, &id), 0);
+	CHECK(id.hashed && !id.digest_by_compare);
+	CHECK_INT(id.size, len);
+	int fd = open(p, O_RDONLY);
+	unsigned char d[32];
+	char hex[65];
+	uint64_t n = 0;
+	CHECK_INT(pvg_hash_fd(fd, -1, d, &n), 0);
+	close(fd);
+	pvg_hex(d, 32, hex);
+	CHECK_STR(id.hex, hex);
+	CHECK_INT(n, len);
+	pvg_file_id_clear(&id);
+	unlink(p);
+	free(p);
+	free(buf);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -237,6 +262,7 @@ int main(void)
 	RUN(pair_missing_sides);
 	RUN(pair_file_that_lies_about_its_size);
 	RUN(pair_wait_and_cancel);
+	RUN(big_file_split_matches_one_loop);
 	char *cmd = pvg_asprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;
