@@ -191,6 +191,9 @@ struct pvg_pair_job;
 /* build may be NULL: the installed file is only hashed (pvg_hash_file does so for big files) */
 struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed);
 bool pvg_pair_differs(struct pvg_pair_job *job); /* already known to differ */
+/* Pins the calling thread off the CPU the job's hasher has to itself (on small machines
+ * only); for threads that end with the job, like the one preparing later gates. */
+void pvg_pair_keep_off(const struct pvg_pair_job *job);
 /* Waits until the files are known to differ, or every byte was read; true if they differ. */
 bool pvg_pair_wait_differs(struct pvg_pair_job *job);
 const char *pvg_pair_installed(const struct pvg_pair_job *job);

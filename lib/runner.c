@@ -282,18 +282,25 @@ int pvg_ctx_hash(struct pvg_ctx *ctx, const char *const *paths, size_t n,
 	return 0;
 }
 
+struct help {
+	struct pvg_ctx *ctx;
+	struct pvg_pair_job *job;
+};
+
 static void *help_thread(void *arg)
 {
+	struct help *h = arg;
 	/* Yield to the hasher: this work has time to spare, the digest has none. Lowering
 	 * the priority of a thread of our own needs no privilege. */
 	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
-	pvg_ctx_help(arg);
+	pvg_pair_keep_off(h->job);
+	pvg_ctx_help(h->ctx);
 	return NULL;
 }
 
 /* pvg_ctx_help on a thread of low priority, while this one only waits for it: the ctx is
  * used by one thread at a time. */
-static void help_niced(struct pvg_ctx *ctx)
+static void help_niced(struct pvg_ctx *ctx, struct pvg_pair_job *job)
 {
 	/* libproc2 keeps read buffers per thread and a finished thread leaks them: the
 	 * process list that gates 5 and 7 prepare from is read here, on the evaluating thread. */
@@ -301,7 +308,8 @@ static void help_niced(struct pvg_ctx *ctx)
 	if (ctx->to_prepare & (PVG_GATE_BIT(5) | PVG_GATE_BIT(7)))
 		(void)pvg_targets_get(ctx, &targets);
 	pthread_t t;
-	if (pthread_create(&t, NULL, help_thread, ctx) == 0)
+	struct help h = { ctx, job };
+	if (pthread_create(&t, NULL, help_thread, &h) == 0)
 		pthread_join(t, NULL);
 	else
 		pvg_ctx_help(ctx);
@@ -323,7 +331,7 @@ int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *instal
 	}
 	if (!job)
 		job = pvg_pair_start(build, installed);
-	help_niced(ctx);
+	help_niced(ctx, job);
 	struct pvg_file_id b, i, own;
 	bool own_done = false;
 	if (pvg_pair_wait_differs(job)) {
