@@ -84,8 +84,9 @@ install_extension() { # an install that replaces files (new inodes), like cmake 
 # scenario_start: the service (API server on a free port, engine, two workers) loading the
 # installed library; returns once it is ready.
 scenario_start() {
-	port=$(( 20000 + RANDOM % 20000 ))
-	while ss -ltn "sport = :$port" | grep -q LISTEN; do port=$(( 20000 + RANDOM % 20000 )); done
+	# below the ephemeral range (32768 and up), and in no state at all on this machine
+	port=$(( 20000 + RANDOM % 12000 ))
+	while ss -tanH "sport = :$port" | grep -q .; do port=$(( 20000 + RANDOM % 12000 )); done
 	say "starting the service on port $port (it loads site/vllm_demo/_rocm_C.abi3.so)"
 	"$svc" --server --workers 2 --port "$port" --lib "$W/site/vllm_demo/_rocm_C.abi3.so" \
 		--pidfile run/serve.pid --engine-pidfile run/engine.pid --log "$W/logs/server.log" \

@@ -26,8 +26,9 @@ cleanup() {
 free_port() {
 	local p i
 	for i in $(seq 50); do
-		p=$((20000 + RANDOM % 30000))
-		ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return 0; }
+		# below the ephemeral range (32768 and up), and in no state at all here
+		p=$((20000 + RANDOM % 12000))
+		ss -Htan "sport = :$p" | grep -q . || { echo "$p"; return 0; }
 	done
 	fail "no free port found"
 }
