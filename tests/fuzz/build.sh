@@ -55,7 +55,9 @@ PY
 			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log" ;;
 		esac
 		echo "== fuzz-$t for ${secs}s"
+		# crash inputs go to $out/artifacts, never into the source tree
+		mkdir -p "$out/artifacts"
 		"$out/fuzz-$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=4096 \
-			-print_final_stats=1 "$corpus" 2>&1 | grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)" || true
+			-artifact_prefix="$out/artifacts/$t-" -print_final_stats=1 "$corpus" 2>&1 | grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY)" || true
 	done
 fi

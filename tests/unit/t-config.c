@@ -88,6 +88,9 @@ static void wrong_types_are_named(void)
 	/* found by fuzz-config: a huge number must be refused, not converted */
 	expect_error("{\"service\": {\"port\": 1e300}}", "service.port");
 	expect_error("{\"service\": {\"pid\": -1e300}}", "service.pid");
+	/* the fuzzer's own input: an integer literal far past any port, then a comment */
+	expect_error("{\"name\":\"x\",\"service\":{\"port\":5555555555555555555555555555550}} // ",
+		     "service.port");
 	expect_error("{\"source\": {\"include_uncommitted\": 1}}", "expected true or false");
 	expect_error("{\"markers\": {\"facts\": [\"a\", 3]}}", "markers.facts[1]");
 	expect_error("{\"arch\": \"gfx 936\"}", "not an architecture");
