@@ -229,6 +229,7 @@ struct pvg_result {
 	struct pvg_problem *problems;
 	size_t n_problems;
 	uint64_t elapsed_ns;
+	uint64_t prepared_ns; /* its prepare, run earlier while another gate waited */
 };
 
 void pvg_problem(struct pvg_result *r, const char *code, const char *hint, const char *fmt, ...)
@@ -291,6 +292,7 @@ struct pvg_ctx {
 	/* during pvg_evaluate: the gate running now, and the later ones still to prepare */
 	int current_gate;
 	pvg_gate_mask to_prepare;
+	uint64_t prepared_ns[PVG_N_GATES];
 	/* build and installed artifact, compared and hashed since the evaluation began
 	 * (gate 3's start) */
 	struct pvg_pair_job *early_pair;

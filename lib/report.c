@@ -24,6 +24,10 @@ cJSON *pvg_result_json(const struct pvg_result *r)
 	char ms[32];
 	snprintf(ms, sizeof(ms), "%.3f", (double)r->elapsed_ns / 1e6);
 	cJSON_AddStringToObject(g, "elapsed_ms", ms);
+	if (r->prepared_ns) {
+		snprintf(ms, sizeof(ms), "%.3f", (double)r->prepared_ns / 1e6);
+		cJSON_AddStringToObject(g, "prepared_ms", ms);
+	}
 	return g;
 }
 

@@ -374,7 +374,9 @@ void pvg_ctx_help(struct pvg_ctx *ctx)
 		if (!c->prepare || !(ctx->to_prepare & bit) || c->id <= ctx->current_gate)
 			continue;
 		ctx->to_prepare &= ~bit;
+		uint64_t t0 = pvg_now_ns();
 		c->prepare(ctx);
+		ctx->prepared_ns[c->id - 1] = pvg_now_ns() - t0;
 	}
 }
 
@@ -391,6 +393,7 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 	int not_passed = 0;
 	const struct pvg_result *stopper = NULL;
 	ctx->to_prepare = selected;
+	memset(ctx->prepared_ns, 0, sizeof(ctx->prepared_ns));
 	for (int i = 0; i < PVG_N_GATES; i++)
 		if (pvg_checks[i]->start && (selected & PVG_GATE_BIT(pvg_checks[i]->id)))
 			pvg_checks[i]->start(ctx);
@@ -421,6 +424,7 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 		ctx->to_prepare &= ~PVG_GATE_BIT(check->id);
 		r->status = check->run(ctx, r);
 		r->elapsed_ns = pvg_now_ns() - t0;
+		r->prepared_ns = ctx->prepared_ns[check->id - 1];
 		if (r->status == PVG_PASS && r->n_problems) {
 			/* A gate that found a problem cannot pass; guard against a check's slip. */
 			r->status = PVG_FAIL;

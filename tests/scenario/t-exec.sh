@@ -48,6 +48,11 @@ test_prepared_gates_report_what_they_report_alone() {
 	local ev='.gates[6].evidence | .service.start_time |= .[0:23]'
 	assert_eq "$(jq -cS "$ev" all.json)" "$(jq -cS "$ev" g7.json)" "gate 7"
 	assert_eq "$(jq -r '.gates[6].evidence.markers.matched' all.json)" 1
+	# the early reads are timed where they happened: while gate 3 hashed, or in their turn
+	assert_eq "$(jq -r '[.gates[4,5,6] | has("prepared_ms")] | all' all.json)" true "prepared in certify"
+	assert_eq "$(jq -r '.gates[6] | has("prepared_ms")' g7.json)" false "not prepared alone"
+	validate all.json
+	validate g7.json
 }
 
 test_artifact_swapped_during_benchmark_is_caught_after() {
