@@ -136,7 +136,8 @@ static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result 
 	pvg_json_add_bool(res->evidence, "same_file", same_file);
 	pvg_json_add_str(res->evidence, "method",
 			 b->digest_by_compare ? "installed hashed; build compared byte for byte with it"
-					      : "both hashed");
+			 : strcmp(b->path, in->path) == 0 ? "one path, hashed once"
+							  : "both hashed");
 	if (diff_at != UINT64_MAX)
 		pvg_json_add_u64(res->evidence, "first_difference_at", diff_at);
 	if (b->size == 0 || in->size == 0) {

@@ -114,6 +114,16 @@ test_config_holding_only_the_two_artifacts_is_enough() {
 	assert_contains "$out" "PASSED"
 }
 
+test_one_path_for_both_is_hashed_once() {
+	setup
+	echo '{"build": {"artifact": "build.so"}, "install": {"artifact": "build.so"}}' >provgate.json
+	pg run --gates 3 --json r.json
+	assert_eq "$rc" 0
+	assert_eq "$(jq -r '.gates[2].evidence.method' r.json)" "one path, hashed once"
+	assert_eq "$(jq -r '.gates[2].evidence.same_file' r.json)" true
+	assert_eq "$(jq -r .chain.build.sha256 r.json)" "$(sha256sum build.so | cut -d' ' -f1)"
+}
+
 test_size_difference_names_no_offset() {
 	setup
 	head -c 2999999 build.so >inst.so
