@@ -41,10 +41,7 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 
 static bool same_identity(const struct pvg_file_id *id, const struct stat *st)
 {
-	return id->hashed && id->dev == (uint64_t)st->st_dev && id->ino == (uint64_t)st->st_ino &&
-	       id->size == (uint64_t)st->st_size && id->mtime.tv_sec == st->st_mtim.tv_sec &&
-	       id->mtime.tv_nsec == st->st_mtim.tv_nsec && id->ctime.tv_sec == st->st_ctim.tv_sec &&
-	       id->ctime.tv_nsec == st->st_ctim.tv_nsec;
+	return id->hashed && pvg_file_id_matches(id, st);
 }
 
 /* The mapped bytes: hashed through map_files, unless the opened file is provably the one

@@ -142,32 +142,24 @@ static int open_identity(const char *path, struct pvg_file_id *out)
 	return fd;
 }
 
-bool pvg_file_id_same(const struct pvg_file_id *a, const struct pvg_file_id *b)
+bool pvg_file_id_matches(const struct pvg_file_id *id, const struct stat *st)
 {
-	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec &&
-	       a->ctime.tv_sec == b->ctime.tv_sec && a->ctime.tv_nsec == b->ctime.tv_nsec;
+	return id->dev == (uint64_t)st->st_dev && id->ino == (uint64_t)st->st_ino &&
+	       id->size == (uint64_t)st->st_size && id->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       id->mtime.tv_nsec == st->st_mtim.tv_nsec && id->ctime.tv_sec == st->st_ctim.tv_sec &&
+	       id->ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
 /* Did the file behind fd stay what `id` recorded while it was read? */
 static bool unchanged(int fd, const struct pvg_file_id *id)
 {
 	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return false;
-	struct pvg_file_id now = { .size = (uint64_t)st.st_size,
-				   .dev = (uint64_t)st.st_dev,
-				   .ino = (uint64_t)st.st_ino,
-				   .mtime = st.st_mtim,
-				   .ctime = st.st_ctim };
-	return pvg_file_id_same(id, &now);
+	return fstat(fd, &st) == 0 && pvg_file_id_matches(id, &st);
 }
 
-static int hash_file_impl(const char *path, struct pvg_file_id *out)
+/* Hashes the file open on fd, whose identity open_identity recorded in out. */
+static int hash_identified(int fd, const char *path, struct pvg_file_id *out)
 {
-	_cleanup_close_ int fd = open_identity(path, out);
-	if (fd < 0)
-		return fd;
 	uint64_t n = 0;
 	int r = hash_fd_impl(fd, -1, out->sha256, &n, path, out->size);
 	if (r < 0) {
@@ -186,24 +178,31 @@ static int hash_file_impl(const char *path, struct pvg_file_id *out)
 	return 0;
 }
 
+static int hash_file_impl(const char *path, struct pvg_file_id *out)
+{
+	_cleanup_close_ int fd = open_identity(path, out);
+	return fd < 0 ? fd : hash_identified(fd, path, out);
+}
+
 /* From this size on, a second core that does the reading (the copy out of the page cache)
  * pays for its thread: the hashing core then does nothing but SHA-256. */
 #define SPLIT_MIN (64u << 20)
 
 int pvg_hash_file(const char *path, struct pvg_file_id *out)
 {
-	struct stat st;
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= SPLIT_MIN &&
-	    sysconf(_SC_NPROCESSORS_ONLN) > 1) {
-		struct pvg_file_id none;
-		uint64_t at;
-		pvg_pair_join(pvg_pair_start(NULL, path), &none, out, &at);
-		pvg_file_id_clear(&none);
-		return out->hashed ? 0 : -out->err;
-	}
-	return hash_file_impl(path, out);
+	_cleanup_close_ int fd = open_identity(path, out);
+	if (fd < 0)
+		return fd;
+	if (out->size < SPLIT_MIN || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return hash_identified(fd, path, out);
+	/* the pair job opens the file itself and records the identity it reads */
+	struct pvg_file_id none;
+	uint64_t at;
+	pvg_file_id_clear(out);
+	pvg_pair_join(pvg_pair_start(NULL, path), &none, out, &at);
+	pvg_file_id_clear(&none);
+	return out->hashed ? 0 : -out->err;
 }
-
 
 /* Reads up to want bytes (fewer only at EOF). */
 static ssize_t read_full(int fd, unsigned char *buf, size_t want)

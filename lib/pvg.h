@@ -179,7 +179,7 @@ int pvg_hash_files(const char *const *paths, size_t n, struct pvg_file_id *out);
 int pvg_hash_fd(int fd, int64_t len, unsigned char digest[32], uint64_t *nread);
 void pvg_file_id_clear(struct pvg_file_id *id);
 /* Same dev, inode, size, mtime and ctime: the same bytes, as far as the kernel says. */
-bool pvg_file_id_same(const struct pvg_file_id *a, const struct pvg_file_id *b);
+bool pvg_file_id_matches(const struct pvg_file_id *id, const struct stat *st);
 /* The build and the installed artifact in one pass: each chunk of the installed file is read
  * once, compared with the build's and hashed on a thread of its own, so that the digest and
  * the comparison are of the same bytes. start never blocks (threads do the work); join waits
@@ -277,6 +277,7 @@ struct pvg_ctx {
 
 	struct pvg_file_id files[PVG_MAX_CACHED_FILES];
 	size_t n_files;
+	size_t evict_next; /* the entry a full cache gives up next */
 
 	cJSON *chain; /* the report's "chain" object; gates fill their part */
 

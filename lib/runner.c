@@ -208,14 +208,6 @@ int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why)
 	return -ctx->installed_err;
 }
 
-static bool same_identity(const struct pvg_file_id *id, const struct stat *st)
-{
-	return id->dev == (uint64_t)st->st_dev && id->ino == (uint64_t)st->st_ino &&
-	       id->size == (uint64_t)st->st_size && id->mtime.tv_sec == st->st_mtim.tv_sec &&
-	       id->mtime.tv_nsec == st->st_mtim.tv_nsec && id->ctime.tv_sec == st->st_ctim.tv_sec &&
-	       id->ctime.tv_nsec == st->st_ctim.tv_nsec;
-}
-
 /* The cached entry for path, if nothing about the file can have changed since. */
 static const struct pvg_file_id *cached(struct pvg_ctx *ctx, const char *path)
 {
@@ -224,7 +216,7 @@ static const struct pvg_file_id *cached(struct pvg_ctx *ctx, const char *path)
 		struct stat st;
 		if (strcmp(id->path, path) != 0)
 			continue;
-		if (id->hashed && stat(path, &st) == 0 && same_identity(id, &st))
+		if (id->hashed && stat(path, &st) == 0 && pvg_file_id_matches(id, &st))
 			return id;
 		if (!id->hashed && stat(path, &st) < 0 && errno == id->err)
 			return id;
@@ -233,7 +225,9 @@ static const struct pvg_file_id *cached(struct pvg_ctx *ctx, const char *path)
 	return NULL;
 }
 
-/* Stores a fresh result (taking its memory), replacing a stale entry of the same path. */
+/* Stores a fresh result (taking its memory), replacing a stale entry of the same path; a
+ * full cache gives up its entries in turn, so the entries of one call (at most 8) never
+ * push each other out. */
 static const struct pvg_file_id *cache_put(struct pvg_ctx *ctx, struct pvg_file_id *fresh)
 {
 	size_t slot = ctx->n_files;
@@ -241,7 +235,7 @@ static const struct pvg_file_id *cache_put(struct pvg_ctx *ctx, struct pvg_file_
 		if (strcmp(ctx->files[k].path, fresh->path) == 0)
 			slot = k;
 	if (slot == PVG_MAX_CACHED_FILES)
-		slot = 0;
+		slot = ctx->evict_next++ % PVG_MAX_CACHED_FILES;
 	if (slot < ctx->n_files)
 		pvg_file_id_clear(&ctx->files[slot]);
 	else
@@ -352,10 +346,6 @@ int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *instal
 	}
 	out[1] = cache_put(ctx, &i);
 	out[0] = cache_put(ctx, &b);
-	/* the installed entry may have moved when the build's was stored */
-	for (size_t k = 0; k < ctx->n_files; k++)
-		if (strcmp(ctx->files[k].path, installed) == 0)
-			out[1] = &ctx->files[k];
 	return 0;
 }
 
