@@ -7,9 +7,13 @@
  *   16 u32 compressed size, 24 u32 tool version, 28 u32 SM (80 = sm_80),
  *   40 u64 flags (0x2000 LZ4-compressed, 0x8000 zstd-compressed, 0x100000 sm_NNa),
  *   56 u64 uncompressed size (when compressed).
- * zstd payloads are decoded (bounded by the declared size); LZ4 ones are not, and an entry
- * we cannot decode says so instead of pretending to know its kernels.
+ * Compressed payloads are decoded into a buffer of the declared size and must fill it
+ * exactly: zstd frames (CUDA 12.8+ `--compress-mode=size`/default, and `-compress-all`), and
+ * raw LZ4 blocks (CUDA 12.7 and older `-Xfatbin -compress-all`, and `--compress-mode=speed`),
+ * whose exact length is the compressed size at 16 (the payload is padded to 8 bytes).
  */
+#include <limits.h>
+#include <lz4.h>
 #include <zstd.h>
 
 #include "codeobj.h"
@@ -182,10 +186,13 @@ static void add_entry(struct pvg_codeobj_set *set, const struct pvg_src *src, ui
 	_cleanup_free_ uint8_t *plain = NULL;
 	uint64_t poff = payload, plen = psize;
 	if (flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD)) {
+		bool lz4 = flags & FATBIN_FLAG_LZ4;
+		const char *codec = lz4 ? "LZ4" : "zstd";
 		co->compressed = true;
 		co->size = usize;
-		if (!(flags & FATBIN_FLAG_ZSTD)) {
-			co->kernels_why = pvg_strdup("LZ4-compressed entry: not decoded");
+		if ((flags & FATBIN_FLAG_LZ4) && (flags & FATBIN_FLAG_ZSTD)) {
+			pvg_co_set_error(co, "entry flags 0x%" PRIx64 " claim both LZ4 and zstd "
+					 "compression", flags);
 			return;
 		}
 		uint64_t clen = csize && csize <= psize ? csize : psize;
@@ -201,18 +208,32 @@ static void add_entry(struct pvg_codeobj_set *set, const struct pvg_src *src, ui
 			pvg_co_set_error(co, "compressed entry cannot be read");
 			return;
 		}
-		unsigned long long fs = ZSTD_getFrameContentSize(comp, clen);
-		if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != ZSTD_CONTENTSIZE_ERROR && fs != usize) {
-			pvg_co_set_error(co, "zstd frame holds %llu bytes but the entry declares %" PRIu64,
-					 fs, usize);
-			return;
-		}
-		size_t r = ZSTD_decompress(plain, usize, comp, clen);
-		if (ZSTD_isError(r) || r != usize) {
-			pvg_co_set_error(co, "zstd-compressed entry does not decode to its declared "
-					 "%" PRIu64 " bytes: %s",
-					 usize, ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
-			return;
+		if (lz4) {
+			_Static_assert(PVG_CO_MAX_UNCOMPRESSED <= INT_MAX, "LZ4 sizes are ints");
+			int r = clen > (uint64_t)INT_MAX ? -1 :
+				LZ4_decompress_safe((const char *)comp, (char *)plain, (int)clen,
+						    (int)usize);
+			if (r < 0 || (uint64_t)r != usize) {
+				pvg_co_set_error(co, "%s-compressed entry does not decode to its "
+						 "declared %" PRIu64 " bytes: %s", codec, usize,
+						 r < 0 ? "corrupt block" : "short");
+				return;
+			}
+		} else {
+			unsigned long long fs = ZSTD_getFrameContentSize(comp, clen);
+			if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != ZSTD_CONTENTSIZE_ERROR &&
+			    fs != usize) {
+				pvg_co_set_error(co, "zstd frame holds %llu bytes but the entry "
+						 "declares %" PRIu64, fs, usize);
+				return;
+			}
+			size_t r = ZSTD_decompress(plain, usize, comp, clen);
+			if (ZSTD_isError(r) || r != usize) {
+				pvg_co_set_error(co, "%s-compressed entry does not decode to its "
+						 "declared %" PRIu64 " bytes: %s", codec, usize,
+						 ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
+				return;
+			}
 		}
 		mem = (struct pvg_src){ .mem = plain, .fd = -1, .size = usize };
 		from = &mem;

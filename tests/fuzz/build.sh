@@ -23,7 +23,7 @@ done
 targets=(offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config)
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
-		-lelf -lcjson -lz -lzstd -lcrypto -lgit2 -lproc2 -lpthread
+		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lproc2 -lpthread
 done
 echo "built: ${targets[*]/#/$out/fuzz-}"
 

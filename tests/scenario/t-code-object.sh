@@ -83,6 +83,16 @@ test_inspect_reads_cuda_fatbins_compressed_or_not() {
 	pg inspect --json --kernels "$CO/cuda-z.fatbin"
 	assert_eq "$(jq -r '[.files[0].code_objects[] | "\(.arch):\(.compressed):\(.kernel_count)"] | join(" ")' <<<"$out")" \
 		"sm_80:true:2 sm_90:true:2 compute_90:true:2"
+	# the same kernels.cu, the same gencodes, LZ4 instead of zstd: the decoded entries must
+	# give the same archs, cubin sizes and kernel lists as the uncompressed fatbin
+	pg inspect --json --kernels "$CO/cuda-lz4.fatbin"
+	assert_eq "$rc" 0
+	assert_eq "$(jq -r '[.files[0].code_objects[] | "\(.compressed):\(.kernels_known)"] | unique | join(" ")' <<<"$out")" "true:true"
+	pg inspect --json --kernels "$CO/cuda.fatbin"
+	local want
+	want=$(jq -c '[.files[0].code_objects[] | select(.kind != "ptx") | {arch, size, k: (.kernels | map(.name) | sort)}]' <<<"$out")
+	pg inspect --json --kernels "$CO/cuda-lz4.fatbin"
+	assert_eq "$(jq -c '[.files[0].code_objects[] | select(.kind != "ptx") | {arch, size, k: (.kernels | map(.name) | sort)}]' <<<"$out")" "$want" "LZ4 cubins decode to the uncompressed ones"
 	pg inspect --json "$CO/cuda.so"
 	assert_eq "$(jq -r '.files[0].sections[0].name' <<<"$out")" .nv_fatbin
 	assert_eq "$(archs)" "sm_80 sm_90"
@@ -164,12 +174,32 @@ test_gate_cuda_arch_and_kernels() {
 	assert_eq "$(gate_status report.json 6)" fail "sm_90a asks for the arch-specific cubin"
 }
 
-test_gate_undecodable_compressed_entry_is_unverifiable() {
-	gate6 "$CO/cuda-lz4.fatbin" sm_90 wvSplitK
+test_gate_reads_lz4_compressed_cuda_entries() {
+	gate6 "$CO/cuda-lz4.fatbin" sm_90 wvSplitK scale_add
+	assert_eq "$(gate_status report.json 6)" pass
+	gate6 "$CO/cuda-lz4.fatbin" sm_90 no_such_kernel
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.kernel-missing
+}
+
+test_gate_unreadable_kernels_are_unverifiable() {
+	gate6 "$CO/cuda-nosymtab.so" sm_90 wvSplitK
 	assert_eq "$(gate_status report.json 6)" unverifiable
 	assert_eq "$(problem_codes report.json 6)" code-object.kernels-unverifiable
-	gate6 "$CO/cuda-lz4.fatbin" sm_90
+	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "no symbol table"
+	gate6 "$CO/cuda-nosymtab.so" sm_90
 	assert_eq "$(gate_status report.json 6)" pass "the arch itself is known"
+}
+
+test_bad_damaged_lz4_entry() {
+	pg inspect "$CO/cuda-lz4-bad.fatbin"
+	assert_eq "$rc" 1
+	assert_contains "$out" "LZ4-compressed entry does not decode to its declared 5592 bytes"
+	gate6 "$CO/cuda-lz4-bad.fatbin" sm_90 wvSplitK
+	assert_eq "$rc" 1
+	local st
+	st=$(gate_status report.json 6)
+	[ "$st" = fail ] || [ "$st" = unverifiable ] || fail "gate 6 is $st"
 }
 
 test_gate_fails_on_an_artifact_without_device_code() {
