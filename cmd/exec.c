@@ -3,7 +3,9 @@
  * provgate exec -- CMD: certify, run the benchmark, then re-check what can change while it
  * runs (3 artifact-hash, 4 process-maps, 5 stale-service, 7 dispatch-marker) in one report.
  */
+#include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include "cli.h"
@@ -12,42 +14,70 @@
 
 #define AFTER_GATES (PVG_GATE_BIT(3) | PVG_GATE_BIT(4) | PVG_GATE_BIT(5) | PVG_GATE_BIT(7))
 
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-	if (child_pid > 0)
-		kill(child_pid, sig);
-}
-
+/*
+ * Runs CMD and waits for it. The forwarded signals and SIGCHLD are blocked before the fork
+ * and taken with sigwaitinfo, so there is no window in which a SIGTERM kills provgate and
+ * leaves CMD running, and no handler runs asynchronously. (Every other thread has been
+ * joined by now, so no thread is left to take a signal with its default action.) A signal
+ * the kernel generated (SI_KERNEL: ^C, ^\ or a hangup from the terminal) already reached CMD,
+ * which is in the same process group; it is not sent twice, so a Python benchmark's cleanup
+ * is not interrupted by a second KeyboardInterrupt. Signals sent to provgate itself (kill,
+ * sigqueue) are passed on to CMD.
+ */
 static int run_command(char **argv, int *status, char **why)
 {
 	static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-	struct sigaction sa = { .sa_handler = forward_signal }, old[ARRAY_SIZE(forwarded)];
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
+	sigset_t set, old;
+	sigemptyset(&set);
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	/* a caller that ignores SIGCHLD (inherited across exec) would make the kernel reap CMD
+	 * and lose its status; CMD itself gets the caller's disposition back */
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, old_chld;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGCHLD, &dfl, &old_chld);
 	fflush(NULL);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
 	pid_t pid = fork();
 	if (pid < 0) {
 		*why = pvg_asprintf("fork: %s", strerror(errno));
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		sigaction(SIGCHLD, &old_chld, NULL);
 		return -1;
 	}
 	if (pid == 0) {
+		sigaction(SIGCHLD, &old_chld, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		execvp(argv[0], argv);
 		fprintf(stderr, "provgate exec: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	child_pid = pid;
-	for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
-		sigaction(forwarded[i], &sa, &old[i]);
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	int st = 0, rc = 0;
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+		if (sig < 0 && errno == EINTR)
+			continue;
+		pid_t r = sig == SIGCHLD || sig < 0 ? waitpid(pid, &st, sig < 0 ? 0 : WNOHANG) : 0;
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			*why = pvg_asprintf("waiting for the command: %s", strerror(errno));
+			rc = -1;
+			break;
+		}
+		if (sig > 0 && sig != SIGCHLD && si.si_code != SI_KERNEL)
+			kill(pid, sig);
+	}
+	/* what arrived after CMD ended had nobody to go to: drop it, then restore the mask */
+	const struct timespec zero = { 0, 0 };
+	while (sigtimedwait(&set, NULL, &zero) > 0)
 		;
-	child_pid = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
-		sigaction(forwarded[i], &old[i], NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
 	*status = st;
-	return 0;
+	return rc;
 }
 
 static int exit_code_of(int st)

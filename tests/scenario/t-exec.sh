@@ -107,6 +107,61 @@ test_signals_are_forwarded_to_the_command() {
 	assert_eq "$(jq -r .exec.exit_status r.json)" 42
 }
 
+test_terminal_interrupt_reaches_the_command_once() {
+	# ^C on a terminal goes to the whole foreground process group, CMD included; provgate
+	# must not send it a second time (a second KeyboardInterrupt breaks Python cleanups)
+	setup
+	/usr/bin/python3 - "$PROVGATE" <<'PY'
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "exec", "--out", "r.json", "--", "sh", "-c",
+             'trap "echo int >>ints" INT; touch started; i=0; '
+             'while [ $i -lt 40 ]; do sleep 0.05; i=$((i + 1)); done; exit 5'])
+sent, done, deadline = False, 0, time.time() + 60
+while time.time() < deadline:
+    if not sent and os.path.exists("started"):
+        time.sleep(0.2)
+        os.write(fd, b"\x03")
+        sent = True
+    r, _, _ = select.select([fd], [], [], 0.05)
+    if r:
+        try:
+            if not os.read(fd, 65536):
+                break
+        except OSError:
+            break
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+else:
+    os.kill(pid, 9)
+    sys.exit("provgate exec did not finish")
+if not done:
+    _, status = os.waitpid(pid, 0)
+if not sent:
+    sys.exit("the command never started")
+if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 5:
+    sys.exit(f"provgate exec ended with wait status {status}, not exit 5")
+PY
+	assert_eq "$(cat ints)" "int" "SIGINTs the command saw"
+	assert_eq "$(jq -r .exec.exit_status r.json)" 5
+}
+
+test_command_status_survives_an_ignored_sigchld() {
+	# SIG_IGN for SIGCHLD is inherited across exec; with it the kernel would reap CMD and
+	# its status would be lost
+	setup
+	set +e
+	/usr/bin/python3 -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$PROVGATE" exec --out r.json -- sh -c 'exit 3' >o.txt 2>&1
+	rc=$?
+	set -e
+	assert_eq "$rc" 3 "$(cat o.txt)"
+	assert_eq "$(jq -r .exec.exit_status r.json)" 3
+}
+
 test_not_certified_before_means_the_command_does_not_run() {
 	setup
 	head -c 64 /dev/urandom >>site/vllm_demo/_rocm_C.abi3.so
