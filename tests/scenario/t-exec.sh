@@ -174,6 +174,27 @@ test_not_certified_before_means_the_command_does_not_run() {
 	[ -e ran ] || fail "--run-anyway did not run the command"
 }
 
+test_pre_benchmark_hook_keeps_one_report_per_run() {
+	setup
+	local i pids=()
+	# three runs started together: the same second, so the time alone cannot tell them apart
+	for i in 1 2 3; do
+		PROVGATE=$PROVGATE PROVGATE_REPORT_DIR=reports "$PVG_SRC/hooks/pre-benchmark" \
+			-c provgate.json -- sh -c "exit $i" >o$i.txt 2>&1 &
+		pids+=($!)
+	done
+	for i in 1 2 3; do
+		set +e
+		wait "${pids[$((i - 1))]}"
+		rc=$?
+		set -e
+		assert_eq "$rc" "$i" "the benchmark's status comes back ($(cat o$i.txt))"
+	done
+	assert_eq "$(ls reports | wc -l)" 3 "three runs, three reports"
+	assert_eq "$(jq -s -r 'map(.exec.exit_status) | sort | join(" ")' reports/*.json)" "1 2 3"
+	validate reports/*.json
+}
+
 test_usage_errors() {
 	echo '{}' >provgate.json
 	pg exec
