@@ -72,6 +72,11 @@ test_post_install_hook_runs_the_install_phase() {
 	rep=$(ls reports/install-*.json) || fail "no report written"
 	assert_eq "$(jq -c .selected_gates "$rep")" "[1,2,3,6]"
 	assert_eq "$(gate_status "$rep" 3)" pass
+	# two more runs in the same second keep their own reports
+	PROVGATE="$PROVGATE" PROVGATE_REPORT_DIR="$T/reports" "$PVG_SRC/hooks/post-install" --keep-going >/dev/null 2>&1 &
+	PROVGATE="$PROVGATE" PROVGATE_REPORT_DIR="$T/reports" "$PVG_SRC/hooks/post-install" --keep-going >/dev/null 2>&1 &
+	wait
+	assert_eq "$(ls reports | wc -l)" 3 "three runs, three reports"
 }
 
 test_bash_completion_offers_verbs() {
