@@ -79,6 +79,49 @@ test_post_install_hook_runs_the_install_phase() {
 	assert_eq "$(ls reports | wc -l)" 3 "three runs, three reports"
 }
 
+test_ci_templates_are_valid_and_run() {
+	need /usr/bin/python3 jq
+	head -c 100 /dev/urandom >x.so; cp x.so y.so
+	echo '{"build": {"artifact": "x.so"}, "install": {"artifact": "y.so"}}' >provgate.json
+	# structure: full history, logs/ made before tee writes there, pipefail, the provgate line
+	/usr/bin/python3 - "$PVG_SRC/hooks/ci" >cmds.txt <<'PY'
+import sys, yaml
+d = sys.argv[1]
+gl = yaml.safe_load(open(f"{d}/gitlab-ci.yml"))
+job = gl["provgate-install"]
+assert job["variables"]["GIT_DEPTH"] == "0", "GitLab: shallow clone"
+script = job["script"]
+assert script.index("set -o pipefail") < script.index("mkdir -p logs") < \
+    min(i for i, l in enumerate(script) if "tee" in l), "GitLab: pipefail and logs/ before tee"
+assert job["artifacts"]["reports"]["junit"] == "provgate-junit.xml"
+gh = yaml.safe_load(open(f"{d}/github-actions.yml"))
+j = gh["jobs"]["install-phase"]
+assert j["defaults"]["run"]["shell"] == "bash", "GitHub: default shell lacks pipefail"
+steps = j["steps"]
+assert steps[0]["with"]["fetch-depth"] == 0, "GitHub: shallow clone"
+build = next(s["run"] for s in steps if s.get("name") == "build")
+assert build.index("mkdir -p logs") < build.index("tee"), "GitHub: logs/ before tee"
+for line in script + [s.get("run", "") for s in steps]:
+    if line.startswith("provgate "):
+        print(line)
+PY
+	[ "$(wc -l <cmds.txt)" = 2 ] || fail "expected one provgate line per template: $(cat cmds.txt)"
+	# each template's provgate command is accepted by this provgate and writes both files
+	local line
+	while read -r line; do
+		rm -f provgate-report.json provgate-junit.xml
+		set +e
+		PATH="$(dirname "$PROVGATE"):$PATH" bash -c "$line" >o.txt 2>&1
+		rc=$?
+		set -e
+		assert_eq "$rc" 1 "$line: gates 1, 2, 6 are not configured here ($(cat o.txt))"
+		assert_eq "$(problem_codes provgate-report.json 1)" build-log.not-configured "$line"
+		assert_eq "$(/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E
+print(len(list(E.parse(sys.argv[1]).getroot().iter("testcase"))))' provgate-junit.xml)" 7 \
+			"$line: JUnit testcases"
+	done <cmds.txt
+}
+
 test_bash_completion_offers_verbs() {
 	need bash
 	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate ce); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
