@@ -348,6 +348,23 @@ static const char *git_msg(void)
 	return e && e->message ? e->message : "unknown libgit2 error";
 }
 
+/* "<remote>/<name>" for the first remote that has a remote-tracking branch <name>, or NULL */
+static char *remote_tracking(git_repository *repo, const char *name)
+{
+	git_strarray remotes = { 0 };
+	char *found = NULL;
+	if (strchr(name, '/') || strpbrk(name, "^~:@{") || git_remote_list(&remotes, repo) < 0)
+		return NULL;
+	for (size_t i = 0; i < remotes.count && !found; i++) {
+		_cleanup_free_ char *ref = pvg_asprintf("refs/remotes/%s/%s", remotes.strings[i], name);
+		git_oid oid;
+		if (git_reference_name_to_id(&oid, repo, ref) == 0)
+			found = pvg_asprintf("%s/%s", remotes.strings[i], name);
+	}
+	git_strarray_dispose(&remotes);
+	return found;
+}
+
 static int cmp_change(const void *a, const void *b)
 {
 	return strcmp(((const struct pvg_change *)a)->path, ((const struct pvg_change *)b)->path);
@@ -422,11 +439,20 @@ static void compute(struct pvg_scope *s, const struct pvg_config *cfg, git_repos
 	_cleanup_free_ char *spec = pvg_asprintf("%s^{commit}", s->baseline);
 	int r = git_revparse_single(&base_obj, repo, spec);
 	if (r < 0) {
+		_cleanup_free_ char *why = pvg_strdup(git_msg());
+		/* CI checkouts (GitHub, GitLab) have no local branches, only remote-tracking
+		 * ones: name the one that exists rather than guess that it is meant */
+		_cleanup_free_ char *remote = remote_tracking(repo, s->baseline);
+		_cleanup_free_ char *hint = remote ?
+			pvg_asprintf("this checkout has no local branch \"%s\" (as in CI "
+				     "checkouts), but has %s: set source.baseline to \"%s\"",
+				     s->baseline, remote, remote) : NULL;
 		set_error(s, -ENOENT, "unknown-baseline",
-			  "fetch it (git fetch origin, or git fetch --unshallow in a shallow clone), "
-			  "or set source.baseline to a ref that exists here (git branch -a)",
+			  hint ? hint : "fetch it (git fetch origin, or git fetch --unshallow in a "
+					"shallow clone), or set source.baseline to a ref that exists "
+					"here (git branch -a)",
 			  "baseline \"%s\" cannot be resolved in %s: %s", s->baseline, s->workdir,
-			  git_msg());
+			  why);
 		return;
 	}
 	const git_oid *head_id = git_object_id(head_obj), *base_id = git_object_id(base_obj);

@@ -341,6 +341,23 @@ test_unknown_baseline_is_unverifiable() {
 	assert_contains "$(jq -r .gates[1].problems[0].hint r.json)" "git fetch"
 }
 
+test_ci_checkout_without_local_baseline_names_the_remote_branch() {
+	# GitHub and GitLab checkouts have origin/main but no local main
+	setup_repo
+	export LSAN_OPTIONS="suppressions=$PVG_SRC/tests/lsan-libgit2.supp:print_suppressions=0"
+	g branch -q -D main
+	echo "v2" >>r/vllm/layers/l1.py
+	sed -i 's|"origin/main"|"main"|' provgate.json
+	run_gate
+	assert_eq "$(gate_status r.json 2)" unverifiable "never a silent switch to origin/main"
+	assert_eq "$(problem_codes r.json 2)" install-scope.unknown-baseline
+	assert_contains "$(jq -r .gates[1].problems[0].hint r.json)" 'set source.baseline to "origin/main"'
+	sed -i 's|"main"|"origin/main"|' provgate.json
+	install_all
+	run_gate
+	assert_eq "$(gate_status r.json 2)" pass "with the hint followed"
+}
+
 test_missing_baseline_setting_is_unverifiable() {
 	setup_repo
 	echo '{"source": {"repo": "r", "install_map": [{"from": "vllm/", "to": "inst/vllm/"}]}}' >provgate.json
