@@ -348,21 +348,34 @@ static const char *git_msg(void)
 	return e && e->message ? e->message : "unknown libgit2 error";
 }
 
-/* "<remote>/<name>" for the first remote that has a remote-tracking branch <name>, or NULL */
+struct remote_find {
+	const char *name;
+	char *found;
+};
+
+static int remote_find_cb(const char *refname, void *payload)
+{
+	struct remote_find *f = payload;
+	const char *rest = refname + strlen("refs/remotes/");
+	size_t n = strlen(rest), k = strlen(f->name);
+	if (n > k + 1 && rest[n - k - 1] == '/' && strcmp(rest + n - k, f->name) == 0) {
+		f->found = pvg_strdup(rest);
+		return 1;
+	}
+	return 0;
+}
+
+/* "<remote>/<name>" for the first remote-tracking branch <name>, or NULL. (References are
+ * walked by glob: git_remote_list would run a regex over the config, which leaks in
+ * libgit2 1.5.) */
 static char *remote_tracking(git_repository *repo, const char *name)
 {
-	git_strarray remotes = { 0 };
-	char *found = NULL;
-	if (strchr(name, '/') || strpbrk(name, "^~:@{") || git_remote_list(&remotes, repo) < 0)
+	if (strchr(name, '/') || strpbrk(name, "^~:@{*?[\\"))
 		return NULL;
-	for (size_t i = 0; i < remotes.count && !found; i++) {
-		_cleanup_free_ char *ref = pvg_asprintf("refs/remotes/%s/%s", remotes.strings[i], name);
-		git_oid oid;
-		if (git_reference_name_to_id(&oid, repo, ref) == 0)
-			found = pvg_asprintf("%s/%s", remotes.strings[i], name);
-	}
-	git_strarray_dispose(&remotes);
-	return found;
+	struct remote_find f = { .name = name };
+	_cleanup_free_ char *glob = pvg_asprintf("refs/remotes/*/%s", name);
+	git_reference_foreach_glob(repo, glob, remote_find_cb, &f);
+	return f.found;
 }
 
 static int cmp_change(const void *a, const void *b)

@@ -344,7 +344,6 @@ test_unknown_baseline_is_unverifiable() {
 test_ci_checkout_without_local_baseline_names_the_remote_branch() {
 	# GitHub and GitLab checkouts have origin/main but no local main
 	setup_repo
-	export LSAN_OPTIONS="suppressions=$PVG_SRC/tests/lsan-libgit2.supp:print_suppressions=0"
 	g branch -q -D main
 	echo "v2" >>r/vllm/layers/l1.py
 	sed -i 's|"origin/main"|"main"|' provgate.json
