@@ -29,6 +29,8 @@ void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosi
 		   const struct cli_style *st);
 /* Writes text atomically (temp file + rename); "-" is stdout. 0 or -errno. */
 int cli_write_file(const char *path, const char *text);
+/* 0 when a report can be written at PATH (a temp file beside it is made and removed); -errno */
+int cli_check_writable(const char *path);
 char *cli_junit(const struct pvg_run *run);
 /* Loads the config named by -c / $PROVGATE_CONFIG / ./provgate.json; exit code or 0. */
 int cli_load_config(const char *opt_path, struct pvg_config **cfg);

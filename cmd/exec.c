@@ -153,12 +153,44 @@ static int exec_main(int argc, char **argv)
 		pvg_json_add_bool(run->exec_info, "ran", false);
 	} else {
 		(void)pvg_targets_pin(&run->ctx);
+		time_t t0 = time(NULL);
+		uint64_t ns0 = pvg_now_ns();
+		char ts[40];
+		pvg_format_time(t0, -1, ts, sizeof(ts));
+		pvg_json_add_bool(run->exec_info, "ran", true);
+		cJSON_AddStringToObject(run->exec_info, "started_at", ts);
+		cJSON_AddStringToObject(run->exec_info, "state", "running");
+		/* The report is written before the command too: a benchmark whose provenance
+		 * cannot be recorded is not started (a bad --out path would otherwise surface only
+		 * after hours of benchmark), and a provgate killed while it runs still leaves
+		 * the certification it made ("state": "running", never certified). */
+		if (o.json) {
+			run->in_progress = true;
+			_cleanup_free_ char *text = pvg_run_report_json(run);
+			_cleanup_free_ char *withnl = pvg_asprintf("%s\n", text);
+			run->in_progress = false;
+			if ((r = cli_write_file(o.json, withnl)) < 0) {
+				fprintf(stderr, "provgate exec: cannot write report %s: %s; not running "
+						"the command, whose provenance could not be recorded\n",
+					o.json, strerror(-r));
+				pvg_run_free(run);
+				pvg_config_free(cfg);
+				return EXIT_USAGE;
+			}
+		}
+		/* the JUnit file is written only at the end (an interim one would show a
+		 * killed run as green in CI); its folder must take it before CMD starts */
+		if (o.junit && (r = cli_check_writable(o.junit)) < 0) {
+			fprintf(stderr, "provgate exec: cannot write JUnit report %s: %s; not running "
+					"the command\n", o.junit, strerror(-r));
+			pvg_run_free(run);
+			pvg_config_free(cfg);
+			return EXIT_USAGE;
+		}
 		fprintf(stdout, "%s-- running:%s", st.dim, st.reset);
 		for (int i = 0; i < o.n_rest; i++)
 			fprintf(stdout, " %s", o.rest[i]);
 		fputc('\n', stdout);
-		time_t t0 = time(NULL);
-		uint64_t ns0 = pvg_now_ns();
 		_cleanup_free_ char *why = NULL;
 		if (run_command(o.rest, &cmd_status, &why) < 0) {
 			fprintf(stderr, "provgate exec: %s\n", why);
@@ -167,10 +199,7 @@ static int exec_main(int argc, char **argv)
 			return EXIT_INTERNAL;
 		}
 		ran = true;
-		char ts[40];
-		pvg_format_time(t0, -1, ts, sizeof(ts));
-		pvg_json_add_bool(run->exec_info, "ran", true);
-		cJSON_AddStringToObject(run->exec_info, "started_at", ts);
+		cJSON_ReplaceItemInObject(run->exec_info, "state", cJSON_CreateString("finished"));
 		char secs[32];
 		snprintf(secs, sizeof(secs), "%.3f", (double)(pvg_now_ns() - ns0) / 1e9);
 		cJSON_AddStringToObject(run->exec_info, "duration_s", secs);

@@ -149,6 +149,20 @@ void cli_print_verdict(FILE *f, const struct pvg_run *run, bool certify,
 	}
 }
 
+int cli_check_writable(const char *path)
+{
+	if (strcmp(path, "-") == 0)
+		return 0;
+	/* the same temp file cli_write_file makes, made and removed */
+	_cleanup_free_ char *tmp = pvg_asprintf("%s.tmp.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
 int cli_write_file(const char *path, const char *text)
 {
 	size_t len = strlen(text);

@@ -356,6 +356,8 @@ struct pvg_run {
 	struct pvg_result *after;
 	pvg_gate_mask after_selected;
 	cJSON *exec_info;
+	/* exec: the command is still running (the interim report); never certified */
+	bool in_progress;
 };
 
 /* Evaluates `selected` gates into results[] (stop at first non-pass unless keep_going).

@@ -463,7 +463,7 @@ enum pvg_status pvg_run_gate_status(const struct pvg_run *run, int id)
 
 bool pvg_run_certified(const struct pvg_run *run)
 {
-	if (!run->executed || run->phase != PVG_PHASE_LIVE)
+	if (!run->executed || run->phase != PVG_PHASE_LIVE || run->in_progress)
 		return false;
 	for (int i = 0; i < PVG_N_GATES; i++)
 		if (run->results[i].status != PVG_PASS)

@@ -195,6 +195,35 @@ test_pre_benchmark_hook_keeps_one_report_per_run() {
 	validate reports/*.json
 }
 
+test_report_is_written_before_the_command_runs() {
+	setup
+	# the command copies the report as it is while it runs
+	pg exec --out r.json -- cp r.json during.json
+	assert_eq "$rc" 0 "$out $err"
+	assert_eq "$(jq -r '"\(.exec.state) \(.certified) \(.after)"' during.json)" "running false null" \
+		"interim report: a run in progress is never certified"
+	assert_eq "$(jq -r '[.gates[].status] | unique | join(" ")' during.json)" pass
+	validate during.json
+	assert_eq "$(jq -r '"\(.exec.state) \(.certified) \(.exec.exit_status)"' r.json)" "finished true 0"
+}
+
+test_unwritable_report_means_the_command_does_not_run() {
+	setup
+	pg exec --out no/such/dir/r.json -- touch ran
+	assert_eq "$rc" 2
+	assert_contains "$err" "cannot write report no/such/dir/r.json"
+	[ ! -e ran ] || fail "the benchmark ran although its report cannot be written"
+	pg exec --out r.json --junit no/such/dir/j.xml -- touch ran
+	assert_eq "$rc" 2
+	assert_contains "$err" "cannot write JUnit report"
+	[ ! -e ran ] || fail "the benchmark ran although its JUnit report cannot be written"
+	ls no 2>/dev/null && fail "left files behind"
+	pg exec --out r.json --junit j.xml -- touch ran
+	assert_eq "$rc" 0
+	[ -e ran ] && [ -s j.xml ] || fail "a writable pair of reports must run the command"
+	assert_eq "$(ls | grep -c '\.tmp\.')" 0 "no temp files left"
+}
+
 test_usage_errors() {
 	echo '{}' >provgate.json
 	pg exec
