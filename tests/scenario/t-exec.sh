@@ -204,7 +204,12 @@ test_report_is_written_before_the_command_runs() {
 		"interim report: a run in progress is never certified"
 	assert_eq "$(jq -r '[.gates[].status] | unique | join(" ")' during.json)" pass
 	validate during.json
+	jq '.certified = true' during.json >forged.json
+	if /usr/bin/python3 "$PVG_SRC/tests/validate-report.py" forged.json >/dev/null 2>&1; then
+		fail "the schema accepts a certified report of a run in progress"
+	fi
 	assert_eq "$(jq -r '"\(.exec.state) \(.certified) \(.exec.exit_status)"' r.json)" "finished true 0"
+	validate r.json
 }
 
 test_unwritable_report_means_the_command_does_not_run() {
