@@ -63,7 +63,9 @@ void cli_print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask on
 			fprintf(f, "      %s%s%s: ", st->bold, p->code, st->reset);
 			put_clean(f, p->message);
 			fputc('\n', f);
-			if (p->hint) {
+			/* problems in a row with the same hint (one per process, say) share one */
+			const struct pvg_problem *next = k + 1 < r->n_problems ? p + 1 : NULL;
+			if (p->hint && !(next && next->hint && strcmp(next->hint, p->hint) == 0)) {
 				fprintf(f, "      %shint:%s ", st->dim, st->reset);
 				put_clean(f, p->hint);
 				fputc('\n', f);
