@@ -99,6 +99,26 @@ test_inspect_reads_cuda_fatbins_compressed_or_not() {
 	assert_eq "$(jq -r '.files[0].code_objects[1] | "\(.e_flags) \(.abi_version)"' <<<"$out" | cut -c1-2)" 0x
 }
 
+# NVIDIA's cuobjdump -symbols, recorded by cuobjdump.sh on a CUDA machine, against inspect:
+# for the plain, zstd- and LZ4-compressed fatbins and the .so, the same cubins (arch) with
+# the same kernels (STO_ENTRY functions), line for line.
+test_inspect_cuda_kernels_agree_with_cuobjdump() {
+	need jq
+	local f want got
+	for f in cuda.fatbin cuda-z.fatbin cuda-lz4.fatbin cuda.so; do
+		want=$(awk -v f="== $f" '
+			/^== / { on = ($0 == f); next }
+			on && /^Fatbin / { elf = ($2 == "elf") }
+			on && elf && /^arch = / { arch = $3 }
+			on && elf && / STO_ENTRY / { print arch ":" $NF }' "$CO/cuobjdump.txt" | sort)
+		[ -n "$want" ] || fail "no cuobjdump reading recorded for $f"
+		pg inspect --json --kernels "$CO/$f"
+		assert_eq "$rc" 0 "inspect $f"
+		got=$(jq -r '.files[0].code_objects[] | select(.kind == "cubin") | .arch as $a | .kernels[] | "\($a):\(.name)"' <<<"$out" | sort)
+		assert_eq "$got" "$want" "$f: cubin kernels"
+	done
+}
+
 test_gate_passes_when_the_arch_and_kernels_are_there() {
 	gate6 "$CO/hip-multi.so" "gfx90a:xnack-" wvSplitK scale_add
 	assert_eq "$rc" 0
