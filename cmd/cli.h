@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Shared by the verbs of cmd/: rendering and report files. No gate logic lives here. */
 #pragma once
+#include <signal.h>
 #include "pvg.h"
 
 enum { EXIT_OK = 0, EXIT_NOT_CERTIFIED = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
@@ -29,6 +30,8 @@ void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosi
 		   const struct cli_style *st);
 /* Writes text atomically (temp file + rename); "-" is stdout. 0 or -errno. */
 int cli_write_file(const char *path, const char *text);
+/* SIGPIPE's disposition as provgate found it (provgate itself ignores SIGPIPE) */
+extern struct sigaction cli_sigpipe_inherited;
 /* 0 when a report can be written at PATH (a temp file beside it is made and removed); -errno */
 int cli_check_writable(const char *path);
 char *cli_junit(const struct pvg_run *run);

@@ -48,6 +48,7 @@ static int run_command(char **argv, int *status, char **why)
 	}
 	if (pid == 0) {
 		sigaction(SIGCHLD, &old_chld, NULL);
+		sigaction(SIGPIPE, &cli_sigpipe_inherited, NULL);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		execvp(argv[0], argv);
 		fprintf(stderr, "provgate exec: cannot run %s: %s\n", argv[0], strerror(errno));

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* provgate: the command. Dispatches to verbs; each verb lives in its own file under cmd/. */
+#include <signal.h>
+
 #include "cli.h"
 
 static const struct cli_verb *const verbs[] = {
@@ -26,8 +28,16 @@ static void usage(FILE *f)
 		"'provgate VERB --help' describes a verb; man provgate(1) and provgate.json(5).\n");
 }
 
+struct sigaction cli_sigpipe_inherited;
+
 int main(int argc, char **argv)
 {
+	/* A reader that goes away (provgate certify | head) must not kill provgate before the
+	 * report files are written: stdout then fails with EPIPE instead. exec gives its
+	 * command the disposition provgate inherited. */
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, &cli_sigpipe_inherited);
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -229,6 +229,32 @@ test_unwritable_report_means_the_command_does_not_run() {
 	assert_eq "$(ls | grep -c '\.tmp\.')" 0 "no temp files left"
 }
 
+test_closed_stdout_does_not_lose_the_report() {
+	# provgate certify | head: the reader is gone (here before provgate starts); the report
+	# must still be written, and exec's command still sees SIGPIPE as the caller set it
+	setup
+	/usr/bin/python3 - "$PROVGATE" <<'PY'
+import json, os, subprocess, sys
+pg = sys.argv[1]
+def closed_stdout(args):
+    r, w = os.pipe()
+    os.close(r)
+    # restore_signals (the default) gives provgate SIGPIPE's default action
+    p = subprocess.run([pg] + args, stdout=w, stderr=subprocess.PIPE, timeout=120)
+    os.close(w)
+    return p
+p = closed_stdout(["certify", "-v", "--json", "c.json"])
+assert p.returncode == 0, f"certify ended with {p.returncode}: {p.stderr[-400:]!r}"
+assert json.load(open("c.json"))["certified"] is True
+p = closed_stdout(["exec", "--out", "e.json", "--", "sh", "-c", "echo benchmark output"])
+rep = json.load(open("e.json"))
+assert rep["exec"]["state"] == "finished", rep["exec"]
+# the command was killed by SIGPIPE writing to the closed pipe, as it would be unwrapped
+assert rep["exec"].get("signal") == 13, rep["exec"]
+assert p.returncode == 141, f"exec ended with {p.returncode}"
+PY
+}
+
 test_usage_errors() {
 	echo '{}' >provgate.json
 	pg exec
