@@ -4,8 +4,11 @@
  * benchmark's shapes. The service log is scanned once (lib/markers.c); only lines that can be
  * attributed to the live service count, the rest is reported as unattributed.
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checks.h"
 #include "markers.h"
@@ -65,6 +68,7 @@ struct marker_read {
 	int scan_r;	/* the scan: 0 or -errno */
 	cJSON *ev;	/* "service", "log_created" for the evidence */
 	bool after;	/* log created after the service started */
+	char *elsewhere; /* where the service's output goes instead of the log, or NULL */
 	struct pvg_marker_scan scan;
 };
 
@@ -74,6 +78,7 @@ static void marker_read_free(void *p)
 	if (!m)
 		return;
 	free(m->view_why);
+	free(m->elsewhere);
 	cJSON_Delete(m->ev);
 	pvg_marker_scan_done(&m->scan);
 	free(m);
@@ -82,6 +87,54 @@ static void marker_read_free(void *p)
 static void marker_read_freep(struct marker_read **m)
 {
 	marker_read_free(*m);
+}
+
+/*
+ * The usual reason for a log without live markers: the service writes somewhere else (a
+ * nohup.out, a log rotated away, an older file of the same name). When the service's root
+ * process has the log (NULL: a log that does not exist) open on no descriptor, and its
+ * stdout or stderr is a regular file, that file is named. Nothing is said for pipes, terminals, sockets (tee, journald), or when
+ * /proc/PID/fd cannot be read (another user's process).
+ */
+static char *output_elsewhere(pid_t root, const struct stat *log)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)root);
+	DIR *d = opendir(dir);
+	if (!d)
+		return NULL;
+	char *found = NULL;
+	bool log_open = false;
+	struct dirent *e;
+	while (!log_open && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (log && st.st_dev == log->st_dev && st.st_ino == log->st_ino) {
+			log_open = true;
+			break;
+		}
+		int fd = atoi(e->d_name);
+		if ((fd != 1 && fd != 2) || (found && fd == 2))
+			continue;
+		char path[PATH_MAX];
+		ssize_t n = readlinkat(dirfd(d), e->d_name, path, sizeof(path) - 1);
+		if (n <= 0)
+			continue;
+		path[n] = 0;
+		free(found);
+		found = pvg_asprintf("the service (pid %d) writes its %s to %s, not to this log; "
+				     "point markers.log there, or redirect the service's output",
+				     (int)root, fd == 1 ? "stdout" : "stderr", path);
+	}
+	closedir(d);
+	if (log_open) {
+		free(found);
+		return NULL;
+	}
+	return found;
 }
 
 static struct marker_read *read_markers(struct pvg_ctx *ctx)
@@ -106,11 +159,18 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	_cleanup_close_ int fd = pvg_open_regular(cfg->markers.log, &st);
 	if (fd < 0) {
 		m->log_err = -fd;
+		if (fd == -ENOENT)
+			m->elsewhere = output_elsewhere(view.root, NULL);
+		if (m->elsewhere)
+			pvg_json_add_str(m->ev, "service_output_elsewhere", m->elsewhere);
 		pvg_service_view_release(&view);
 		return m;
 	}
 	if (created_after(fd, &view.start, &m->after, m->ev) < 0)
 		m->after = false;
+	m->elsewhere = output_elsewhere(view.root, &st);
+	if (m->elsewhere)
+		pvg_json_add_str(m->ev, "service_output_elsewhere", m->elsewhere);
 
 	struct pvg_marker_scan *scan = &m->scan;
 	scan->prefix = cfg->markers.prefix;
@@ -181,7 +241,8 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 		int e = m->log_err;
 		pvg_summary(res, "cannot read the service log");
 		pvg_problem(res, "dispatch-marker.log-unreadable",
-			    e == ENOENT ? "point markers.log at the file the service writes its log "
+			    e == ENOENT && m->elsewhere ? m->elsewhere
+			    : e == ENOENT ? "point markers.log at the file the service writes its log "
 					  "to (redirect its output there)"
 					: NULL,
 			    "service log %s: %s", cfg->markers.log, strerror(e));
@@ -216,8 +277,9 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	enum pvg_status status = PVG_PASS;
 	if (scan.bytes == 0) {
 		pvg_problem(res, "dispatch-marker.empty-log",
-			    "run the benchmark against the service, with its output going to "
-			    "markers.log",
+			    m->elsewhere ? m->elsewhere
+					 : "run the benchmark against the service, with its output "
+					   "going to markers.log",
 			    "the service log %s is empty", cfg->markers.log);
 		status = PVG_FAIL;
 		goto out;
@@ -280,8 +342,10 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 		 * markers that match nothing say more (wrong shape, dtype) */
 		if (got == 0 && unattr > 0 && scan.markers_live == 0 && scan.markers_unparseable == 0) {
 			pvg_problem(res, "dispatch-marker.unattributed",
-				    "the markers are from an earlier run or another process: run the "
-				    "benchmark against the live service (and start it with a fresh log)",
+				    m->elsewhere ? m->elsewhere
+						 : "the markers are from an earlier run or another "
+						   "process: run the benchmark against the live service "
+						   "(and start it with a fresh log)",
 				    "no marker for {%s} from the live service; %zu matching marker%s "
 				    "cannot be attributed to it (%s, e.g. at byte %" PRIu64 ")",
 				    want, unattr, unattr == 1 ? "" : "s",
@@ -298,8 +362,10 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 						       scan.markers_unparseable == 1 ? "" : "s")
 					: pvg_strdup("");
 			pvg_problem(res, "dispatch-marker.too-few",
-				    "run the benchmark with the shapes and dtype the config requires, "
-				    "and check that the kernel prints its marker",
+				    m->elsewhere && scan.markers_live == 0
+					    ? m->elsewhere
+					    : "run the benchmark with the shapes and dtype the config "
+					      "requires, and check that the kernel prints its marker",
 				    "%zu live marker%s for {%s}, %ld required%s%s", got,
 				    got == 1 ? "" : "s", want, need, seen,
 				    unattr ? " (matching markers of an earlier run or another process "

@@ -103,6 +103,46 @@ test_empty_log_fails() {
 	assert_eq "$codes" "dispatch-marker.empty-log"
 }
 
+# start_service_to FILE: start_service with the service's stdout and stderr going to FILE
+start_service_to() {
+	bash -c 'sleep 300 & echo $! >child.pid; wait' >>"$1" 2>&1 &
+	root=$!
+	for _ in $(seq 100); do [ -s child.pid ] && break; sleep 0.05; done
+	child=$(cat child.pid)
+	trap 'kill $child $root 2>/dev/null || true' EXIT
+	start=$(( $(date +%s) ))
+}
+
+test_service_writing_elsewhere_is_named() {
+	start_service_to "$T/nohup.out"; write_config
+	: >server.log
+	gate7 none
+	assert_eq "$codes" "dispatch-marker.empty-log"
+	assert_contains "$(jq -r '.gates[6].problems[0].hint' report.json)" \
+		"the service (pid $root) writes its stdout to $T/nohup.out, not to this log"
+	assert_contains "$(jq -r '.gates[6].evidence.service_output_elsewhere' report.json)" "$T/nohup.out"
+	# markers of an earlier run only: the same note
+	gate7 earlier-only
+	assert_eq "$status" fail
+	assert_contains "$(jq -r '.gates[6].problems[] | select(.code == "dispatch-marker.unattributed") | .hint' report.json)" \
+		"writes its stdout to $T/nohup.out"
+	# no log at all
+	rm server.log
+	gate7 none
+	assert_eq "$codes" "dispatch-marker.log-unreadable"
+	assert_contains "$(jq -r '.gates[6].problems[0].hint' report.json)" "writes its stdout to $T/nohup.out"
+}
+
+test_service_writing_to_the_log_gets_no_note() {
+	: >server.log
+	start_service_to "$T/server.log"; write_config
+	gate7 none
+	assert_eq "$codes" "dispatch-marker.empty-log"
+	assert_eq "$(jq -r '.gates[6].evidence.service_output_elsewhere' report.json)" null
+	case $(jq -r '.gates[6].problems[0].hint' report.json) in
+	*"writes its"*) fail "a note although the service writes to the log" ;; esac
+}
+
 test_log_created_after_start_attributes_plain_lines() {
 	start_service; write_config 1
 	sleep 1.1 # the log's birth must follow the service's start
