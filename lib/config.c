@@ -579,7 +579,14 @@ int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const
 		for (char *p = near; *p; p++)
 			if (*p == '\n' || *p == '\r')
 				*p = ' ';
-		set_err(err, "%s:%d:%d: malformed JSON near \"%s\"", origin, line, col, near);
+		const char *q = s + off;
+		while (*q && isspace((unsigned char)*q))
+			q++;
+		if (!*q)
+			set_err(err, "%s:%d:%d: malformed JSON: the text ends early (a missing \"}\", "
+				"\"]\" or value?)", origin, line, col);
+		else
+			set_err(err, "%s:%d:%d: malformed JSON near \"%s\"", origin, line, col, near);
 		return -EINVAL;
 	}
 	while (end && *end && isspace((unsigned char)*end))

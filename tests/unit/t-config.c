@@ -106,6 +106,8 @@ static void malformed_json_and_trailing_garbage(void)
 	expect_error("{\"name\": \"x\"}\n}", "t.json:2:1");
 	expect_error("{ /* never closed", "comment is never closed");
 	expect_error("", "malformed JSON");
+	expect_error("{\"name\": \"x\",\n  ", "t.json:2:3: malformed JSON: the text ends early");
+	expect_error("{\"name\": }", "malformed JSON near \"}\"");
 }
 
 static void arch_forms(void)
