@@ -92,49 +92,55 @@ static void marker_read_freep(struct marker_read **m)
 /*
  * The usual reason for a log without live markers: the service writes somewhere else (a
  * nohup.out, a log rotated away, an older file of the same name). When the service's root
- * process has the log (NULL: a log that does not exist) open on no descriptor, and its
- * stdout or stderr is a regular file, that file is named. Nothing is said for pipes, terminals, sockets (tee, journald), or when
- * /proc/PID/fd cannot be read (another user's process).
+ * process has the log (log_path NULL: a log that does not exist) open on no descriptor, and
+ * its stdout or stderr is a regular file, that file is named. Descriptors are compared by
+ * their /proc link text, so no file of the service is stat'ed but the one named (a target on
+ * a hung network mount must not hang the gate); nothing is said for pipes, terminals,
+ * sockets (tee, journald), or when /proc/PID/fd cannot be read (another user's process).
  */
-static char *output_elsewhere(pid_t root, const struct stat *log)
+static char *output_elsewhere(pid_t root, const char *log_path, const struct stat *log)
 {
 	char dir[64];
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)root);
+	_cleanup_free_ char *log_real = log_path ? realpath(log_path, NULL) : NULL;
 	DIR *d = opendir(dir);
 	if (!d)
 		return NULL;
-	char *found = NULL;
+	char cand[PATH_MAX] = "";
+	int cand_fd = 0;
 	bool log_open = false;
 	struct dirent *e;
 	while (!log_open && (e = readdir(d))) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (log && st.st_dev == log->st_dev && st.st_ino == log->st_ino) {
-			log_open = true;
-			break;
-		}
-		int fd = atoi(e->d_name);
-		if ((fd != 1 && fd != 2) || (found && fd == 2))
 			continue;
 		char path[PATH_MAX];
 		ssize_t n = readlinkat(dirfd(d), e->d_name, path, sizeof(path) - 1);
 		if (n <= 0)
 			continue;
 		path[n] = 0;
-		free(found);
-		found = pvg_asprintf("the service (pid %d) writes its %s to %s, not to this log; "
-				     "point markers.log there, or redirect the service's output",
-				     (int)root, fd == 1 ? "stdout" : "stderr", path);
+		if (log_real && strcmp(path, log_real) == 0) {
+			log_open = true;
+			break;
+		}
+		int fd = atoi(e->d_name);
+		if ((fd == 1 || (fd == 2 && cand_fd != 1)) && path[0] == '/' &&
+		    strncmp(path, "/dev/", 5) != 0) {
+			memcpy(cand, path, (size_t)n + 1);
+			cand_fd = fd;
+		}
 	}
+	char fdname[4];
+	snprintf(fdname, sizeof(fdname), "%d", cand_fd);
+	struct stat st;
+	bool named = !log_open && cand_fd && fstatat(dirfd(d), fdname, &st, 0) == 0 &&
+		     S_ISREG(st.st_mode) &&
+		     !(log && st.st_dev == log->st_dev && st.st_ino == log->st_ino);
 	closedir(d);
-	if (log_open) {
-		free(found);
+	if (!named)
 		return NULL;
-	}
-	return found;
+	return pvg_asprintf("the service (pid %d) writes its %s to %s, not to this log; point "
+			    "markers.log there, or redirect the service's output",
+			    (int)root, cand_fd == 1 ? "stdout" : "stderr", cand);
 }
 
 static struct marker_read *read_markers(struct pvg_ctx *ctx)
@@ -160,7 +166,7 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	if (fd < 0) {
 		m->log_err = -fd;
 		if (fd == -ENOENT)
-			m->elsewhere = output_elsewhere(view.root, NULL);
+			m->elsewhere = output_elsewhere(view.root, NULL, NULL);
 		if (m->elsewhere)
 			pvg_json_add_str(m->ev, "service_output_elsewhere", m->elsewhere);
 		pvg_service_view_release(&view);
@@ -168,7 +174,7 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	}
 	if (created_after(fd, &view.start, &m->after, m->ev) < 0)
 		m->after = false;
-	m->elsewhere = output_elsewhere(view.root, &st);
+	m->elsewhere = output_elsewhere(view.root, cfg->markers.log, &st);
 	if (m->elsewhere)
 		pvg_json_add_str(m->ev, "service_output_elsewhere", m->elsewhere);
 

@@ -133,6 +133,21 @@ test_service_writing_elsewhere_is_named() {
 	assert_contains "$(jq -r '.gates[6].problems[0].hint' report.json)" "writes its stdout to $T/nohup.out"
 }
 
+test_log_rotated_away_is_named() {
+	# logrotate renames the log; the service keeps writing to the renamed file
+	: >server.log
+	start_service_to "$T/server.log"; write_config
+	mv server.log server.log.1
+	: >server.log
+	gate7 none
+	assert_eq "$codes" "dispatch-marker.empty-log"
+	assert_contains "$(jq -r '.gates[6].problems[0].hint' report.json)" "writes its stdout to $T/server.log.1"
+	# and deleted after the rename
+	rm server.log.1
+	gate7 none
+	assert_contains "$(jq -r '.gates[6].problems[0].hint' report.json)" "writes its stdout to $T/server.log.1 (deleted)"
+}
+
 test_service_writing_to_the_log_gets_no_note() {
 	: >server.log
 	start_service_to "$T/server.log"; write_config
