@@ -259,6 +259,8 @@ const struct cli_verb verb_exec = {
 	.help = "Certifies (all seven gates), runs CMD (the benchmark), then re-checks gates 3, 4,\n"
 		"5 and 7 after it: same bytes, same mapping, still no stale process, markers still\n"
 		"attributable. One report covers both checks. Exit 1 if either check failed, else\n"
-		"CMD's exit status (128+N when a signal N ended it). Signals are forwarded to CMD.\n"
-		"When certification fails CMD is not run unless --run-anyway is given.\n",
+		"CMD's exit status (128+N when a signal N ended it). Signals sent to provgate are\n"
+		"passed on to CMD (a terminal's ^C reaches it directly, once). The --out report is\n"
+		"written before CMD starts (state \"running\") and again at the end. CMD is not run\n"
+		"when certification fails (unless --run-anyway) or a report cannot be written.\n",
 };
