@@ -35,6 +35,11 @@ extern struct sigaction cli_sigpipe_inherited;
 /* 0 when a report can be written at PATH (a temp file beside it is made and removed); -errno */
 int cli_check_writable(const char *path);
 char *cli_junit(const struct pvg_run *run);
+/* The run's JSON report (with a final newline) to PATH ("-": stdout). 0 or -errno. */
+int cli_write_json(const char *path, const struct pvg_run *run);
+/* The --json and --junit files (either may be NULL), a message on stderr for each that
+ * cannot be written: EXIT_OK or EXIT_USAGE. */
+int cli_write_reports(const char *json, const char *junit, const struct pvg_run *run);
 /* Loads the config named by -c / $PROVGATE_CONFIG / ./provgate.json; exit code or 0. */
 int cli_load_config(const char *opt_path, struct pvg_config **cfg);
 /* Parses "1,3-4" or gate names into a mask; -EINVAL with a message on stderr. */

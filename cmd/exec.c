@@ -167,10 +167,9 @@ static int exec_main(int argc, char **argv)
 		 * the certification it made ("state": "running", never certified). */
 		if (o.json) {
 			run->in_progress = true;
-			_cleanup_free_ char *text = pvg_run_report_json(run);
-			_cleanup_free_ char *withnl = pvg_asprintf("%s\n", text);
+			r = cli_write_json(o.json, run);
 			run->in_progress = false;
-			if ((r = cli_write_file(o.json, withnl)) < 0) {
+			if (r < 0) {
 				fprintf(stderr, "provgate exec: cannot write report %s: %s; not running "
 						"the command, whose provenance could not be recorded\n",
 					o.json, strerror(-r));
@@ -224,23 +223,7 @@ static int exec_main(int argc, char **argv)
 	cli_print_verdict(stdout, run, true, &st);
 	fflush(stdout);
 
-	rc = EXIT_OK;
-	if (o.json) {
-		_cleanup_free_ char *text = pvg_run_report_json(run);
-		_cleanup_free_ char *withnl = pvg_asprintf("%s\n", text);
-		if ((r = cli_write_file(o.json, withnl)) < 0) {
-			fprintf(stderr, "provgate: cannot write report %s: %s\n", o.json, strerror(-r));
-			rc = EXIT_USAGE;
-		}
-	}
-	if (o.junit) {
-		_cleanup_free_ char *xml = cli_junit(run);
-		if ((r = cli_write_file(o.junit, xml)) < 0) {
-			fprintf(stderr, "provgate: cannot write JUnit report %s: %s\n", o.junit,
-				strerror(-r));
-			rc = EXIT_USAGE;
-		}
-	}
+	rc = cli_write_reports(o.json, o.junit, run);
 	if (!rc) {
 		if (!pvg_run_certified(run))
 			rc = EXIT_NOT_CERTIFIED;

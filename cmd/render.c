@@ -151,15 +151,23 @@ void cli_print_verdict(FILE *f, const struct pvg_run *run, bool certify,
 	}
 }
 
+/* A temp file beside PATH (so that rename() onto PATH stays on one file system): its fd, its
+ * name in *tmp (freed by the caller), or -errno. */
+static int open_temp_beside(const char *path, char **tmp)
+{
+	*tmp = pvg_asprintf("%s.tmp.XXXXXX", path);
+	int fd = mkostemp(*tmp, O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int cli_check_writable(const char *path)
 {
 	if (strcmp(path, "-") == 0)
 		return 0;
-	/* the same temp file cli_write_file makes, made and removed */
-	_cleanup_free_ char *tmp = pvg_asprintf("%s.tmp.XXXXXX", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
+	_cleanup_free_ char *tmp = NULL;
+	int fd = open_temp_beside(path, &tmp);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	close(fd);
 	unlink(tmp);
 	return 0;
@@ -174,10 +182,10 @@ int cli_write_file(const char *path, const char *text)
 		return 0;
 	}
 	/* temp file beside the target, then rename: a reader never sees half a report */
-	_cleanup_free_ char *tmp = pvg_asprintf("%s.tmp.XXXXXX", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
+	_cleanup_free_ char *tmp = NULL;
+	int fd = open_temp_beside(path, &tmp);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	size_t off = 0;
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
@@ -203,6 +211,31 @@ int cli_write_file(const char *path, const char *text)
 		return e;
 	}
 	return 0;
+}
+
+int cli_write_json(const char *path, const struct pvg_run *run)
+{
+	_cleanup_free_ char *text = pvg_run_report_json(run);
+	_cleanup_free_ char *withnl = pvg_asprintf("%s\n", text);
+	return cli_write_file(path, withnl);
+}
+
+int cli_write_reports(const char *json, const char *junit, const struct pvg_run *run)
+{
+	int rc = EXIT_OK, r;
+	if (json && (r = cli_write_json(json, run)) < 0) {
+		fprintf(stderr, "provgate: cannot write report %s: %s\n", json, strerror(-r));
+		rc = EXIT_USAGE;
+	}
+	if (junit) {
+		_cleanup_free_ char *xml = cli_junit(run);
+		if ((r = cli_write_file(junit, xml)) < 0) {
+			fprintf(stderr, "provgate: cannot write JUnit report %s: %s\n", junit,
+				strerror(-r));
+			rc = EXIT_USAGE;
+		}
+	}
+	return rc;
 }
 
 static void xml_escape(FILE *f, const char *s)

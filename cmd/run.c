@@ -183,7 +183,6 @@ int cli_open_config(const struct run_opts *o, struct pvg_config **cfg)
 
 int cli_emit(const struct run_opts *o, const struct pvg_run *run, bool certify)
 {
-	int rc = EXIT_OK;
 	bool json_stdout = o->json && strcmp(o->json, "-") == 0;
 	if (!json_stdout) {
 		struct cli_style st;
@@ -191,26 +190,7 @@ int cli_emit(const struct run_opts *o, const struct pvg_run *run, bool certify)
 		cli_print_run(stdout, run, certify, o->verbosity, &st);
 		fflush(stdout);
 	}
-	if (o->json) {
-		_cleanup_free_ char *text = pvg_run_report_json(run);
-		_cleanup_free_ char *withnl = pvg_asprintf("%s\n", text);
-		int r = cli_write_file(o->json, withnl);
-		if (r < 0) {
-			fprintf(stderr, "provgate: cannot write report %s: %s\n", o->json,
-				strerror(-r));
-			rc = EXIT_USAGE;
-		}
-	}
-	if (o->junit) {
-		_cleanup_free_ char *xml = cli_junit(run);
-		int r = cli_write_file(o->junit, xml);
-		if (r < 0) {
-			fprintf(stderr, "provgate: cannot write JUnit report %s: %s\n", o->junit,
-				strerror(-r));
-			rc = EXIT_USAGE;
-		}
-	}
-	return rc;
+	return cli_write_reports(o->json, o->junit, run);
 }
 
 static int run_or_certify(int argc, char **argv, bool certify)
