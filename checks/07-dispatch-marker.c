@@ -68,7 +68,12 @@ struct marker_read {
 	int scan_r;	/* the scan: 0 or -errno */
 	cJSON *ev;	/* "service", "log_created" for the evidence */
 	bool after;	/* log created after the service started */
-	char *elsewhere; /* where the service's output goes instead of the log, or NULL */
+	pid_t root;	/* the service's root process */
+	struct stat log_st; /* the log's, when log_err is 0 */
+	/* where the service's output goes instead of the log (NULL: nowhere else), looked up
+	 * by note_elsewhere only for a gate that fails */
+	char *elsewhere;
+	bool elsewhere_done;
 	struct pvg_marker_scan scan;
 };
 
@@ -157,6 +162,7 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	}
 	char t[48];
 	pvg_format_time(view.start.tv_sec, view.start.tv_nsec, t, sizeof(t));
+	m->root = view.root;
 	cJSON *sv = cJSON_AddObjectToObject(m->ev, "service");
 	pvg_json_add_int(sv, "pid", (int)view.root);
 	cJSON_AddStringToObject(sv, "start_time", t);
@@ -165,18 +171,12 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	_cleanup_close_ int fd = pvg_open_regular(cfg->markers.log, &st);
 	if (fd < 0) {
 		m->log_err = -fd;
-		if (fd == -ENOENT)
-			m->elsewhere = output_elsewhere(view.root, NULL, NULL);
-		if (m->elsewhere)
-			pvg_json_add_str(m->ev, "service_output_elsewhere", m->elsewhere);
 		pvg_service_view_release(&view);
 		return m;
 	}
 	if (created_after(fd, &view.start, &m->after, m->ev) < 0)
 		m->after = false;
-	m->elsewhere = output_elsewhere(view.root, cfg->markers.log, &st);
-	if (m->elsewhere)
-		pvg_json_add_str(m->ev, "service_output_elsewhere", m->elsewhere);
+	m->log_st = st;
 
 	struct pvg_marker_scan *scan = &m->scan;
 	scan->prefix = cfg->markers.prefix;
@@ -193,6 +193,20 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	scan->view = NULL;
 	pvg_service_view_release(&view);
 	return m;
+}
+
+/* output_elsewhere for a gate that fails, looked up once and put in the evidence */
+static const char *note_elsewhere(struct marker_read *m, const struct pvg_config *cfg, cJSON *ev)
+{
+	if (!m->elsewhere_done) {
+		m->elsewhere_done = true;
+		bool log = m->log_err == 0;
+		m->elsewhere = output_elsewhere(m->root, log ? cfg->markers.log : NULL,
+						log ? &m->log_st : NULL);
+		if (m->elsewhere)
+			pvg_json_add_str(ev, "service_output_elsewhere", m->elsewhere);
+	}
+	return m->elsewhere;
 }
 
 static bool configured(const struct pvg_config *cfg)
@@ -245,9 +259,10 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	}
 	if (m->log_err) {
 		int e = m->log_err;
+		const char *w = e == ENOENT ? note_elsewhere(m, cfg, ev) : NULL;
 		pvg_summary(res, "cannot read the service log");
 		pvg_problem(res, "dispatch-marker.log-unreadable",
-			    e == ENOENT && m->elsewhere ? m->elsewhere
+			    w ? w
 			    : e == ENOENT ? "point markers.log at the file the service writes its log "
 					  "to (redirect its output there)"
 					: NULL,
@@ -282,10 +297,11 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 
 	enum pvg_status status = PVG_PASS;
 	if (scan.bytes == 0) {
+		const char *w = note_elsewhere(m, cfg, ev);
 		pvg_problem(res, "dispatch-marker.empty-log",
-			    m->elsewhere ? m->elsewhere
-					 : "run the benchmark against the service, with its output "
-					   "going to markers.log",
+			    w ? w
+			      : "run the benchmark against the service, with its output going to "
+				"markers.log",
 			    "the service log %s is empty", cfg->markers.log);
 		status = PVG_FAIL;
 		goto out;
@@ -344,14 +360,16 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 						    : pvg_strdup(cfg->markers.prefix);
 		size_t unattr = cfg->markers.n_require ? scan.require_unattributed[e]
 						       : scan.markers_unattributed;
+		/* no live marker at all: perhaps the service writes somewhere else */
+		const char *w = scan.markers_live == 0 ? note_elsewhere(m, cfg, ev) : NULL;
 		/* "only from an earlier run" when the live service wrote no marker at all; live
 		 * markers that match nothing say more (wrong shape, dtype) */
 		if (got == 0 && unattr > 0 && scan.markers_live == 0 && scan.markers_unparseable == 0) {
 			pvg_problem(res, "dispatch-marker.unattributed",
-				    m->elsewhere ? m->elsewhere
-						 : "the markers are from an earlier run or another "
-						   "process: run the benchmark against the live service "
-						   "(and start it with a fresh log)",
+				    w ? w
+				      : "the markers are from an earlier run or another process: run "
+					"the benchmark against the live service (and start it with a "
+					"fresh log)",
 				    "no marker for {%s} from the live service; %zu matching marker%s "
 				    "cannot be attributed to it (%s, e.g. at byte %" PRIu64 ")",
 				    want, unattr, unattr == 1 ? "" : "s",
@@ -368,8 +386,7 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 						       scan.markers_unparseable == 1 ? "" : "s")
 					: pvg_strdup("");
 			pvg_problem(res, "dispatch-marker.too-few",
-				    m->elsewhere && scan.markers_live == 0
-					    ? m->elsewhere
+				    w ? w
 					    : "run the benchmark with the shapes and dtype the config "
 					      "requires, and check that the kernel prints its marker",
 				    "%zu live marker%s for {%s}, %ld required%s%s", got,
