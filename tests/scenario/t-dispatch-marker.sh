@@ -4,9 +4,11 @@
 source "$PVG_SRC/tests/lib.sh"
 MAKE_LOG="$FIXTURES/markers/make.sh"
 
-# Starts the "service": a shell (root) with a child (the EngineCore). Sets $root, $child.
+# start_service [FILE]: starts the "service", a shell (root) with a child (the EngineCore),
+# its stdout and stderr appended to FILE when given. Sets $root, $child.
 start_service() {
-	bash -c 'sleep 300 & echo $! >child.pid; wait' &
+	local svc='sleep 300 & echo $! >child.pid; wait'
+	if [ $# -gt 0 ]; then bash -c "$svc" >>"$1" 2>&1 & else bash -c "$svc" & fi
 	root=$!
 	for _ in $(seq 100); do [ -s child.pid ] && break; sleep 0.05; done
 	child=$(cat child.pid)
@@ -103,18 +105,8 @@ test_empty_log_fails() {
 	assert_eq "$codes" "dispatch-marker.empty-log"
 }
 
-# start_service_to FILE: start_service with the service's stdout and stderr going to FILE
-start_service_to() {
-	bash -c 'sleep 300 & echo $! >child.pid; wait' >>"$1" 2>&1 &
-	root=$!
-	for _ in $(seq 100); do [ -s child.pid ] && break; sleep 0.05; done
-	child=$(cat child.pid)
-	trap 'kill $child $root 2>/dev/null || true' EXIT
-	start=$(( $(date +%s) ))
-}
-
 test_service_writing_elsewhere_is_named() {
-	start_service_to "$T/nohup.out"; write_config
+	start_service "$T/nohup.out"; write_config
 	: >server.log
 	gate7 none
 	assert_eq "$codes" "dispatch-marker.empty-log"
@@ -136,7 +128,7 @@ test_service_writing_elsewhere_is_named() {
 test_log_rotated_away_is_named() {
 	# logrotate renames the log; the service keeps writing to the renamed file
 	: >server.log
-	start_service_to "$T/server.log"; write_config
+	start_service "$T/server.log"; write_config
 	mv server.log server.log.1
 	: >server.log
 	gate7 none
@@ -150,7 +142,7 @@ test_log_rotated_away_is_named() {
 
 test_service_writing_to_the_log_gets_no_note() {
 	: >server.log
-	start_service_to "$T/server.log"; write_config
+	start_service "$T/server.log"; write_config
 	gate7 none
 	assert_eq "$codes" "dispatch-marker.empty-log"
 	assert_eq "$(jq -r '.gates[6].evidence.service_output_elsewhere' report.json)" null
