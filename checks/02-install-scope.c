@@ -403,5 +403,6 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 const struct pvg_check pvg_check_install_scope = {
 	.id = 2,
 	.name = "install-scope",
+	.phases = PVG_IN_ALL_PHASES,
 	.run = run_install_scope,
 };

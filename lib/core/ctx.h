@@ -90,13 +90,29 @@ void pvg_ctx_hash_early(struct pvg_ctx *ctx, const char *build, const char *inst
 void *pvg_ctx_take_slot(struct pvg_ctx *ctx, enum pvg_slot s);
 void pvg_chain_set(struct pvg_ctx *ctx, const char *key, cJSON *value);
 
+/* The phases a gate belongs to (struct pvg_check.phases). */
+#define PVG_IN_PHASE(p) (1u << (p))
+#define PVG_IN_ALL_PHASES (PVG_IN_PHASE(PVG_PHASE_INSTALL) | PVG_IN_PHASE(PVG_PHASE_PRESTART) | \
+			   PVG_IN_PHASE(PVG_PHASE_LIVE))
+
+/* One gate, as the runner and exec see it: what it is, when it runs, and its steps. The
+ * runner reads these fields and never a gate's number. */
 struct pvg_check {
 	int id;
 	const char *name;
+	unsigned phases; /* PVG_IN_PHASE bits */
+	bool rechecked;  /* exec evaluates it again after the command (it must still hold) */
 	enum pvg_status (*run)(struct pvg_ctx *ctx, struct pvg_result *res);
-	/* optional: work that run() would do, done earlier while an earlier gate waits; it
-	 * may only fill the ctx caches that run() then uses (pvg_ctx_help) */
+	/* optional: work that run() would do, done earlier while an earlier gate waits, on a
+	 * helper thread of low priority; it may only fill the ctx caches that run() then uses
+	 * (pvg_ctx_help) */
 	void (*prepare)(struct pvg_ctx *ctx);
+	/* optional: the part of the preparation that must stay on the evaluating thread (it is
+	 * called there just before the helper thread starts): libproc2 keeps read buffers per
+	 * thread, and a finished thread leaks them */
+	void (*prepare_here)(struct pvg_ctx *ctx);
+	/* optional: remembers what its re-check must find again (pvg_run_pin): 0 or -errno */
+	int (*pin)(struct pvg_ctx *ctx);
 	/* optional: background work begun when the evaluation begins (the gate is selected);
 	 * what run() does not collect is cancelled when the evaluation ends */
 	void (*start)(struct pvg_ctx *ctx);
