@@ -97,18 +97,18 @@ int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why)
 		if (cfg->install.artifact) {
 			ctx->installed_path = pvg_strdup(cfg->install.artifact);
 		} else if (cfg->install.python_module) {
-			ctx->installed_err = -pvg_python_module_path(
+			ctx->installed_err = pvg_python_module_path(
 				cfg->install.python ? cfg->install.python : "python3",
 				cfg->install.python_module, &ctx->installed_path, &ctx->installed_why);
 		} else {
-			ctx->installed_err = EDESTADDRREQ;
+			ctx->installed_err = -EDESTADDRREQ;
 			ctx->installed_why = pvg_strdup(
 				"neither install.artifact nor install.python_module is set");
 		}
 	}
 	*path = ctx->installed_path;
 	*why = ctx->installed_why;
-	return -ctx->installed_err;
+	return ctx->installed_err;
 }
 
 /* The cached entry for path, if nothing about the file can have changed since. */
@@ -121,7 +121,7 @@ static const struct pvg_file_id *cached(struct pvg_ctx *ctx, const char *path)
 			continue;
 		if (id->hashed && stat(path, &st) == 0 && pvg_file_id_matches(id, &st))
 			return id;
-		if (!id->hashed && stat(path, &st) < 0 && errno == id->err)
+		if (!id->hashed && stat(path, &st) < 0 && -errno == id->err)
 			return id;
 		return NULL;
 	}

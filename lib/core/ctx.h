@@ -34,7 +34,7 @@ struct pvg_ctx {
 
 	/* install.artifact, or what install.python_module resolved to */
 	bool installed_resolved;
-	int installed_err;
+	int installed_err; /* 0 or -errno */
 	char *installed_path;
 	char *installed_why;
 

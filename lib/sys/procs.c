@@ -2,7 +2,7 @@
 /*
  * Process discovery through libproc2 (procps-ng 4.0). One reap per run: every later question
  * (which process is the target, which are its descendants, who is a stale service process) is
- * answered from that snapshot, so that gates 4, 5 and 7 agree on one view of the system.
+ * answered from that snapshot, so that every question sees one view of the system.
  * libproc2 always reads the real /proc; the text readers take a procfs root.
  */
 #include <dirent.h>
