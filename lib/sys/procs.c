@@ -179,7 +179,7 @@ static int read_pidfile(const char *path, pid_t *pid, struct timespec *mtime, ch
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	struct stat st;
-	int r = pvg_read_small_file(path, 64, &text, &len);
+	int r = pvg_read_file(path, 64, &text, &len);
 	if (r < 0) {
 		*why = pvg_asprintf("pidfile %s cannot be read: %s", path,
 				    r == -EFBIG ? "longer than a pid" : strerror(-r));
