@@ -27,8 +27,7 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->cfg = cfg;
 	ctx->phase = phase;
-	const char *procfs = getenv("PROVGATE_PROCFS");
-	ctx->procfs = procfs && procfs[0] ? procfs : "/proc";
+	ctx->procfs = pvg_procfs_root();
 	ctx->started_ns = pvg_now_ns();
 	ctx->started_at = time(NULL);
 	ctx->chain = new_chain();

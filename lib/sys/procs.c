@@ -22,6 +22,10 @@ enum { I_PID, I_PPID, I_BEGAN, I_STATE, I_CMD, I_CMDLINE };
 static enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_TICS_BEGAN,
 				  PIDS_STATE,  PIDS_CMD,     PIDS_CMDLINE };
 
+/* The processes libproc2 lists are those of the real /proc, whatever pvg_procfs_root() says:
+ * what is read about them to complete the snapshot (owner, executable) comes from there too. */
+#define LIBPROC2_ROOT "/proc"
+
 static void pids_unrefp(struct pids_info **i)
 {
 	if (*i)
@@ -113,7 +117,7 @@ static bool is_provgate(const struct pvg_proc *p, const struct stat *self_exe,
 		return false;
 	char path[64];
 	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+	snprintf(path, sizeof(path), LIBPROC2_ROOT "/%d/exe", (int)p->pid);
 	return stat(path, &st) == 0 && st.st_dev == self_exe->st_dev &&
 	       st.st_ino == self_exe->st_ino;
 }
@@ -251,7 +255,7 @@ static void fill_uids(struct pvg_targets *t)
 		struct pvg_proc *p = &t->procs[i];
 		if (!(p->family || p->matched || p->in_tree))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d", (int)p->pid);
+		snprintf(path, sizeof(path), LIBPROC2_ROOT "/%d", (int)p->pid);
 		if (stat(path, &st) == 0)
 			p->uid = st.st_uid;
 	}
@@ -260,7 +264,7 @@ static void fill_uids(struct pvg_targets *t)
 static void select_targets(const struct pvg_service_spec *svc, struct pvg_targets *t)
 {
 	struct stat self_exe_st;
-	bool have_self = stat("/proc/self/exe", &self_exe_st) == 0;
+	bool have_self = stat(LIBPROC2_ROOT "/self/exe", &self_exe_st) == 0;
 	const struct pvg_proc *me = pvg_targets_find(t, getpid());
 	const char *self_comm = me ? me->comm : "";
 
@@ -460,13 +464,59 @@ struct fd_scan_job {
 	struct pvg_fd_scan out;
 };
 
+int pvg_proc_fds(const char *procfs, pid_t pid, pvg_fd_fn fn, void *opaque)
+{
+	char dir[512];
+	char link[4096];
+	snprintf(dir, sizeof(dir), "%s/%d/fd", procfs, (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (!fn(opaque, dirfd(d), atoi(de->d_name), link))
+			break;
+	}
+	closedir(d);
+	return 0;
+}
+
+struct fd_match {
+	const struct fd_scan_job *job;
+	struct pvg_fd_scan *out;
+	pid_t pid;
+	bool want_dev;
+};
+
+static bool match_fd(void *opaque, int dirfd, int fd, const char *link)
+{
+	struct fd_match *m = opaque;
+	(void)dirfd;
+	(void)fd;
+	if (m->job->n_inodes && strncmp(link, "socket:[", 8) == 0) {
+		uint64_t ino = strtoull(link + 8, NULL, 10);
+		for (size_t k = 0; k < m->job->n_inodes; k++)
+			if (m->job->inodes[k] == ino) {
+				add_hit(m->out, m->pid, ino, NULL);
+				break;
+			}
+	} else if (m->want_dev && link[0] == '/' && device_matches(m->job->devices, link)) {
+		add_hit(m->out, m->pid, 0, link);
+	}
+	return true;
+}
+
 static void *fd_scan_range(void *arg)
 {
 	struct fd_scan_job *job = arg;
 	const struct pvg_targets *t = job->t;
 	struct pvg_fd_scan *out = &job->out;
-	char dir[512];
-	char link[4096];
 	for (size_t i = job->from; i < job->to; i++) {
 		const struct pvg_proc *p = &t->procs[i];
 		bool want_dev = job->devices && !p->in_tree;
@@ -474,34 +524,13 @@ static void *fd_scan_range(void *arg)
 			continue;
 		if (p->pid == 2 || p->ppid == 2)
 			continue; /* kernel threads hold no files */
-		snprintf(dir, sizeof(dir), "%s/%d/fd", job->procfs, (int)p->pid);
-		DIR *d = opendir(dir);
-		if (!d) {
-			if (errno == EACCES || errno == EPERM)
-				add_pid(&out->denied, &out->n_denied, p->pid);
-			continue; /* ENOENT: it exited since the snapshot */
-		}
-		out->n_scanned++;
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
-			if (n <= 0)
-				continue;
-			link[n] = '\0';
-			if (job->n_inodes && strncmp(link, "socket:[", 8) == 0) {
-				uint64_t ino = strtoull(link + 8, NULL, 10);
-				for (size_t k = 0; k < job->n_inodes; k++)
-					if (job->inodes[k] == ino) {
-						add_hit(out, p->pid, ino, NULL);
-						break;
-					}
-			} else if (want_dev && link[0] == '/' && device_matches(job->devices, link)) {
-				add_hit(out, p->pid, 0, link);
-			}
-		}
-		closedir(d);
+		struct fd_match m = { job, out, p->pid, want_dev };
+		int r = pvg_proc_fds(job->procfs, p->pid, match_fd, &m);
+		if (r == -EACCES || r == -EPERM)
+			add_pid(&out->denied, &out->n_denied, p->pid);
+		else if (r == 0)
+			out->n_scanned++;
+		/* -ENOENT: it exited since the snapshot */
 	}
 	return NULL;
 }

@@ -396,3 +396,9 @@ void pvg_json_add_bool(cJSON *obj, const char *key, bool v)
 {
 	cJSON_AddBoolToObject(obj, key, v);
 }
+
+const char *pvg_procfs_root(void)
+{
+	const char *procfs = getenv("PROVGATE_PROCFS");
+	return procfs && procfs[0] ? procfs : "/proc";
+}

@@ -69,6 +69,10 @@ int pvg_open_regular(const char *path, struct stat *st);
 /* The one whole-file reader: a regular file (config, pidfile, log sample, /proc text, whose
  * size reads 0) into a NUL-terminated buffer; -EFBIG when it holds more than max bytes. */
 int pvg_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Where /proc text is read from: "/proc", or $PROVGATE_PROCFS (a fixture tree in tests, a
+ * host /proc mounted elsewhere). The one seam: every reader of /proc text takes this root.
+ * libproc2's process list always comes from the real /proc. */
+const char *pvg_procfs_root(void);
 /* "2026-11-29T12:00:00Z" (UTC) or with nanoseconds when ns >= 0. */
 void pvg_format_time(time_t t, long ns, char *out, size_t size);
 uint64_t pvg_now_ns(void);
