@@ -4,13 +4,13 @@
  * the facts' slots and the chain object. Waiting for the artifact pair, it lends its time to
  * the evaluation's preparation of later gates through the callbacks the runner sets.
  */
-#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
 #include "sys/pymodule.h"
+#include "util/thread.h"
 
 static cJSON *new_chain(void)
 {
@@ -183,7 +183,7 @@ struct help {
 	struct pvg_pair_job *job;
 };
 
-static void *help_thread(void *arg)
+static void help_thread(void *arg)
 {
 	struct help *h = arg;
 	/* Yield to the hasher: this work has time to spare, the digest has none. Lowering
@@ -191,7 +191,6 @@ static void *help_thread(void *arg)
 	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	pvg_pair_keep_off(h->job);
 	h->ctx->prepare_later(h->ctx);
-	return NULL;
 }
 
 /* The evaluation's preparation of later gates on a thread of low priority, while this one
@@ -202,12 +201,9 @@ static void help_niced(struct pvg_ctx *ctx, struct pvg_pair_job *job)
 		ctx->prepare_here(ctx);
 	if (!ctx->prepare_later)
 		return;
-	pthread_t t;
 	struct help h = { ctx, job };
-	if (pthread_create(&t, NULL, help_thread, &h) == 0)
-		pthread_join(t, NULL);
-	else
-		ctx->prepare_later(ctx);
+	if (pvg_run_on_thread(help_thread, &h) < 0)
+		ctx->prepare_later(ctx); /* here, at this thread's own priority */
 }
 
 int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *installed,

@@ -15,6 +15,7 @@
 
 #include "sys/maps.h"
 #include "sys/procs.h"
+#include "util/thread.h"
 
 /* Only items from stat and cmdline: asking for a uid makes libproc2 read status too, a
  * third file per process; the uid is taken from /proc/<pid> for the few processes reported. */
@@ -512,7 +513,7 @@ static bool match_fd(void *opaque, int dirfd, int fd, const char *link)
 	return true;
 }
 
-static void *fd_scan_range(void *arg)
+static void fd_scan_range(void *arg)
 {
 	struct fd_scan_job *job = arg;
 	const struct pvg_targets *t = job->t;
@@ -532,7 +533,6 @@ static void *fd_scan_range(void *arg)
 			out->n_scanned++;
 		/* -ENOENT: it exited since the snapshot */
 	}
-	return NULL;
 }
 
 int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
@@ -541,8 +541,6 @@ int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t 
 	/* readlink per fd of every process is the cost: a few threads overlap the syscalls */
 	enum { MAX_THREADS = 4 };
 	struct fd_scan_job jobs[MAX_THREADS];
-	pthread_t th[MAX_THREADS];
-	bool started[MAX_THREADS] = { false };
 	size_t n_jobs = t->n < 256 ? 1 : MAX_THREADS;
 	memset(out, 0, sizeof(*out));
 	for (size_t j = 0; j < n_jobs; j++) {
@@ -555,16 +553,8 @@ int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t 
 			.from = t->n * j / n_jobs,
 			.to = t->n * (j + 1) / n_jobs,
 		};
-		if (j > 0)
-			started[j] = pthread_create(&th[j], NULL, fd_scan_range, &jobs[j]) == 0;
 	}
-	fd_scan_range(&jobs[0]);
-	for (size_t j = 1; j < n_jobs; j++) {
-		if (started[j])
-			pthread_join(th[j], NULL);
-		else
-			fd_scan_range(&jobs[j]);
-	}
+	pvg_run_jobs(fd_scan_range, jobs, n_jobs, sizeof(jobs[0]));
 	/* merge in pid order */
 	for (size_t j = 0; j < n_jobs; j++) {
 		struct pvg_fd_scan *s = &jobs[j].out;
