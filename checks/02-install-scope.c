@@ -180,8 +180,8 @@ static cJSON *change_json(const struct pvg_change *c, enum verdict v, enum verdi
 static enum pvg_status scope_error(struct pvg_result *res, const struct pvg_scope *s)
 {
 	_cleanup_free_ char *code = pvg_asprintf("install-scope.%s", s->reason ? s->reason : "git-error");
-	pvg_problem(res, code, s->hint, "%s", s->why ? s->why : strerror(-s->err));
-	pvg_summary(res, "no change set: %s", s->why ? s->why : strerror(-s->err));
+	pvg_problem(res, code, s->msg.hint, "%s", s->msg.text ? s->msg.text : strerror(-s->err));
+	pvg_summary(res, "no change set: %s", s->msg.text ? s->msg.text : strerror(-s->err));
 	return PVG_UNVERIFIABLE;
 }
 

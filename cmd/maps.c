@@ -171,7 +171,7 @@ static int maps_main(int argc, char **argv)
 	}
 	if (t->err) {
 		fprintf(stderr, "provgate maps: %s\n",
-			by_pid ? t->why : "no process matches the pattern");
+			by_pid ? t->msg.text : "no process matches the pattern");
 		pvg_targets_free(t);
 		return EXIT_NOT_CERTIFIED;
 	}

@@ -44,8 +44,8 @@ void pvg_ctx_forget(struct pvg_ctx *ctx)
 {
 	pvg_ctx_cancel_early(ctx);
 	free(ctx->installed_path);
-	free(ctx->installed_why);
-	ctx->installed_path = ctx->installed_why = NULL;
+	pvg_msg_clear(&ctx->installed_msg);
+	ctx->installed_path = NULL;
 	ctx->installed_resolved = false;
 	ctx->installed_err = 0;
 	for (size_t i = 0; i < ctx->n_files; i++)
@@ -98,15 +98,15 @@ int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why)
 		} else if (cfg->install.python_module) {
 			ctx->installed_err = pvg_python_module_path(
 				cfg->install.python ? cfg->install.python : "python3",
-				cfg->install.python_module, &ctx->installed_path, &ctx->installed_why);
+				cfg->install.python_module, &ctx->installed_path, &ctx->installed_msg);
 		} else {
 			ctx->installed_err = -EDESTADDRREQ;
-			ctx->installed_why = pvg_strdup(
-				"neither install.artifact nor install.python_module is set");
+			pvg_msg_set(&ctx->installed_msg, NULL, "%s",
+				    "neither install.artifact nor install.python_module is set");
 		}
 	}
 	*path = ctx->installed_path;
-	*why = ctx->installed_why;
+	*why = ctx->installed_msg.text;
 	return ctx->installed_err;
 }
 

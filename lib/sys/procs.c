@@ -61,7 +61,7 @@ void pvg_targets_free(void *ptr)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->procs[i].cmdline);
 	free(t->procs);
-	free(t->why);
+	pvg_msg_clear(&t->msg);
 	free(t->targets);
 	free(t->strays);
 	free(t);
@@ -289,7 +289,7 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 		struct timespec pidfile_mtime = { 0 };
 		t->how = svc->pid > 0 ? PVG_SELECT_PID : PVG_SELECT_PIDFILE;
 		if (t->how == PVG_SELECT_PIDFILE) {
-			int r = read_pidfile(svc->pidfile, &pid, &pidfile_mtime, &t->why);
+			int r = read_pidfile(svc->pidfile, &pid, &pidfile_mtime, &t->msg.text);
 			if (r < 0) {
 				t->err = r;
 				return;
@@ -298,7 +298,7 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 		struct pvg_proc *p = (struct pvg_proc *)pvg_targets_find(t, pid);
 		if (!p) {
 			t->err = -ESRCH;
-			t->why = t->how == PVG_SELECT_PID
+			t->msg.text = t->how == PVG_SELECT_PID
 					 ? pvg_asprintf("service.pid %d is not running", (int)pid)
 					 : pvg_asprintf("pidfile %s names pid %d, which is not running",
 							svc->pidfile, (int)pid);
@@ -308,14 +308,14 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 		if (t->how == PVG_SELECT_PIDFILE && pidfile_mtime.tv_sec &&
 		    ts_ns(p->start) > ts_ns(pidfile_mtime) + t->tick_ns) {
 			t->err = -ESRCH;
-			t->why = pvg_asprintf("pidfile %s names pid %d, but that process started after "
+			t->msg.text = pvg_asprintf("pidfile %s names pid %d, but that process started after "
 					      "the pidfile was written: the pid was reused",
 					      svc->pidfile, (int)pid);
 			return;
 		}
 		if (p->self) {
 			t->err = -ESRCH;
-			t->why = pvg_asprintf("pid %d is provgate itself", (int)pid);
+			t->msg.text = pvg_asprintf("pid %d is provgate itself", (int)pid);
 			return;
 		}
 		p->matched = true;
@@ -334,7 +334,7 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 		}
 		if (!newest) {
 			t->err = -ESRCH;
-			t->why = pvg_asprintf("no process matches service.match (%zu pattern%s, "
+			t->msg.text = pvg_asprintf("no process matches service.match (%zu pattern%s, "
 					      "first \"%s\")",
 					      svc->match.n, svc->match.n == 1 ? "" : "s",
 					      svc->match.v[0]);
@@ -353,7 +353,7 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 		t->primary = top->pid;
 	} else {
 		t->err = -EDESTADDRREQ;
-		t->why = pvg_strdup("none of service.pid, service.pidfile, service.match is set");
+		t->msg.text = pvg_strdup("none of service.pid, service.pidfile, service.match is set");
 		return;
 	}
 

@@ -38,9 +38,9 @@ struct pvg_targets {
 	enum pvg_select how;
 	/* 0 when a target was found; otherwise -EDESTADDRREQ (nothing configured), -ESRCH (no
 	 * such process / none matched / pidfile names a dead or reused pid), -ENOENT (pidfile
-	 * missing), -EINVAL (pidfile content), -EACCES (pidfile unreadable); why says which. */
+	 * missing), -EINVAL (pidfile content), -EACCES (pidfile unreadable); msg.text says which. */
 	int err;
-	char *why;
+	struct pvg_msg msg;
 	pid_t root;       /* root of the service tree: the target's topmost service ancestor */
 	pid_t primary;    /* the selected target (newest matching process when several) */
 	pid_t *targets;   /* selected processes inside the tree, primary first */

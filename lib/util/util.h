@@ -85,6 +85,17 @@ void pvg_json_add_i64(cJSON *obj, const char *key, int64_t v);
 void pvg_json_add_int(cJSON *obj, const char *key, int v);
 void pvg_json_add_bool(cJSON *obj, const char *key, bool v);
 
+/* What went wrong, in words: what was seen and, where one helps, what to do. A lower layer
+ * hands it up beside its -errno; the gate that reads it turns it into a problem. Owned by
+ * the struct that holds it (pvg_msg_clear frees). */
+struct pvg_msg {
+	char *text;
+	char *hint; /* may be NULL */
+};
+
+void pvg_msg_set(struct pvg_msg *m, const char *hint, const char *fmt, ...) PVG_PRINTF(3, 4);
+void pvg_msg_clear(struct pvg_msg *m);
+
 /* A list of strings (config globs, patterns). */
 struct pvg_strv {
 	char **v;
