@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Gate 7 dispatch-marker: the live service really selected the new kernel for the
- * benchmark's shapes. The service log is scanned once (lib/markers.c); only lines that can be
+ * benchmark's shapes. The service log is scanned once (lib/formats/markers.c); only lines that can be
  * attributed to the live service count, the rest is reported as unattributed.
  */
 #include <dirent.h>
