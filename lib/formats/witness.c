@@ -146,3 +146,52 @@ enum pvg_witness_error pvg_witness_parse(const uint8_t *buf, size_t len,
 	*at = 0;
 	return PVG_WITNESS_OK;
 }
+
+enum pvg_witness_attr pvg_witness_attribute(const struct pvg_witness_header *h,
+					    const char *boot_id,
+					    const struct pvg_witness_target *targets, size_t n,
+					    size_t *which)
+{
+	if (!boot_id || !boot_id[0] || !h->boot_id[0] ||
+	    strncmp(h->boot_id, boot_id, sizeof(h->boot_id)) != 0)
+		return PVG_WITNESS_OTHER_BOOT;
+	bool reused = false, foreign = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct pvg_witness_target *t = &targets[i];
+		/* a target in provgate's own pid namespace: its writer saw one level, pid == nspid */
+		bool same_view = t->pid == t->nspid;
+		if (t->nspid == h->nspid) {
+			if (same_view && (h->nspid_levels != 1 || h->pid != h->nspid)) {
+				foreign = true;
+			} else if (t->start_ticks == h->start_ticks) {
+				if (which)
+					*which = i;
+				return PVG_WITNESS_LIVE;
+			} else {
+				reused = true;
+			}
+		} else if (t->pid == h->nspid || t->pid == h->pid) {
+			/* the number is a target's pid in provgate's namespace, not in the writer's */
+			foreign = true;
+		}
+	}
+	return reused ? PVG_WITNESS_PID_REUSED : foreign ? PVG_WITNESS_FOREIGN_NS
+							  : PVG_WITNESS_NOT_TARGET;
+}
+
+const char *pvg_witness_attr_name(enum pvg_witness_attr a)
+{
+	switch (a) {
+	case PVG_WITNESS_LIVE:
+		return "live";
+	case PVG_WITNESS_OTHER_BOOT:
+		return "earlier boot";
+	case PVG_WITNESS_PID_REUSED:
+		return "earlier process with the same pid";
+	case PVG_WITNESS_FOREIGN_NS:
+		return "same pid number in another pid namespace";
+	case PVG_WITNESS_NOT_TARGET:
+		return "not a target process";
+	}
+	return "?";
+}

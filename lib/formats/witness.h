@@ -137,3 +137,30 @@ const char *pvg_witness_strerror(enum pvg_witness_error e);
  * PVG_WITNESS_OK or the first error found; *at is the byte offset of the problem. */
 enum pvg_witness_error pvg_witness_parse(const uint8_t *buf, size_t len,
 					 struct pvg_witness_file *out, size_t *at);
+
+/* ---- attribution ------------------------------------------------------------------------------ */
+
+#include <sys/types.h>
+
+/* A live target process as provgate sees it. */
+struct pvg_witness_target {
+	pid_t pid;            /* in provgate's pid namespace */
+	pid_t nspid;          /* in the process's own namespace (last NSpid entry) */
+	uint64_t start_ticks; /* /proc/PID/stat field 22 */
+};
+
+enum pvg_witness_attr {
+	PVG_WITNESS_LIVE,        /* written by a live target: same own-namespace pid, start, boot */
+	PVG_WITNESS_OTHER_BOOT,  /* another boot id (or none) */
+	PVG_WITNESS_PID_REUSED,  /* a target's pid, but a process that started at another time */
+	PVG_WITNESS_FOREIGN_NS,  /* a target's pid number, but in another pid namespace */
+	PVG_WITNESS_NOT_TARGET,  /* no target has this pid */
+};
+#define PVG_WITNESS_ATTR_N 5
+
+/* Decides whose file h is. boot_id: this machine's. *which: the target's index when LIVE. */
+enum pvg_witness_attr pvg_witness_attribute(const struct pvg_witness_header *h,
+					    const char *boot_id,
+					    const struct pvg_witness_target *targets, size_t n,
+					    size_t *which);
+const char *pvg_witness_attr_name(enum pvg_witness_attr a);

@@ -9,6 +9,11 @@
  *                                      exported pvg_witness_record, flush, then sleep S
  *                                      seconds (default 0) and exit (the exit handler writes
  *                                      the final file)
+ *   witness-tool restamp IN DIR PID NSPID LEVELS TICKS BOOT
+ *                                      a recorded file with another writer's identity (pid,
+ *                                      NSpid, levels, start ticks, boot id), resealed, written
+ *                                      to DIR under the name the library would give it;
+ *                                      prints the path
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -119,8 +124,40 @@ static int drive(const char *lib, const char *dir, long n, long sleep_s)
 	return r < 0 ? 1 : 0;
 }
 
+static int restamp(char **a)
+{
+	FILE *f = fopen(a[0], "rb");
+	if (!f)
+		return 2;
+	static uint8_t buf[PVG_WITNESS_MAX_FILE];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	struct pvg_witness_header h;
+	if (n < sizeof(h))
+		return 2;
+	memcpy(&h, buf, sizeof(h));
+	h.pid = atoi(a[2]);
+	h.nspid = atoi(a[3]);
+	h.nspid_levels = (uint32_t)atoi(a[4]);
+	h.start_ticks = strtoull(a[5], NULL, 10);
+	snprintf(h.boot_id, sizeof(h.boot_id), "%.39s", a[6]);
+	memcpy(buf, &h, sizeof(h));
+	if (pvg_witness_seal(buf, n) < 0)
+		return 2;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/witness-%d-%llu-%.8s%s", a[1], h.nspid,
+		 (unsigned long long)h.start_ticks, h.boot_id, PVG_WITNESS_SUFFIX);
+	f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0)
+		return 2;
+	printf("%s\n", path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 9 && strcmp(argv[1], "restamp") == 0)
+		return restamp(argv + 2);
 	if (argc == 3 && strcmp(argv[1], "dump") == 0)
 		return dump(argv[2]);
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "drive") == 0)
