@@ -7,8 +7,8 @@
  *                                      witness), count N distinct launches (kernel i, grid i)
  *                                      plus 3 repeats of the first through the library's
  *                                      exported pvg_witness_record, flush, then sleep S
- *                                      seconds (default 0) and exit (the exit handler writes
- *                                      the final file)
+ *                                      seconds (default 0; SIGTERM ends the wait) and exit
+ *                                      (the exit handler writes the final file)
  *   witness-tool restamp IN DIR PID NSPID LEVELS TICKS BOOT
  *                                      a recorded file with another writer's identity (pid,
  *                                      NSpid, levels, start ticks, boot id), resealed, written
@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,14 @@ static int dump(const char *path)
 	return 0;
 }
 
+static volatile sig_atomic_t terminated;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	terminated = 1;
+}
+
 static int drive(const char *lib, const char *dir, long n, long sleep_s)
 {
 	setenv(PVG_WITNESS_DIR_ENV, dir, 1);
@@ -119,8 +128,11 @@ static int drive(const char *lib, const char *dir, long n, long sleep_s)
 		fprintf(stderr, "flush: %s\n", strerror(-r));
 	printf("pid %d\n", (int)getpid());
 	fflush(stdout);
-	if (sleep_s > 0)
-		sleep((unsigned)sleep_s);
+	/* SIGTERM ends it the way a service that handles it does: by returning from main, so
+	 * the exit handlers (the witness's final write) run */
+	signal(SIGTERM, on_term);
+	for (long t = 0; t < sleep_s && !terminated; t++)
+		sleep(1);
 	return r < 0 ? 1 : 0;
 }
 
