@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The dispatch witness file: what libprovgate-witness.so, loaded into a GPU process, writes
- * about the kernels that process launched, and the bounded parser gate 7 reads it with.
+ * about the kernels that process launched, and the bounded parser provgate reads it with.
  * Defined once here for both sides; this header and witness.c depend on nothing but libc so
  * the injection library can compile them without the rest of libprovgate.
  *
@@ -99,7 +99,7 @@ uint64_t pvg_witness_fnv(uint64_t h, const void *p, size_t n);
  * len does not match the header's counts. */
 int pvg_witness_seal(uint8_t *buf, size_t len);
 
-/* ---- reading (gate 7) ------------------------------------------------------------------------ */
+/* ---- reading (provgate) ------------------------------------------------------------------------ */
 
 struct pvg_witness_str {
 	const char *p; /* into the file's bytes; not NUL-terminated */
