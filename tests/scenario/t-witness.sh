@@ -244,4 +244,35 @@ JSON
 	assert_contains "$(jq -r '.gates[6].summary' report.json)" 'markers: '
 }
 
+test_exec_witness_prints_the_variables_and_checks_the_service() {
+	start_service; stamp $svc $svc 1 $ticks
+	cat >provgate.json <<JSON
+{ "arch": "sm_90", "service": {"pid": $svc}, "witness": { "dir": "wdir", "require": [{"kernel": "pvg_wit_scale"}] } }
+JSON
+	PROVGATE_WITNESS_LIB=$LIB pg exec --witness wdir
+	assert_eq "$rc" 0 "exit ($err)"
+	assert_contains "$out" "export PROVGATE_WITNESS_DIR=$PWD/wdir"
+	assert_contains "$out" "export CUDA_INJECTION64_PATH=$LIB"
+	assert_not_contains "$out" HSA_TOOLS_LIB
+	assert_contains "$out" "pid $svc: PROVGATE_WITNESS_DIR=$PWD/wdir, CUDA_INJECTION64_PATH=$LIB"
+	# the same service certifies gate 7 from the witness alone
+	gate7
+	assert_eq "$status" pass "gate 7 ($codes)"
+}
+
+test_exec_witness_refuses_a_service_without_it() {
+	start_service plain
+	printf '{ "service": {"pid": %d} }' $svc >provgate.json
+	PROVGATE_WITNESS_LIB=$LIB pg exec --witness wdir
+	assert_eq "$rc" 1
+	assert_contains "$out" "pid $svc: started without the witness (PROVGATE_WITNESS_DIR not set)"
+	# without an arch, both loaders are printed
+	assert_contains "$out" "export HSA_TOOLS_LIB=$LIB"
+	pg exec --witness wdir -- true
+	assert_eq "$rc" 2
+	assert_contains "$err" "--witness starts nothing"
+	pg exec --witness
+	assert_eq "$rc" 2
+}
+
 run_tests
