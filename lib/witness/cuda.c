@@ -4,11 +4,13 @@
  * InitializeInjection, which subscribes to CUPTI's callback API for the launch entry points.
  * libcupti is opened here (dlopen), not linked, so that the library loads in any process.
  *
- * Counting each launch once: a runtime launch (cudaLaunchKernel, the <<<>>> launch of CUDA 13,
- * cudaLaunchKernelExC, cudaLaunchCooperativeKernel) may or may not show a driver launch
- * inside it. A thread-local flag is set between the runtime callback's entry and exit; a
- * driver launch seen inside it is the one recorded (it has the CUfunction and exact dims),
- * and the runtime exit records the launch only when no driver launch was seen inside it.
+ * Counting each launch once: by default only the driver API's launch callbacks are enabled;
+ * a runtime launch (cudaLaunchKernel, the <<<>>> launch of CUDA 13, cudaLaunchKernelExC,
+ * cudaLaunchCooperativeKernel) is seen as the driver launch the runtime makes. With
+ * PROVGATE_WITNESS_RUNTIME=1 the runtime callbacks are enabled too: a thread-local flag is
+ * set between a runtime callback's entry and exit; a driver launch seen inside it is the one
+ * recorded (it has the CUfunction and exact dims), and the runtime exit records the launch
+ * only when no driver launch was seen inside it.
  * Only launches that returned success are counted. Graph launches are counted in the header
  * (graph_launches): CUPTI's callback for cuGraphLaunch names the graph, not its kernels.
  * A launch into a stream that is being captured into a graph runs nothing: while any capture
@@ -327,7 +329,7 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 {
 	if (!pvg_witness_active())
 		return 1; /* loaded without a witness folder: nothing to do, and no error for CUDA */
-	char which[96], note[128];
+	char which[96], note[200];
 	void *h = open_cupti(which, sizeof(which));
 	if (!h) {
 		pvg_witness_set_api(PVG_WITNESS_API_CUDA,
@@ -362,10 +364,16 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
 		failed += p_enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]) !=
 			  CUPTI_SUCCESS;
-	for (size_t i = 0; i < sizeof(runtime_ids) / sizeof(runtime_ids[0]); i++)
+	/* The driver domain alone by default: on the H200 with CUDA 13.0 every runtime launch
+	 * showed its driver launch inside it (tests/gpu/results/2026-12-01-h200-witness), and
+	 * the runtime callbacks cost about 0.8 us a launch. PROVGATE_WITNESS_RUNTIME=1 adds
+	 * them, for a runtime whose launches reach the driver unseen. */
+	const char *rt = getenv("PROVGATE_WITNESS_RUNTIME");
+	int runtime = rt && strcmp(rt, "1") == 0;
+	for (size_t i = 0; runtime && i < sizeof(runtime_ids) / sizeof(runtime_ids[0]); i++)
 		failed += p_enable(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]) !=
 			  CUPTI_SUCCESS;
-	snprintf(note, sizeof(note), "cuda: %.70s%s", which,
+	snprintf(note, sizeof(note), "cuda: %.60s%s%s", which, runtime ? ", runtime and driver API" : "",
 		 failed ? " (some launch callbacks could not be enabled)" : "");
 	pvg_witness_set_api(PVG_WITNESS_API_CUDA, note, 1);
 	return 1;

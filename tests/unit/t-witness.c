@@ -74,6 +74,57 @@ static void witness_parses_the_h200_recording(void)
 	CHECK(find(&f, "_Z13pvg_wit_scalePffi", 16) == NULL); /* captured, not run */
 }
 
+static bool same_record(const struct pvg_witness_entry *a, const struct pvg_witness_entry *b)
+{
+	return a->name.n == b->name.n && memcmp(a->name.p, b->name.p, a->name.n) == 0 &&
+	       memcmp(a->grid, b->grid, sizeof(a->grid)) == 0 &&
+	       memcmp(a->block, b->block, sizeof(a->block)) == 0 && a->count == b->count;
+}
+
+/* The second H200 run: the same program with runtime and driver callbacks and with driver
+ * callbacks only records the same launches; PyTorch's kernels come demangled. */
+static void witness_h200_driver_only_sees_the_same_launches(void)
+{
+	static struct pvg_witness_entry e2[PVG_WITNESS_MAX_RECORDS];
+	size_t la, lb;
+	_cleanup_free_ uint8_t *a = slurp("tests/gpu/results/2026-12-01-h200-witness/demo-2.pvgw", &la);
+	_cleanup_free_ uint8_t *b =
+		slurp("tests/gpu/results/2026-12-01-h200-witness/demo-2-driver-only.pvgw", &lb);
+	CHECK(a && b);
+	if (!a || !b)
+		return;
+	struct pvg_witness_file fa = { .entries = entries }, fb = { .entries = e2 };
+	CHECK_INT(pvg_witness_parse(a, la, &fa, NULL), PVG_WITNESS_OK);
+	CHECK_INT(pvg_witness_parse(b, lb, &fb, NULL), PVG_WITNESS_OK);
+	CHECK_INT(fa.h.nested_driver, 7); /* every runtime launch showed its driver launch */
+	CHECK_INT(fb.h.nested_driver, 0);
+	CHECK_INT(fa.h.launches, fb.h.launches);
+	CHECK_INT(fa.h.captured, 1);
+	CHECK_INT(fb.h.captured, 1);
+	CHECK_INT(fa.n, 4);
+	CHECK_INT(fb.n, fa.n);
+	for (size_t i = 0; i < fa.n; i++) {
+		bool found = false;
+		for (size_t j = 0; j < fb.n; j++)
+			found |= same_record(&fa.entries[i], &fb.entries[j]);
+		CHECK(found);
+	}
+	size_t lt;
+	_cleanup_free_ uint8_t *t = slurp("tests/gpu/results/2026-12-01-h200-witness/torch-loop-2.pvgw", &lt);
+	if (!t)
+		return;
+	struct pvg_witness_file ft = { .entries = entries };
+	CHECK_INT(pvg_witness_parse(t, lt, &ft, NULL), PVG_WITNESS_OK);
+	CHECK_INT(ft.h.launches, 12202);
+	const char *want = "void at::native::vectorized_elementwise_kernel<8,";
+	bool seen = false;
+	for (size_t i = 0; i < ft.n; i++)
+		seen |= ft.entries[i].demangled.n > strlen(want) &&
+			memcmp(ft.entries[i].demangled.p, want, strlen(want)) == 0 &&
+			ft.entries[i].count == 3050;
+	CHECK(seen);
+}
+
 static enum pvg_witness_error parse_copy(const uint8_t *b, size_t len)
 {
 	/* a copy of exactly len bytes, so that ASan sees any read past it */
@@ -292,6 +343,7 @@ static void kd_symbols_of_a_hipcc_code_object_resolve_kernel_objects(void)
 int main(void)
 {
 	RUN(witness_parses_the_h200_recording);
+	RUN(witness_h200_driver_only_sees_the_same_launches);
 	RUN(witness_refuses_every_cut_and_change);
 	RUN(witness_attribution);
 	RUN(aql_decodes_packets_laid_out_by_rocr_header);
