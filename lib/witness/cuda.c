@@ -72,42 +72,57 @@ static int captured(CUstream stream)
 	return 1;
 }
 
-static void capture_event(CUpti_CallbackId cbid, int driver, const CUpti_CallbackData *cb)
-{
-	int begin = driver ? (cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture ||
-			      cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz ||
-			      cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2 ||
-			      cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz ||
-			      cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph ||
-			      cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz)
-			   : (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000 ||
-			      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000 ||
-			      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030 ||
-			      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030);
-	/* open at the begin's entry, closed at the end's exit: a launch between them is asked */
-	if (begin && cb->callbackSite == CUPTI_API_ENTER)
-		atomic_fetch_add(&captures_open, 1);
-	else if (!begin && cb->callbackSite == CUPTI_API_EXIT)
-		atomic_fetch_sub(&captures_open, 1);
-}
+static const CUpti_CallbackId driver_capture_begin[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+#if CUPTI_API_VERSION >= 21 /* CUDA 12.3 */
+	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+#endif
+};
+static const CUpti_CallbackId driver_capture_end[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+	CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
+};
+static const CUpti_CallbackId runtime_capture_begin[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
+#if CUPTI_API_VERSION >= 21
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
+#endif
+};
+static const CUpti_CallbackId runtime_capture_end[] = {
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+	CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
+};
 
-static int is_capture_cbid(CUpti_CallbackId cbid, int driver)
+static int in_ids(CUpti_CallbackId cbid, const CUpti_CallbackId *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == cbid)
+			return 1;
+	return 0;
+}
+#define IN_IDS(cbid, ids) in_ids(cbid, ids, sizeof(ids) / sizeof(ids[0]))
+
+/* 1: a capture begins, -1: one ends, 0: not a capture call */
+static int capture_kind(CUpti_CallbackId cbid, int driver)
 {
 	if (driver)
-		return cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2 ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture ||
-		       cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz;
-	return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000 ||
-	       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000;
+		return IN_IDS(cbid, driver_capture_begin) ? 1 : IN_IDS(cbid, driver_capture_end) ? -1 : 0;
+	return IN_IDS(cbid, runtime_capture_begin) ? 1 : IN_IDS(cbid, runtime_capture_end) ? -1 : 0;
+}
+
+/* open at the begin's entry, closed at the end's exit: a launch between them is asked */
+static void capture_event(int kind, const CUpti_CallbackData *cb)
+{
+	if (kind > 0 && cb->callbackSite == CUPTI_API_ENTER)
+		atomic_fetch_add(&captures_open, 1);
+	else if (kind < 0 && cb->callbackSite == CUPTI_API_EXIT)
+		atomic_fetch_sub(&captures_open, 1);
 }
 
 static void record(uint64_t handle, const unsigned grid[3], const unsigned block[3],
@@ -126,8 +141,9 @@ static void record(uint64_t handle, const unsigned grid[3], const unsigned block
 
 static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
-	if (is_capture_cbid(cbid, 1)) {
-		capture_event(cbid, 1, cb);
+	int ck = capture_kind(cbid, 1);
+	if (ck) {
+		capture_event(ck, cb);
 		return;
 	}
 	if (cb->callbackSite != CUPTI_API_EXIT)
@@ -156,6 +172,7 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		b[0] = p->blockDimX, b[1] = p->blockDimY, b[2] = p->blockDimZ;
 		break;
 	}
+#if CUPTI_API_VERSION >= 19 /* CUDA 12.0 */
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
 		const cuLaunchKernelEx_params *p = cb->functionParams;
@@ -167,6 +184,7 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		b[0] = p->config->blockDimX, b[1] = p->config->blockDimY, b[2] = p->config->blockDimZ;
 		break;
 	}
+#endif
 	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
 	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
 		if (in_runtime) {
@@ -188,8 +206,9 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 
 static void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
-	if (is_capture_cbid(cbid, 0)) {
-		capture_event(cbid, 0, cb);
+	int ck = capture_kind(cbid, 0);
+	if (ck) {
+		capture_event(ck, cb);
 		return;
 	}
 	int graph = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
@@ -235,6 +254,7 @@ static void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		stream = p->config->stream;
 		break;
 	}
+#if CUPTI_API_VERSION >= 130000 /* CUDA 13.0 */
 	case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
 	case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
 		const struct rt_launch13_params *p = cb->functionParams;
@@ -242,6 +262,7 @@ static void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		host_stub = 0; /* a cudaKernel_t, not an address in a shared object */
 		break;
 	}
+#endif
 	default:
 		return;
 	}
@@ -265,20 +286,14 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+#if CUPTI_API_VERSION >= 19
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+#endif
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
 	CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
-	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
-	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
-	CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
-	CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
-	CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz,
 };
 
 static const CUpti_CallbackId runtime_ids[] = {
@@ -288,16 +303,12 @@ static const CUpti_CallbackId runtime_ids[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+#if CUPTI_API_VERSION >= 130000
 	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
 	CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+#endif
 	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
 	CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
-	CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
 };
 
 /* libcupti: $PROVGATE_WITNESS_CUPTI, else the names a CUDA install or a PyTorch wheel has
@@ -361,18 +372,32 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 		return 1;
 	}
 	unsigned failed = 0;
-	for (size_t i = 0; i < sizeof(driver_ids) / sizeof(driver_ids[0]); i++)
-		failed += p_enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, driver_ids[i]) !=
-			  CUPTI_SUCCESS;
+	const struct {
+		const CUpti_CallbackId *ids;
+		size_t n;
+	} driver_sets[] = {
+		{ driver_ids, sizeof(driver_ids) / sizeof(driver_ids[0]) },
+		{ driver_capture_begin, sizeof(driver_capture_begin) / sizeof(driver_capture_begin[0]) },
+		{ driver_capture_end, sizeof(driver_capture_end) / sizeof(driver_capture_end[0]) },
+	}, runtime_sets[] = {
+		{ runtime_ids, sizeof(runtime_ids) / sizeof(runtime_ids[0]) },
+		{ runtime_capture_begin, sizeof(runtime_capture_begin) / sizeof(runtime_capture_begin[0]) },
+		{ runtime_capture_end, sizeof(runtime_capture_end) / sizeof(runtime_capture_end[0]) },
+	};
+	for (size_t k = 0; k < 3; k++)
+		for (size_t i = 0; i < driver_sets[k].n; i++)
+			failed += p_enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+					   driver_sets[k].ids[i]) != CUPTI_SUCCESS;
 	/* The driver domain alone by default: on the H200 with CUDA 13.0 every runtime launch
 	 * showed its driver launch inside it (tests/gpu/results/2026-12-01-h200-witness), and
 	 * the runtime callbacks cost about 0.8 us a launch. PROVGATE_WITNESS_RUNTIME=1 adds
 	 * them, for a runtime whose launches reach the driver unseen. */
 	const char *rt = getenv("PROVGATE_WITNESS_RUNTIME");
 	int runtime = rt && strcmp(rt, "1") == 0;
-	for (size_t i = 0; runtime && i < sizeof(runtime_ids) / sizeof(runtime_ids[0]); i++)
-		failed += p_enable(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]) !=
-			  CUPTI_SUCCESS;
+	for (size_t k = 0; runtime && k < 3; k++)
+		for (size_t i = 0; i < runtime_sets[k].n; i++)
+			failed += p_enable(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+					   runtime_sets[k].ids[i]) != CUPTI_SUCCESS;
 	snprintf(note, sizeof(note), "cuda: %.60s%s%s", which, runtime ? ", runtime and driver API" : "",
 		 failed ? " (some launch callbacks could not be enabled)" : "");
 	pvg_witness_set_api(PVG_WITNESS_API_CUDA, note, 1);

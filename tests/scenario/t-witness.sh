@@ -275,4 +275,34 @@ test_exec_witness_refuses_a_service_without_it() {
 	assert_eq "$rc" 2
 }
 
+# Which front ends this build has: the CUDA one needs CUDA's CUPTI headers (not a Debian
+# package), so without them it is reported as skipped, never as passed; the ROCm one needs
+# Debian's libhsa-runtime-dev and g++ (tests/deps), so in CI its absence is a failure.
+test_cuda_front_end_is_built() {
+	need nm
+	if ! nm -D --defined-only "$LIB" | grep -q ' T InitializeInjection$'; then
+		echo "SKIP: the CUDA front end is not built (no cupti.h under \$CUDA_HOME or /usr/local/cuda): the CUDA path is not tested by this build" >&2
+		exit 77
+	fi
+}
+
+test_rocm_front_end_is_built() {
+	need nm
+	nm -D --defined-only "$LIB" | grep -q ' T OnLoad$' || fail "no OnLoad: the ROCm front end was not built (libhsa-runtime-dev, g++)"
+}
+
+test_library_is_self_contained() {
+	need ldd nm
+	libs=$(ldd "$LIB" | awk '{print $1}' | sort | tr '\n' ' ')
+	assert_not_contains "$libs" libprovgate.so
+	for l in libgit2 libproc2 libcjson libelf libcrypto libstdc++ libasan libubsan; do
+		assert_not_contains "$libs" "$l"
+	done
+	# only the entry points are exported
+	exported=$(nm -D --defined-only "$LIB" | awk '$2 == "T" {print $3}' | sort | tr '\n' ' ')
+	for s in $exported; do
+		case $s in InitializeInjection|OnLoad|OnUnload|pvg_witness_*) ;; *) fail "exports $s";; esac
+	done
+}
+
 run_tests
