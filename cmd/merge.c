@@ -1024,7 +1024,7 @@ static int merge_main(int argc, char **argv)
 	if (r < 0) {
 		_cleanup_free_ char *cw = pvg_utf8_sanitize(why, strlen(why));
 		fprintf(stderr, "provgate: merge: %s: %s\n", m.nodes_source,
-			r == -ENOMEM ? strerror(ENOMEM) : cw);
+			cw);
 		merge_clear(&m);
 		return EXIT_USAGE;
 	}

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "node.h"
+#include "sys/node.h"
 
 /* A name that may stand in a path component. */
 static int usable(const char *s, size_t max)

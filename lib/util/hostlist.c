@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostlist.h"
+#include "util/hostlist.h"
+#include "util/util.h"
 
 #define MAX_DIGITS 9
 #define MAX_GROUPS 8  /* bracket groups in one item */
@@ -122,7 +123,7 @@ static int parse_group(const char *item, int item_len, const char *s, const char
 }
 
 /* Appends every name of the item: groups multiplied out left to right. */
-static int expand_item(const struct group *g, size_t n_groups, const char *tail, size_t tail_len,
+static void expand_item(const struct group *g, size_t n_groups, const char *tail, size_t tail_len,
 		       struct pvg_hostlist *out, size_t *cap)
 {
 	/* the position in each group: which range, and the offset inside it */
@@ -142,16 +143,10 @@ static int expand_item(const struct group *g, size_t n_groups, const char *tail,
 		o += tail_len;
 		name[o] = '\0';
 		if (out->n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 16;
-			char **h = realloc(out->host, nc * sizeof(*h));
-			if (!h)
-				return -ENOMEM;
-			out->host = h;
-			*cap = nc;
+			*cap = *cap ? *cap * 2 : 16;
+			out->host = pvg_xrealloc(out->host, *cap, sizeof(*out->host));
 		}
-		if (!(out->host[out->n] = strdup(name)))
-			return -ENOMEM;
-		out->n++;
+		out->host[out->n++] = pvg_strdup(name);
 		/* next combination: the last group moves fastest */
 		size_t k = n_groups;
 		while (k > 0) {
@@ -168,10 +163,10 @@ static int expand_item(const struct group *g, size_t n_groups, const char *tail,
 			}
 			ri[k] = 0;
 			if (k == 0)
-				return 0;
+				return;
 		}
 		if (n_groups == 0)
-			return 0;
+			return;
 	}
 }
 
@@ -273,9 +268,7 @@ int pvg_hostlist_expand(const char *spec, size_t max_hosts, struct pvg_hostlist 
 				 max_hosts);
 			goto bad;
 		}
-		r = expand_item(g, n_groups, s, (size_t)(p - s), out, &cap);
-		if (r < 0)
-			goto bad;
+		expand_item(g, n_groups, s, (size_t)(p - s), out, &cap);
 	}
 	if (out->n == 0) {
 		r = fail(why, why_size, -EINVAL, "the list names no host");

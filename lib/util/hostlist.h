@@ -21,7 +21,7 @@ struct pvg_hostlist {
  * multiply out in order. Like Slurm, text after the last group is refused ("a[1-2]b").
  * Returns 0; -EINVAL with why (a sentence naming the item) for a malformed expression;
  * -E2BIG when it names more than max_hosts hosts or a name longer than
- * PVG_HOSTLIST_MAX_NAME; -ENOMEM. */
+ * PVG_HOSTLIST_MAX_NAME. */
 int pvg_hostlist_expand(const char *spec, size_t max_hosts, struct pvg_hostlist *out, char *why,
 			size_t why_size);
 void pvg_hostlist_clear(struct pvg_hostlist *l);

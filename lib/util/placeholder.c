@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "placeholder.h"
+#include "util/placeholder.h"
+#include "util/util.h"
 
 #define MAX_NAME 32
 
@@ -88,9 +89,7 @@ int pvg_placeholder_expand(const char *s, const struct pvg_placeholder *table, s
 			p = close + 1;
 		}
 		if (!pass) {
-			*out = malloc(o + 1);
-			if (!*out)
-				return -ENOMEM;
+			*out = pvg_xcalloc(o + 1, 1);
 		} else {
 			(*out)[o] = '\0';
 		}

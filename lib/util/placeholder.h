@@ -15,7 +15,7 @@ struct pvg_placeholder {
 
 /* Expands every placeholder of s into *out (malloc'd). Returns 0; -EINVAL with why for an
  * unknown name ("{nod}"), an unclosed "{" or a lone "}"; -ENOENT with why for a known name
- * without a value; -ENOMEM. *out is NULL on error. A string without braces is copied. */
+ * without a value. *out is NULL on error. A string without braces is copied. */
 int pvg_placeholder_expand(const char *s, const struct pvg_placeholder *table, size_t n,
 			   char **out, char *why, size_t why_size);
 /* Whether s holds a brace at all (a value that expansion can change). */
