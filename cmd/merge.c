@@ -269,6 +269,10 @@ static void collect_failed(const cJSON *gates, const char *when, char **out, int
 /* The node a report speaks for: host.node, else (older reports) the short host name. */
 static bool report_node(const cJSON *root, struct node_report *r)
 {
+	const cJSON *host = cJSON_GetObjectItemCaseSensitive(root, "host");
+	if (cJSON_IsObject(host) && cJSON_GetObjectItemCaseSensitive(host, "node") &&
+	    !json_str_at(root, "host", "node", NULL))
+		return false; /* host.node written but null: the node could not tell its name */
 	const char *node = json_str_at(root, "host", "node", NULL);
 	if (!node) {
 		const char *hn = json_str_at(root, "host", "hostname", NULL);
@@ -1006,6 +1010,10 @@ static int merge_main(int argc, char **argv)
 				"'provgate merge --help'\n");
 		return EXIT_USAGE;
 	}
+	char json_buf[4096], junit_buf[4096];
+	if (cli_expand_path("--json", &json, json_buf, sizeof(json_buf)) ||
+	    cli_expand_path("--junit", &junit, junit_buf, sizeof(junit_buf)))
+		return EXIT_USAGE;
 	struct merge m = { .max_skew = max_skew };
 	int rc = EXIT_OK;
 	m.nodes_source = "--nodes";
