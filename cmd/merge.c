@@ -229,14 +229,20 @@ static bool parse_utc(const char *s, time_t *out)
 	return *out != (time_t)-1;
 }
 
-/* The gates that did not pass, in one line: "gate 4 process-maps fail (process-maps.deleted)". */
-static void collect_failed(const cJSON *gates, const char *when, char **out, int *first, int *n)
+/* The gates that did not pass, in one line: "gate 4 process-maps fail (process-maps.deleted)";
+ * gates blocked behind them are only counted. */
+static void collect_failed(const cJSON *gates, const char *when, char **out, int *first, int *n,
+			   int *blocked)
 {
 	const cJSON *g;
 	cJSON_ArrayForEach(g, gates) {
 		const char *status = json_str_at(g, "status", NULL, NULL);
 		const char *name = json_str_at(g, "name", NULL, NULL);
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(g, "id");
+		if (status && strcmp(status, "blocked") == 0) {
+			(*blocked)++;
+			continue;
+		}
 		if (!status || strcmp(status, "pass") == 0 || strcmp(status, "skipped") == 0)
 			continue;
 		int gid = cJSON_IsNumber(id) && id->valuedouble >= 1 && id->valuedouble <= 7
@@ -250,7 +256,12 @@ static void collect_failed(const cJSON *gates, const char *when, char **out, int
 		const cJSON *pr, *probs = cJSON_GetObjectItemCaseSensitive(g, "problems");
 		cJSON_ArrayForEach(pr, probs) {
 			const char *code = json_str_at(pr, "code", NULL, NULL);
-			if (code && o < sizeof(codes) - 1)
+			bool seen = false; /* each code once */
+			for (const cJSON *q = probs->child; code && q != pr; q = q->next) {
+				const char *c2 = json_str_at(q, "code", NULL, NULL);
+				seen |= c2 && strcmp(c2, code) == 0;
+			}
+			if (code && !seen && o < sizeof(codes) - 1)
 				o += (size_t)snprintf(codes + o, sizeof(codes) - o, "%s%s",
 						      o ? ", " : "", code);
 		}
@@ -361,15 +372,21 @@ static int read_report(struct merge *m, const char *path, bool from_dir, struct 
 		if (cJSON_IsNumber(id) && id->valuedouble == 2)
 			r->ident[ID_COMMIT] = clean_dup(json_str_at(g, "evidence", "head", NULL));
 	}
-	int n_failed = 0;
-	collect_failed(gates, "", &r->failed, &r->first_failed_gate, &n_failed);
+	int n_failed = 0, n_blocked = 0;
+	collect_failed(gates, "", &r->failed, &r->first_failed_gate, &n_failed, &n_blocked);
 	const cJSON *after = cJSON_GetObjectItemCaseSensitive(root, "after");
 	if (cJSON_IsObject(after))
 		collect_failed(cJSON_GetObjectItemCaseSensitive(after, "gates"), " after the command",
-			       &r->failed, &r->first_failed_gate, &n_failed);
+			       &r->failed, &r->first_failed_gate, &n_failed, &n_blocked);
 	if (n_failed > MAX_FAILED_LISTED) {
 		char *prev = r->failed;
 		r->failed = pvg_asprintf("%s; %d more", prev, n_failed - MAX_FAILED_LISTED);
+		free(prev);
+	}
+	if (n_blocked && r->failed) {
+		char *prev = r->failed;
+		r->failed = pvg_asprintf("%s; %d later gate%s blocked", prev, n_blocked,
+					 n_blocked == 1 ? "" : "s");
 		free(prev);
 	}
 	if (!cJSON_IsArray(gates) || cJSON_GetArraySize(gates) != PVG_N_GATES) {
