@@ -48,6 +48,7 @@ static const struct {
 };
 
 struct problem {
+	ssize_t ix; /* the expected node it concerns, or -1 */
 	char *code;
 	char *node;   /* NULL when the report could not say which node it is from */
 	char *report; /* the file, when one is concerned */
@@ -69,6 +70,14 @@ struct node_report {
 	char *tool_version;
 	char *failed; /* "gate 4 process-maps fail (process-maps.deleted), ..." or NULL */
 	int first_failed_gate;
+	ssize_t ix; /* the expected node it claims, or -1 */
+};
+
+/* Items (reports, problems) grouped by expected node: node i's are order[start[i]] ..
+ * order[start[i + 1] - 1], in their own order. Built once, so that output stays linear. */
+struct by_node {
+	size_t *start;
+	size_t *order;
 };
 
 struct merge {
@@ -82,9 +91,13 @@ struct merge {
 	size_t n_problems;
 	char **ignored; /* cluster reports found in a folder */
 	size_t n_ignored;
+	/* the expected names sorted, for lookups: indices into expected.host */
+	size_t *sorted;
 	/* per expected node: index into reports, or -1; count of reports claiming it */
 	ssize_t *slot;
 	size_t *claims;
+	size_t *n_node_problems;
+	struct by_node reports_of, problems_of;
 	char *agreed[ID__MAX];
 	time_t first, last;
 	bool have_window;
@@ -92,6 +105,8 @@ struct merge {
 	struct stat out_st[2];
 	bool out_exists[2];
 };
+
+static ssize_t expected_index(const struct merge *m, const char *node);
 
 static void add_problem(struct merge *m, const char *code, const char *node, const char *report,
 			int gate, const char *field, const char *fmt, ...) PVG_PRINTF(7, 8);
@@ -103,6 +118,7 @@ static void add_problem(struct merge *m, const char *code, const char *node, con
 	va_list ap;
 	va_start(ap, fmt);
 	*p = (struct problem){
+		.ix = node ? expected_index(m, node) : -1,
 		.code = pvg_strdup(code),
 		.node = node ? pvg_strdup(node) : NULL,
 		.report = report ? pvg_strdup(report) : NULL,
@@ -140,8 +156,14 @@ static void merge_clear(struct merge *m)
 	for (size_t i = 0; i < m->n_ignored; i++)
 		free(m->ignored[i]);
 	free(m->ignored);
+	free(m->sorted);
 	free(m->slot);
 	free(m->claims);
+	free(m->n_node_problems);
+	free(m->reports_of.start);
+	free(m->reports_of.order);
+	free(m->problems_of.start);
+	free(m->problems_of.order);
 	for (int i = 0; i < ID__MAX; i++)
 		free(m->agreed[i]);
 }
@@ -495,13 +517,81 @@ static int add_dir(struct merge *m, const char *dir, struct seen *seen, size_t *
 
 /* ---- the verdict ----------------------------------------------------------------------- */
 
+static const struct merge *sort_ctx; /* qsort has no argument for it */
+
+static int cmp_expected(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = strcmp(sort_ctx->expected.host[x], sort_ctx->expected.host[y]);
+	return c ? c : (x > y) - (x < y);
+}
+
+/* Sorts the expected names for expected_index; the first name listed twice, or NULL. */
+static const char *index_expected(struct merge *m)
+{
+	m->sorted = pvg_xcalloc(m->expected.n + 1, sizeof(*m->sorted));
+	for (size_t i = 0; i < m->expected.n; i++)
+		m->sorted[i] = i;
+	sort_ctx = m;
+	qsort(m->sorted, m->expected.n, sizeof(*m->sorted), cmp_expected);
+	for (size_t i = 1; i < m->expected.n; i++)
+		if (strcmp(m->expected.host[m->sorted[i - 1]], m->expected.host[m->sorted[i]]) == 0)
+			return m->expected.host[m->sorted[i]];
+	return NULL;
+}
+
 static ssize_t expected_index(const struct merge *m, const char *node)
 {
-	for (size_t i = 0; i < m->expected.n; i++)
-		if (strcmp(m->expected.host[i], node) == 0)
-			return (ssize_t)i;
+	size_t lo = 0, hi = m->sorted ? m->expected.n : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(m->expected.host[m->sorted[mid]], node);
+		if (c == 0)
+			return (ssize_t)m->sorted[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return -1;
 }
+
+/* Counting sort of count items by their node index (ix_at(i)); items of no node are left out. */
+static void group_by_node(struct by_node *g, size_t n_nodes, size_t count,
+			  ssize_t (*ix_at)(const struct merge *, size_t), const struct merge *m)
+{
+	free(g->start);
+	free(g->order);
+	g->start = pvg_xcalloc(n_nodes + 2, sizeof(*g->start));
+	g->order = pvg_xcalloc(count + 1, sizeof(*g->order));
+	for (size_t k = 0; k < count; k++) {
+		ssize_t i = ix_at(m, k);
+		if (i >= 0)
+			g->start[i + 1]++;
+	}
+	for (size_t i = 0; i < n_nodes; i++)
+		g->start[i + 1] += g->start[i];
+	size_t *fill = pvg_xcalloc(n_nodes + 1, sizeof(*fill));
+	for (size_t k = 0; k < count; k++) {
+		ssize_t i = ix_at(m, k);
+		if (i >= 0)
+			g->order[g->start[i] + fill[i]++] = k;
+	}
+	free(fill);
+}
+
+static ssize_t report_ix(const struct merge *m, size_t k)
+{
+	return m->reports[k].ix;
+}
+
+static ssize_t problem_ix(const struct merge *m, size_t k)
+{
+	return m->problems[k].ix;
+}
+
+#define FOR_NODE(g, i, k)                                                                   \
+	for (size_t _j = (g)->start[i], k; _j < (g)->start[(i) + 1] && ((k = (g)->order[_j]), 1); _j++)
 
 static void check_presence(struct merge *m)
 {
@@ -511,7 +601,7 @@ static void check_presence(struct merge *m)
 		m->slot[i] = -1;
 	for (size_t k = 0; k < m->n_reports; k++) {
 		struct node_report *r = &m->reports[k];
-		ssize_t i = expected_index(m, r->node);
+		ssize_t i = r->ix = expected_index(m, r->node);
 		if (i < 0) {
 			add_problem(m, "cluster.unexpected-node", r->node, r->path, 0, "host.node",
 				    "%s: report %s is from a node that is not in the job's node list "
@@ -524,6 +614,7 @@ static void check_presence(struct merge *m)
 		if (m->claims[i]++ == 0)
 			m->slot[i] = (ssize_t)k;
 	}
+	group_by_node(&m->reports_of, m->expected.n, m->n_reports, report_ix, m);
 	for (size_t i = 0; i < m->expected.n; i++) {
 		const char *node = m->expected.host[i];
 		if (m->claims[i] == 0) {
@@ -534,9 +625,7 @@ static void check_presence(struct merge *m)
 		if (m->claims[i] == 1)
 			continue;
 		char *list = NULL;
-		for (size_t k = 0; k < m->n_reports; k++) {
-			if (strcmp(m->reports[k].node, node) != 0)
-				continue;
+		FOR_NODE(&m->reports_of, i, k) {
 			char *prev = list;
 			list = pvg_asprintf("%s%s%s", prev ? prev : "", prev ? ", " : "",
 					    m->reports[k].path);
@@ -565,35 +654,50 @@ static void check_certified(struct merge *m)
 	}
 }
 
+struct held {
+	const char *value;
+	size_t node; /* expected index */
+};
+
+static int cmp_held(const void *a, const void *b)
+{
+	const struct held *x = a, *y = b;
+	int c = strcmp(x->value, y->value);
+	return c ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+/* The value most nodes hold; on a tie, the one the earliest node in the list holds. */
+static const char *majority(const struct merge *m, int f, size_t *count, size_t *first_node)
+{
+	struct held *h = pvg_xcalloc(m->expected.n + 1, sizeof(*h));
+	size_t n = 0;
+	for (size_t i = 0; i < m->expected.n; i++)
+		if (m->slot[i] >= 0 && m->reports[m->slot[i]].ident[f])
+			h[n++] = (struct held){ m->reports[m->slot[i]].ident[f], i };
+	qsort(h, n, sizeof(*h), cmp_held);
+	const char *best = NULL;
+	size_t best_n = 0, best_first = 0;
+	for (size_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && strcmp(h[b].value, h[a].value) == 0; b++)
+			;
+		if (b - a > best_n || (b - a == best_n && h[a].node < best_first)) {
+			best = h[a].value;
+			best_n = b - a;
+			best_first = h[a].node; /* the run is sorted by node */
+		}
+	}
+	free(h);
+	*count = best_n;
+	*first_node = best_first;
+	return best;
+}
+
 static void check_identity(struct merge *m)
 {
 	for (int f = 0; f < ID__MAX; f++) {
-		/* the value most nodes hold; on a tie, the one the first node in the list holds */
-		const char *ref = NULL;
-		size_t ref_n = 0;
-		for (size_t i = 0; i < m->expected.n; i++) {
-			if (m->slot[i] < 0)
-				continue;
-			const char *v = m->reports[m->slot[i]].ident[f];
-			if (!v)
-				continue;
-			size_t c = 0;
-			for (size_t k = 0; k < m->expected.n; k++)
-				if (m->slot[k] >= 0 && m->reports[m->slot[k]].ident[f] &&
-				    strcmp(m->reports[m->slot[k]].ident[f], v) == 0)
-					c++;
-			if (c > ref_n) {
-				ref = v;
-				ref_n = c;
-			}
-		}
-		const char *ref_node = NULL;
-		for (size_t i = 0; i < m->expected.n && ref; i++)
-			if (m->slot[i] >= 0 && m->reports[m->slot[i]].ident[f] &&
-			    strcmp(m->reports[m->slot[i]].ident[f], ref) == 0) {
-				ref_node = m->expected.host[i];
-				break;
-			}
+		size_t ref_n = 0, ref_i = 0;
+		const char *ref = majority(m, f, &ref_n, &ref_i);
+		const char *ref_node = ref ? m->expected.host[ref_i] : NULL;
 		bool all = ref != NULL;
 		for (size_t i = 0; i < m->expected.n; i++) {
 			if (m->slot[i] < 0) {
@@ -690,16 +794,23 @@ static void check_skew(struct merge *m)
 
 /* ---- output ---------------------------------------------------------------------------- */
 
+/* After every check: who has which problems. */
+static void index_problems(struct merge *m)
+{
+	m->n_node_problems = pvg_xcalloc(m->expected.n + 1, sizeof(*m->n_node_problems));
+	for (size_t k = 0; k < m->n_problems; k++)
+		if (m->problems[k].ix >= 0)
+			m->n_node_problems[m->problems[k].ix]++;
+	group_by_node(&m->problems_of, m->expected.n, m->n_problems, problem_ix, m);
+}
+
 static const char *node_status(const struct merge *m, size_t i)
 {
 	if (m->claims[i] == 0)
 		return "missing";
 	if (m->claims[i] > 1)
 		return "duplicate";
-	for (size_t k = 0; k < m->n_problems; k++)
-		if (m->problems[k].node && strcmp(m->problems[k].node, m->expected.host[i]) == 0)
-			return "refused";
-	return "certified";
+	return m->n_node_problems[i] ? "refused" : "certified";
 }
 
 static cJSON *cluster_json(const struct merge *m)
@@ -740,9 +851,8 @@ static cJSON *cluster_json(const struct merge *m)
 		pvg_json_add_str(o, "node", node);
 		pvg_json_add_str(o, "status", node_status(m, i));
 		cJSON *files = cJSON_AddArrayToObject(o, "reports");
-		for (size_t k = 0; k < m->n_reports; k++)
-			if (strcmp(m->reports[k].node, node) == 0)
-				cJSON_AddItemToArray(files, pvg_json_string(m->reports[k].path));
+		FOR_NODE(&m->reports_of, i, k)
+			cJSON_AddItemToArray(files, pvg_json_string(m->reports[k].path));
 		const struct node_report *r = m->slot[i] >= 0 ? &m->reports[m->slot[i]] : NULL;
 		if (r) {
 			pvg_json_add_bool(o, "certified", r->certified);
@@ -753,9 +863,8 @@ static cJSON *cluster_json(const struct merge *m)
 			pvg_json_add_bool(o, "node_from_hostname", r->node_from_hostname);
 		}
 		cJSON *codes = cJSON_AddArrayToObject(o, "problems");
-		for (size_t k = 0; k < m->n_problems; k++)
-			if (m->problems[k].node && strcmp(m->problems[k].node, node) == 0)
-				cJSON_AddItemToArray(codes, pvg_json_string(m->problems[k].code));
+		FOR_NODE(&m->problems_of, i, k)
+			cJSON_AddItemToArray(codes, pvg_json_string(m->problems[k].code));
 		cJSON_AddItemToArray(nodes, o);
 	}
 	cJSON *probs = cJSON_AddArrayToObject(rep, "problems");
@@ -794,26 +903,21 @@ static void xml_put(FILE *f, const char *s)
 	}
 }
 
-static void junit_case(FILE *f, const struct merge *m, const char *name, const char *node,
-		       const char *report)
+/* One testcase: name, and the problems order[0..n) of m (a failure when there are any). */
+static void junit_case(FILE *f, const struct merge *m, const char *name, const size_t *order,
+		       size_t n)
 {
 	fputs("    <testcase classname=\"provgate.cluster\" name=\"", f);
 	xml_put(f, name);
 	fputs("\">\n", f);
-	bool first = true;
-	for (size_t k = 0; k < m->n_problems; k++) {
-		const struct problem *p = &m->problems[k];
-		bool mine = node ? p->node && strcmp(p->node, node) == 0
-				 : !p->node && p->report && strcmp(p->report, report) == 0;
-		if (!mine)
-			continue;
-		if (first) {
+	for (size_t j = 0; j < n; j++) {
+		const struct problem *p = &m->problems[order[j]];
+		if (j == 0) {
 			fputs("      <failure type=\"", f);
 			xml_put(f, p->code);
 			fputs("\" message=\"", f);
 			xml_put(f, p->message);
 			fputs("\">", f);
-			first = false;
 		} else {
 			fputc('\n', f);
 		}
@@ -821,11 +925,13 @@ static void junit_case(FILE *f, const struct merge *m, const char *name, const c
 		fputs(": ", f);
 		xml_put(f, p->message);
 	}
-	if (!first)
+	if (n)
 		fputs("</failure>\n", f);
 	fputs("    </testcase>\n", f);
 }
 
+/* One testcase per expected node, and one per report that stands for no expected node (not
+ * a report, or from a node outside the list). */
 static char *cluster_junit(const struct merge *m)
 {
 	char *buf = NULL;
@@ -837,7 +943,7 @@ static char *cluster_junit(const struct merge *m)
 	for (size_t i = 0; i < m->expected.n; i++)
 		failures += strcmp(node_status(m, i), "certified") != 0;
 	for (size_t k = 0; k < m->n_problems; k++)
-		if (!m->problems[k].node) /* a file that could not say which node it is from */
+		if (m->problems[k].ix < 0)
 			tests++, failures++;
 	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
 	fprintf(f, "<testsuites name=\"provgate.cluster\" tests=\"%zu\" failures=\"%zu\">\n", tests,
@@ -847,19 +953,14 @@ static char *cluster_junit(const struct merge *m)
 	fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\">\n", tests,
 		failures);
 	for (size_t i = 0; i < m->expected.n; i++)
-		junit_case(f, m, m->expected.host[i], m->expected.host[i], NULL);
+		junit_case(f, m, m->expected.host[i], m->problems_of.order + m->problems_of.start[i],
+			   m->problems_of.start[i + 1] - m->problems_of.start[i]);
 	for (size_t k = 0; k < m->n_problems; k++) {
 		const struct problem *p = &m->problems[k];
-		if (p->node)
-			continue;
-		bool dup = false; /* one testcase per file */
-		for (size_t j = 0; j < k; j++)
-			dup |= !m->problems[j].node && m->problems[j].report && p->report &&
-			       strcmp(m->problems[j].report, p->report) == 0;
-		if (dup)
+		if (p->ix >= 0)
 			continue;
 		_cleanup_free_ char *name = pvg_asprintf("report %s", p->report ? p->report : "?");
-		junit_case(f, m, name, NULL, p->report);
+		junit_case(f, m, name, &k, 1);
 	}
 	fputs("  </testsuite>\n</testsuites>\n", f);
 	fclose(f);
@@ -938,7 +1039,7 @@ static void print_table(FILE *f, const struct merge *m, const struct cli_style *
 			sep = ", ";
 		}
 	for (size_t k = 0; k < m->n_problems; k++)
-		if (m->problems[k].node && expected_index(m, m->problems[k].node) < 0) {
+		if (m->problems[k].node && m->problems[k].ix < 0) {
 			fprintf(f, "%s", sep);
 			put_clean(f, m->problems[k].node);
 			sep = ", ";
@@ -1053,15 +1154,13 @@ static int merge_main(int argc, char **argv)
 		merge_clear(&m);
 		return EXIT_USAGE;
 	}
-	for (size_t i = 0; i < m.expected.n; i++)
-		for (size_t k = i + 1; k < m.expected.n; k++)
-			if (strcmp(m.expected.host[i], m.expected.host[k]) == 0) {
-				_cleanup_free_ char *cn = clean_dup(m.expected.host[i]);
-				fprintf(stderr, "provgate: merge: %s names node %s twice\n",
-					m.nodes_source, cn);
-				merge_clear(&m);
-				return EXIT_USAGE;
-			}
+	const char *twice = index_expected(&m);
+	if (twice) {
+		_cleanup_free_ char *cn = clean_dup(twice);
+		fprintf(stderr, "provgate: merge: %s names node %s twice\n", m.nodes_source, cn);
+		merge_clear(&m);
+		return EXIT_USAGE;
+	}
 	const char *outs[2] = { json, junit };
 	for (int i = 0; i < 2; i++)
 		m.out_exists[i] = outs[i] && strcmp(outs[i], "-") != 0 &&
@@ -1098,6 +1197,7 @@ static int merge_main(int argc, char **argv)
 	check_certified(&m);
 	check_identity(&m);
 	check_skew(&m);
+	index_problems(&m);
 
 	bool json_stdout = json && strcmp(json, "-") == 0;
 	if (!json_stdout) {

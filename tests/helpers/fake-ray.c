@@ -17,9 +17,9 @@
  *     execute_method" while it runs a method (comm keeps 15 bytes: "ray::RayWorkerW");
  *   - a new actor's worker prints Ray's ":actor_name:RayWorkerWrapper" line, then vLLM's
  *     "INFO MM-DD HH:MM:SS [file.py:N] message" lines.
- * Workers write to the stdout they inherit from raylet, as with RAY_LOG_TO_STDERR=1 and
- * `ray start --block > LOG` (real Ray otherwise gives each worker a log file of its own under
- * /tmp/ray/session_NAME/logs/).
+ * Workers write to the output they inherit from raylet, as with RAY_LOG_TO_STDERR=1 (Ray's
+ * logs and the workers' output on stderr) and `ray start --block >LOG 2>&1`; real Ray
+ * otherwise gives each worker a log file of its own under /tmp/ray/session_NAME/logs/.
  *
  * Control (environment, so that the command lines stay Ray's):
  *   FAKE_RAY_WORKERS=N      workers to spawn (default 2)

@@ -12,12 +12,14 @@ test_meson_install_places_every_file_and_the_api_works() {
 		usr/share/man/man5/provgate.json.5 usr/share/bash-completion/completions/provgate \
 		usr/share/provgate/hooks/post-install usr/share/provgate/hooks/pre-benchmark \
 		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
-		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json; do
+		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json \
+		usr/share/provgate/cluster.schema.json usr/share/provgate/hooks/slurm/provgate.sbatch; do
 		[ -e "dd/$f" ] || fail "not installed: $f"
 	done
 	ls dd/usr/lib/*/libprovgate.so.0* >/dev/null || fail "library not installed"
 	pc=$(ls dd/usr/lib/*/pkgconfig/provgate.pc) || fail "pkg-config file not installed"
 	[ -x dd/usr/share/provgate/hooks/post-install ] || fail "hook not executable"
+	[ -x dd/usr/share/provgate/hooks/slurm/provgate.sbatch ] || fail "sbatch hook not executable"
 	libdir=$(dirname "$(ls dd/usr/lib/*/libprovgate.so)")
 	cat >api.c <<-'C'
 	#include <provgate.h>
@@ -128,6 +130,10 @@ test_bash_completion_offers_verbs() {
 	assert_eq "$out" "certify"
 	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate run --phase p); COMP_CWORD=3; _provgate; echo \${COMPREPLY[*]}")
 	assert_eq "$out" "prestart"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate me); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "merge"
+	out=$(cd "$T" && bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate merge --max); COMP_CWORD=2; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "--max-skew"
 }
 
 run_tests
