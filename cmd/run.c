@@ -48,6 +48,8 @@ void cli_run_opts_help(FILE *f)
 		"      --json FILE|-     write the JSON report to FILE, or to stdout instead of text\n"
 		"      --out FILE        same as --json FILE\n"
 		"      --junit FILE      write a JUnit XML report (one testcase per gate)\n"
+		"                        (in FILE, {node} {host} {job} name this node of a job:\n"
+		"                        --out 'reports/{node}.json' under srun)\n"
 		"  -q, --quiet           print only the verdict\n"
 		"  -v, --verbose         print each gate's evidence too\n"
 		"      --no-color        never colour (NO_COLOR in the environment does the same)\n"
