@@ -234,6 +234,36 @@ test_both_nodes_clean_give_a_merged_certificate() {
 	SLURM_JOB_NODELIST=$nodelist pg merge reports -q
 	assert_eq "$rc" 0 "merge with SLURM_JOB_NODELIST=$nodelist ($out $err)"
 	assert_contains "$out" "CLUSTER CERTIFIED"
+
+	# truncated copies of a real report: each refused by name, never a crash
+	mkdir bad
+	local size cut
+	size=$(stat -c %s reports/n1.json)
+	for cut in 0 1 2 17 100 1000 $((size / 2)) $((size - 2)); do
+		head -c "$cut" reports/n1.json >bad/n1.json
+		pg merge bad reports/n2.json --nodes 'n[1-2]' --json bad.json
+		assert_eq "$rc" 1 "cut at $cut of $size ($out $err)"
+		assert_contains "$out" "cluster.bad-report bad/n1.json"
+		assert_contains "$out" "cluster.missing-node n1"
+		validate bad.json
+	done
+	# and copies with bytes flipped: whatever they say, an answer and no sanitizer report
+	/usr/bin/python3 - reports/n1.json bad <<-'PY'
+	import random, sys
+	data = bytearray(open(sys.argv[1], "rb").read())
+	rnd = random.Random(16)
+	for i in range(40):
+	    d = bytearray(data)
+	    for _ in range(rnd.randint(1, 8)):
+	        d[rnd.randrange(len(d))] = rnd.randrange(256)
+	    open(f"{sys.argv[2]}/flip{i:02d}.json", "wb").write(d)
+	PY
+	rm bad/n1.json
+	local f
+	for f in bad/flip*.json; do
+		pg merge "$f" reports/n2.json --nodes 'n[1-2]'
+		case $rc in 0|1) ;; *) fail "merge of $f: exit $rc ($err)";; esac
+	done
 }
 
 test_node_serving_an_old_install_is_refused_by_name_and_gate() {
@@ -552,6 +582,12 @@ test_bad_reports_are_clear_refusals() {
 	pg merge r --nodes n1 --json 'out-{nodename}.json'
 	assert_eq "$rc" 2
 	assert_contains "$err" "unknown placeholder {nodename}"
+	# the same for the node's own report paths, before anything runs
+	pg certify -c /nonexistent.json --out 'r/{nodename}.json'
+	assert_eq "$rc" 2
+	assert_contains "$err" "--json/--out: unknown placeholder {nodename} (known: {node}, {host}, {job})"
+	env -u SLURM_JOB_ID "$PROVGATE" run -c /nonexistent.json --junit 'j-{job}.xml' 2>err.txt && fail "{job} outside a job: accepted"
+	assert_contains "$(cat err.txt)" "--junit: placeholder {job} has no value here: SLURM_JOB_ID is not set"
 }
 
 run_tests
