@@ -42,8 +42,8 @@ static const struct {
 			   "installed artifact" },
 	[ID_BUILD] = { "chain.build.sha256", "build_sha256", "cluster.build-differs",
 		       "build artifact" },
-	[ID_COMMIT] = { "gates[2].evidence.head", "source_commit", "cluster.commit-differs",
-			"source commit" },
+	[ID_COMMIT] = { "gates[1].evidence.head", "source_commit", "cluster.commit-differs",
+			"source commit (gate 2)" },
 	[ID_CONFIG] = { "config.sha256", "config_sha256", "cluster.config-differs", "config" },
 };
 
@@ -350,8 +350,9 @@ static int read_report(struct merge *m, const char *path, bool from_dir, struct 
 			if (*q != ' ' && *q != '\n' && *q != '\t' && *q != '\r')
 				truncated = false;
 		add_problem(m, "cluster.bad-report", NULL, path, 0, NULL,
-			    "%s: not JSON (%s at byte %zu); not a provgate report", path,
-			    truncated ? "the text ends early: truncated?" : "malformed", off);
+			    "%s: not JSON (%s at byte %zu%s); not a provgate report", path,
+			    truncated ? "it ends early" : "malformed", off,
+			    truncated ? ": truncated?" : "");
 		return -1;
 	}
 	while (end && (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r'))

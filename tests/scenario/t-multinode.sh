@@ -554,7 +554,8 @@ test_bad_reports_are_clear_refusals() {
 	for f in garbage truncated other array empty binary nullnode; do
 		assert_contains "$out" "cluster.bad-report r/$f.json"
 	done
-	assert_contains "$out" "r/truncated.json: not JSON (the text ends early: truncated?"
+	assert_contains "$out" "r/truncated.json: not JSON (it ends early at byte"
+	assert_contains "$out" "cluster.missing-field n2: gates[1].evidence.head is missing"
 	assert_contains "$out" "cluster.missing-node n1"
 	assert_contains "$out" "cluster.not-certified n2"
 	assert_contains "$out" "cluster.missing-field n2: chain.installed.sha256 is missing"
