@@ -562,6 +562,12 @@ test_bad_reports_are_clear_refusals() {
 	assert_contains "$out" "cluster.missing-field n2: started_at is malformed"
 	validate cluster.json
 	/usr/bin/python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' cluster.xml
+	# --json -: the cluster report on stdout instead of the table
+	pg merge r --nodes 'n[1-2]' --json -
+	assert_eq "$rc" 1
+	printf '%s\n' "$out" >stdout.json
+	assert_eq "$(jq -r '.schema + " " + (.certified | tostring)' stdout.json)" "provgate.cluster/1 false"
+	validate stdout.json
 	# a folder of node reports may hold the cluster report: it is not read as a node
 	mkdir ok && cp cluster.json ok/
 	pg merge ok --nodes n1 --json ok/cluster2.json
