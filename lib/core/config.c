@@ -1,0 +1,703 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * provgate.json: strict loading. Every key is declared once in the tables below with its
+ * type; anything else is an error naming the key and the file.
+ */
+#include <ctype.h>
+#include <limits.h>
+#include <stddef.h>
+#include <openssl/evp.h>
+
+#include "core/config.h"
+
+enum field_kind {
+	F_STRING,  /* plain string */
+	F_PATH,    /* string, resolved against the config's folder */
+	F_PROGRAM, /* a path when it holds '/', else a name looked up in PATH */
+	F_ARCH,
+	F_BOOL,
+	F_COUNT, /* integer >= 0 */
+	F_PID,   /* integer >= 1 */
+	F_PORT,  /* 1..65535 */
+	F_STRV,  /* array of non-empty strings */
+	F_INSTALL_MAP,
+	F_REQUIRE,
+	F_SECTION,
+};
+
+struct field {
+	const char *key;
+	enum field_kind kind;
+	size_t off;
+	const struct field *sub; /* F_SECTION */
+};
+
+#define CF(k, kind, member) { k, kind, offsetof(struct pvg_config, member), NULL }
+#define END { NULL, 0, 0, NULL }
+
+static const struct field build_fields[] = {
+	CF("log", F_PATH, build.log),
+	CF("artifact", F_PATH, build.artifact),
+	CF("max_unsupported_calls", F_COUNT, build.max_unsupported_calls),
+	END,
+};
+
+static const struct field source_fields[] = {
+	CF("repo", F_PATH, source.repo),
+	CF("baseline", F_STRING, source.baseline),
+	CF("include_uncommitted", F_BOOL, source.include_uncommitted),
+	CF("compiled", F_STRV, source.compiled),
+	CF("install_map", F_INSTALL_MAP, source.install_map),
+	CF("ignore", F_STRV, source.ignore),
+	END,
+};
+
+static const struct field install_fields[] = {
+	CF("artifact", F_PATH, install.artifact),
+	CF("python_module", F_STRING, install.python_module),
+	CF("python", F_PROGRAM, install.python),
+	END,
+};
+
+static const struct field service_fields[] = {
+	CF("match", F_STRV, service.match),
+	CF("pid", F_PID, service.pid),
+	CF("pidfile", F_PATH, service.pidfile),
+	CF("port", F_PORT, service.port),
+	CF("family", F_STRV, service.family),
+	END,
+};
+
+static const struct field code_object_fields[] = {
+	CF("require_kernels", F_STRV, code_object.require_kernels),
+	END,
+};
+
+static const struct field markers_fields[] = {
+	CF("log", F_PATH, markers.log),
+	CF("prefix", F_STRING, markers.prefix),
+	CF("require", F_REQUIRE, markers.require),
+	CF("min_count", F_COUNT, markers.min_count),
+	CF("forbid", F_STRV, markers.forbid),
+	CF("facts", F_STRV, markers.facts),
+	END,
+};
+
+static const struct field top_fields[] = {
+	CF("name", F_STRING, name),
+	CF("arch", F_ARCH, arch),
+	{ "build", F_SECTION, 0, build_fields },
+	{ "source", F_SECTION, 0, source_fields },
+	{ "install", F_SECTION, 0, install_fields },
+	{ "service", F_SECTION, 0, service_fields },
+	{ "code_object", F_SECTION, 0, code_object_fields },
+	{ "markers", F_SECTION, 0, markers_fields },
+	END,
+};
+
+static void set_err(struct pvg_error *err, const char *fmt, ...) PVG_PRINTF(2, 3);
+static void set_err(struct pvg_error *err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+}
+
+struct pvg_config *pvg_config_new(void)
+{
+	struct pvg_config *cfg = pvg_xcalloc(1, sizeof(*cfg));
+	cfg->build.max_unsupported_calls = 0;
+	cfg->source.include_uncommitted = true;
+	cfg->service.pid = -1;
+	cfg->service.port = -1;
+	cfg->markers.min_count = 1;
+	return cfg;
+}
+
+static void strv_free(struct pvg_strv *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		free(v->v[i]);
+	free(v->v);
+	v->v = NULL;
+	v->n = 0;
+}
+
+void pvg_config_free(struct pvg_config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->path);
+	free(cfg->dir);
+	free(cfg->name);
+	free(cfg->arch);
+	free(cfg->build.log);
+	free(cfg->build.artifact);
+	free(cfg->source.repo);
+	free(cfg->source.baseline);
+	strv_free(&cfg->source.compiled);
+	for (size_t i = 0; i < cfg->source.n_install_map; i++) {
+		free(cfg->source.install_map[i].from);
+		free(cfg->source.install_map[i].to);
+	}
+	free(cfg->source.install_map);
+	strv_free(&cfg->source.ignore);
+	free(cfg->install.artifact);
+	free(cfg->install.python_module);
+	free(cfg->install.python);
+	strv_free(&cfg->service.match);
+	free(cfg->service.pidfile);
+	strv_free(&cfg->service.family);
+	strv_free(&cfg->code_object.require_kernels);
+	free(cfg->markers.log);
+	free(cfg->markers.prefix);
+	for (size_t i = 0; i < cfg->markers.n_require; i++) {
+		for (size_t k = 0; k < cfg->markers.require[i].n; k++) {
+			free(cfg->markers.require[i].kv[k].key);
+			free(cfg->markers.require[i].kv[k].value);
+		}
+		free(cfg->markers.require[i].kv);
+	}
+	free(cfg->markers.require);
+	strv_free(&cfg->markers.forbid);
+	strv_free(&cfg->markers.facts);
+	free(cfg);
+}
+
+bool pvg_arch_is_cuda(const char *arch)
+{
+	return arch && strncmp(arch, "sm_", 3) == 0;
+}
+
+/* gfx + hex digits, then ":feature+" / ":feature-"; or sm_NN with an optional letter. */
+bool pvg_arch_valid(const char *arch)
+{
+	if (!arch)
+		return false;
+	if (strncmp(arch, "sm_", 3) == 0) {
+		const char *p = arch + 3;
+		if (!isdigit((unsigned char)*p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (*p && islower((unsigned char)*p))
+			p++;
+		return *p == '\0';
+	}
+	if (strncmp(arch, "gfx", 3) != 0)
+		return false;
+	const char *p = arch + 3;
+	if (!isxdigit((unsigned char)*p))
+		return false;
+	while (isalnum((unsigned char)*p))
+		p++;
+	while (*p == ':') {
+		p++;
+		if (!isalpha((unsigned char)*p))
+			return false;
+		while (isalnum((unsigned char)*p) || *p == '_')
+			p++;
+		if (*p != '+' && *p != '-')
+			return false;
+		p++;
+	}
+	return *p == '\0';
+}
+
+static const char *json_type_name(const cJSON *j)
+{
+	if (cJSON_IsString(j))
+		return "a string";
+	if (cJSON_IsNumber(j))
+		return "a number";
+	if (cJSON_IsBool(j))
+		return "a boolean";
+	if (cJSON_IsNull(j))
+		return "null";
+	if (cJSON_IsArray(j))
+		return "an array";
+	if (cJSON_IsObject(j))
+		return "an object";
+	return "an unknown value";
+}
+
+static void known_keys(const struct field *fields, char *out, size_t size)
+{
+	size_t o = 0;
+	out[0] = '\0';
+	for (const struct field *f = fields; f->key && o < size; f++)
+		o += (size_t)snprintf(out + o, size - o, "%s%s", o ? ", " : "", f->key);
+}
+
+struct loader {
+	struct pvg_config *cfg;
+	const char *origin;
+	const char *base_dir; /* for F_PATH; NULL keeps paths as written */
+	struct pvg_error *err;
+};
+
+static int parse_integer(const struct loader *ld, const char *key, const cJSON *j, long min,
+			 long max, long *out)
+{
+	if (!cJSON_IsNumber(j)) {
+		set_err(ld->err, "%s: %s: expected an integer, got %s", ld->origin, key,
+			json_type_name(j));
+		return -EINVAL;
+	}
+	double d = j->valuedouble;
+	/* range first: converting an out-of-range double to long is undefined behaviour */
+	if (!(d >= (double)min && d <= (double)max) || d != (double)(long)d) {
+		set_err(ld->err, "%s: %s: expected an integer from %ld to %ld, got %g", ld->origin,
+			key, min, max, d);
+		return -EINVAL;
+	}
+	*out = (long)d;
+	return 0;
+}
+
+static int parse_string(const struct loader *ld, const char *key, const cJSON *j, char **out)
+{
+	if (!cJSON_IsString(j)) {
+		set_err(ld->err, "%s: %s: expected a string, got %s", ld->origin, key,
+			json_type_name(j));
+		return -EINVAL;
+	}
+	if (j->valuestring[0] == '\0') {
+		set_err(ld->err, "%s: %s: must not be empty", ld->origin, key);
+		return -EINVAL;
+	}
+	free(*out);
+	*out = pvg_strdup(j->valuestring);
+	return 0;
+}
+
+static int parse_strv(const struct loader *ld, const char *key, const cJSON *j,
+		      struct pvg_strv *out)
+{
+	if (!cJSON_IsArray(j)) {
+		set_err(ld->err, "%s: %s: expected an array of strings, got %s", ld->origin, key,
+			json_type_name(j));
+		return -EINVAL;
+	}
+	strv_free(out);
+	int n = cJSON_GetArraySize(j);
+	out->v = pvg_xcalloc((size_t)n + 1, sizeof(char *));
+	const cJSON *e;
+	int i = 0;
+	cJSON_ArrayForEach(e, j) {
+		if (!cJSON_IsString(e) || !e->valuestring[0]) {
+			set_err(ld->err, "%s: %s[%d]: expected a non-empty string, got %s",
+				ld->origin, key, i, cJSON_IsString(e) ? "\"\"" : json_type_name(e));
+			return -EINVAL;
+		}
+		out->v[out->n++] = pvg_strdup(e->valuestring);
+		i++;
+	}
+	return 0;
+}
+
+static int check_duplicates(const struct loader *ld, const char *where, const cJSON *obj)
+{
+	for (const cJSON *a = obj->child; a; a = a->next)
+		for (const cJSON *b = a->next; b; b = b->next)
+			if (strcmp(a->string, b->string) == 0) {
+				set_err(ld->err, "%s: %s%s%s: key given twice", ld->origin, where,
+					where[0] ? "." : "", a->string);
+				return -EINVAL;
+			}
+	return 0;
+}
+
+static int parse_install_map(const struct loader *ld, const char *key, const cJSON *j)
+{
+	struct pvg_config *cfg = ld->cfg;
+	if (!cJSON_IsArray(j)) {
+		set_err(ld->err, "%s: %s: expected an array of {\"from\", \"to\"} objects, got %s",
+			ld->origin, key, json_type_name(j));
+		return -EINVAL;
+	}
+	int n = cJSON_GetArraySize(j);
+	cfg->source.install_map = pvg_xcalloc((size_t)n + 1, sizeof(*cfg->source.install_map));
+	const cJSON *e;
+	int i = 0;
+	cJSON_ArrayForEach(e, j) {
+		char where[64];
+		snprintf(where, sizeof(where), "%s[%d]", key, i);
+		if (!cJSON_IsObject(e)) {
+			set_err(ld->err, "%s: %s: expected an object, got %s", ld->origin, where,
+				json_type_name(e));
+			return -EINVAL;
+		}
+		int r = check_duplicates(ld, where, e);
+		if (r < 0)
+			return r;
+		struct pvg_install_map *m = &cfg->source.install_map[cfg->source.n_install_map++];
+		for (const cJSON *f = e->child; f; f = f->next) {
+			char fk[96];
+			snprintf(fk, sizeof(fk), "%s.%s", where, f->string);
+			if (strcmp(f->string, "from") == 0) {
+				r = parse_string(ld, fk, f, &m->from);
+			} else if (strcmp(f->string, "to") == 0) {
+				_cleanup_free_ char *to = NULL;
+				r = parse_string(ld, fk, f, &to);
+				if (r == 0)
+					m->to = pvg_path_join(ld->base_dir, to);
+			} else {
+				set_err(ld->err, "%s: unknown key \"%s\" (known: from, to)", ld->origin,
+					fk);
+				return -EINVAL;
+			}
+			if (r < 0)
+				return r;
+		}
+		if (!m->from || !m->to) {
+			set_err(ld->err, "%s: %s: needs both \"from\" and \"to\"", ld->origin, where);
+			return -EINVAL;
+		}
+		i++;
+	}
+	return 0;
+}
+
+static int parse_require(const struct loader *ld, const char *key, const cJSON *j)
+{
+	struct pvg_config *cfg = ld->cfg;
+	if (!cJSON_IsArray(j)) {
+		set_err(ld->err, "%s: %s: expected an array of objects, got %s", ld->origin, key,
+			json_type_name(j));
+		return -EINVAL;
+	}
+	int n = cJSON_GetArraySize(j);
+	cfg->markers.require = pvg_xcalloc((size_t)n + 1, sizeof(*cfg->markers.require));
+	const cJSON *e;
+	int i = 0;
+	cJSON_ArrayForEach(e, j) {
+		char where[64];
+		snprintf(where, sizeof(where), "%s[%d]", key, i);
+		if (!cJSON_IsObject(e) || !e->child) {
+			set_err(ld->err, "%s: %s: expected a non-empty object of key/value strings",
+				ld->origin, where);
+			return -EINVAL;
+		}
+		int r = check_duplicates(ld, where, e);
+		if (r < 0)
+			return r;
+		struct pvg_require *req = &cfg->markers.require[cfg->markers.n_require++];
+		req->kv = pvg_xcalloc((size_t)cJSON_GetArraySize(e) + 1, sizeof(*req->kv));
+		for (const cJSON *f = e->child; f; f = f->next) {
+			if (!cJSON_IsString(f)) {
+				set_err(ld->err, "%s: %s.%s: expected a string, got %s", ld->origin,
+					where, f->string, json_type_name(f));
+				return -EINVAL;
+			}
+			req->kv[req->n].key = pvg_strdup(f->string);
+			req->kv[req->n].value = pvg_strdup(f->valuestring);
+			req->n++;
+		}
+		i++;
+	}
+	return 0;
+}
+
+static int parse_field(const struct loader *ld, const struct field *f, const char *key,
+		       const cJSON *j)
+{
+	void *dst = (char *)ld->cfg + f->off;
+	int r;
+	switch (f->kind) {
+	case F_STRING:
+		return parse_string(ld, key, j, (char **)dst);
+	case F_PATH: {
+		_cleanup_free_ char *s = NULL;
+		r = parse_string(ld, key, j, &s);
+		if (r < 0)
+			return r;
+		free(*(char **)dst);
+		*(char **)dst = pvg_path_join(ld->base_dir, s);
+		return 0;
+	}
+	case F_PROGRAM: {
+		_cleanup_free_ char *s = NULL;
+		r = parse_string(ld, key, j, &s);
+		if (r < 0)
+			return r;
+		free(*(char **)dst);
+		*(char **)dst = strchr(s, '/') ? pvg_path_join(ld->base_dir, s) : TAKE_PTR(s);
+		return 0;
+	}
+	case F_ARCH:
+		r = parse_string(ld, key, j, (char **)dst);
+		if (r < 0)
+			return r;
+		if (!pvg_arch_valid(*(char **)dst)) {
+			set_err(ld->err,
+				"%s: %s: \"%s\" is not an architecture (expected gfxNNN[:feature+|-...] "
+				"such as gfx936 or gfx90a:xnack-, or sm_NN such as sm_90)",
+				ld->origin, key, *(char **)dst);
+			return -EINVAL;
+		}
+		return 0;
+	case F_BOOL:
+		if (!cJSON_IsBool(j)) {
+			set_err(ld->err, "%s: %s: expected true or false, got %s", ld->origin, key,
+				json_type_name(j));
+			return -EINVAL;
+		}
+		*(bool *)dst = cJSON_IsTrue(j);
+		return 0;
+	case F_COUNT:
+		return parse_integer(ld, key, j, 0, INT_MAX, (long *)dst);
+	case F_PID:
+		return parse_integer(ld, key, j, 1, INT_MAX, (long *)dst);
+	case F_PORT:
+		return parse_integer(ld, key, j, 1, 65535, (long *)dst);
+	case F_STRV:
+		return parse_strv(ld, key, j, (struct pvg_strv *)dst);
+	case F_INSTALL_MAP:
+		return parse_install_map(ld, key, j);
+	case F_REQUIRE:
+		return parse_require(ld, key, j);
+	case F_SECTION:
+		break;
+	}
+	return -EINVAL;
+}
+
+static int parse_object(const struct loader *ld, const struct field *fields, const char *where,
+			const cJSON *obj)
+{
+	if (!cJSON_IsObject(obj)) {
+		set_err(ld->err, "%s: %s: expected an object, got %s", ld->origin,
+			where[0] ? where : "top level", json_type_name(obj));
+		return -EINVAL;
+	}
+	int r = check_duplicates(ld, where, obj);
+	if (r < 0)
+		return r;
+	for (const cJSON *j = obj->child; j; j = j->next) {
+		char key[128];
+		snprintf(key, sizeof(key), "%s%s%s", where, where[0] ? "." : "", j->string);
+		const struct field *f = fields;
+		while (f->key && strcmp(f->key, j->string) != 0)
+			f++;
+		if (!f->key) {
+			char known[256];
+			known_keys(fields, known, sizeof(known));
+			_cleanup_free_ char *clean = pvg_utf8_sanitize(key, strlen(key));
+			set_err(ld->err, "%s: unknown key \"%s\" (known here: %s)", ld->origin, clean,
+				known);
+			return -EINVAL;
+		}
+		if (f->kind == F_SECTION)
+			r = parse_object(ld, f->sub, key, j);
+		else
+			r = parse_field(ld, f, key, j);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Replaces comments with spaces (newlines kept, so line numbers stay right). */
+static int strip_comments(char *s, size_t len, size_t *bad_at)
+{
+	bool in_str = false;
+	for (size_t i = 0; i < len; i++) {
+		if (in_str) {
+			if (s[i] == '\\' && i + 1 < len)
+				i++;
+			else if (s[i] == '"')
+				in_str = false;
+			continue;
+		}
+		if (s[i] == '"') {
+			in_str = true;
+		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '/') {
+			while (i < len && s[i] != '\n')
+				s[i++] = ' ';
+		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '*') {
+			size_t start = i;
+			s[i++] = ' ';
+			s[i++] = ' ';
+			while (i < len && !(s[i] == '*' && i + 1 < len && s[i + 1] == '/')) {
+				if (s[i] != '\n')
+					s[i] = ' ';
+				i++;
+			}
+			if (i >= len) {
+				*bad_at = start;
+				return -EINVAL;
+			}
+			s[i] = ' ';
+			s[i + 1] = ' ';
+			i++;
+		}
+	}
+	return 0;
+}
+
+static void line_col(const char *s, size_t off, int *line, int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off && s[i]; i++) {
+		if (s[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const char *origin,
+		     struct pvg_error *err)
+{
+	if (memchr(text, '\0', len)) {
+		set_err(err, "%s: holds a NUL byte; a config is JSON text", origin);
+		return -EINVAL;
+	}
+	_cleanup_free_ char *s = pvg_xcalloc(len + 1, 1);
+	memcpy(s, text, len);
+	size_t bad = 0;
+	int line, col;
+	if (strip_comments(s, len, &bad) < 0) {
+		line_col(s, bad, &line, &col);
+		set_err(err, "%s:%d:%d: comment is never closed (missing \"*/\")", origin, line, col);
+		return -EINVAL;
+	}
+	const char *end = NULL;
+	_cleanup_json_ cJSON *root = cJSON_ParseWithOpts(s, &end, false);
+	if (!root) {
+		const char *at = cJSON_GetErrorPtr();
+		size_t off = at && at >= s && at <= s + len ? (size_t)(at - s) : 0;
+		line_col(s, off, &line, &col);
+		_cleanup_free_ char *near = pvg_utf8_sanitize(s + off, strnlen(s + off, 24));
+		for (char *p = near; *p; p++)
+			if (*p == '\n' || *p == '\r')
+				*p = ' ';
+		const char *q = s + off;
+		while (*q && isspace((unsigned char)*q))
+			q++;
+		if (!*q)
+			set_err(err, "%s:%d:%d: malformed JSON: the text ends early (a missing \"}\", "
+				"\"]\" or value?)", origin, line, col);
+		else
+			set_err(err, "%s:%d:%d: malformed JSON near \"%s\"", origin, line, col, near);
+		return -EINVAL;
+	}
+	while (end && *end && isspace((unsigned char)*end))
+		end++;
+	if (end && *end) {
+		line_col(s, (size_t)(end - s), &line, &col);
+		set_err(err, "%s:%d:%d: unexpected content after the JSON object", origin, line, col);
+		return -EINVAL;
+	}
+	struct loader ld = { .cfg = cfg, .origin = origin, .base_dir = cfg->dir, .err = err };
+	return parse_object(&ld, top_fields, "", root);
+}
+
+int pvg_config_load(const char *path, struct pvg_config **out, struct pvg_error *err)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = pvg_read_small_file(path, 4u << 20, &text, &len);
+	if (r < 0) {
+		if (r == -EFBIG)
+			set_err(err, "%s: larger than 4 MiB; not a provgate config", path);
+		else if (r == -EINVAL)
+			set_err(err, "%s: not a regular file", path);
+		else
+			set_err(err, "%s: cannot read config: %s", path, strerror(-r));
+		return r;
+	}
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->path = pvg_path_absolute(path);
+	char *slash = strrchr(cfg->path, '/');
+	cfg->dir = slash == cfg->path ? pvg_strdup("/")
+				      : pvg_asprintf("%.*s", (int)(slash - cfg->path), cfg->path);
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL);
+	pvg_hex(md, 32, cfg->sha256);
+	r = pvg_config_parse(cfg, text, len, path, err);
+	if (r < 0) {
+		pvg_config_free(cfg);
+		return r;
+	}
+	*out = cfg;
+	return 0;
+}
+
+static const struct field *find_field(const char *dotted, const struct field *fields)
+{
+	const char *dot = strchr(dotted, '.');
+	size_t n = dot ? (size_t)(dot - dotted) : strlen(dotted);
+	for (const struct field *f = fields; f->key; f++) {
+		if (strlen(f->key) != n || strncmp(f->key, dotted, n) != 0)
+			continue;
+		if (f->kind == F_SECTION)
+			return dot ? find_field(dot + 1, f->sub) : NULL;
+		return dot ? NULL : f;
+	}
+	return NULL;
+}
+
+int pvg_config_override(struct pvg_config *cfg, const char *key, const char *value,
+			struct pvg_error *err)
+{
+	const struct field *f = find_field(key, top_fields);
+	if (!f) {
+		set_err(err, "no config key \"%s\" to override", key);
+		return -EINVAL;
+	}
+	char origin[160];
+	snprintf(origin, sizeof(origin), "command line");
+	_cleanup_free_ char *cwd = pvg_path_absolute(".");
+	struct loader ld = { .cfg = cfg, .origin = origin, .base_dir = cwd, .err = err };
+	_cleanup_json_ cJSON *j = NULL;
+	switch (f->kind) {
+	case F_COUNT:
+	case F_PID:
+	case F_PORT: {
+		char *end;
+		errno = 0;
+		long v = strtol(value, &end, 10);
+		if (!value[0] || *end || errno) {
+			set_err(err, "%s: %s: \"%s\" is not an integer", origin, key, value);
+			return -EINVAL;
+		}
+		j = cJSON_CreateNumber((double)v);
+		break;
+	}
+	case F_BOOL:
+		if (strcmp(value, "true") && strcmp(value, "false")) {
+			set_err(err, "%s: %s: expected true or false, got \"%s\"", origin, key, value);
+			return -EINVAL;
+		}
+		j = cJSON_CreateBool(strcmp(value, "true") == 0);
+		break;
+	case F_STRV: {
+		/* comma-separated on the command line */
+		j = cJSON_CreateArray();
+		_cleanup_free_ char *copy = pvg_strdup(value);
+		char *save = NULL;
+		for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			cJSON_AddItemToArray(j, cJSON_CreateString(t));
+		break;
+	}
+	case F_STRING:
+	case F_PATH:
+	case F_PROGRAM:
+	case F_ARCH:
+		j = cJSON_CreateString(value);
+		break;
+	default:
+		set_err(err, "%s: %s cannot be set from the command line", origin, key);
+		return -EINVAL;
+	}
+	return parse_field(&ld, f, key, j);
+}

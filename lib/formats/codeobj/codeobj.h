@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device code objects inside host binaries: HIP offload bundles (plain and CCOB-compressed),
+ * AMDGPU code objects, CUDA fatbins and cubins. The parsers read from a byte source (memory,
+ * or a file through pread) and check every length against what remains; the file is never
+ * read whole, only the headers and notes they need.
+ */
+#pragma once
+
+#include "util/util.h"
+
+/* ---- byte source ------------------------------------------------------------------------ */
+
+struct pvg_src {
+	const uint8_t *mem; /* memory source, or NULL for the fd */
+	int fd;
+	uint64_t size;
+};
+
+/* 0, or -ENODATA when [off, off+n) is not inside the source, -EIO on a short read. */
+int pvg_src_read(const struct pvg_src *s, uint64_t off, void *buf, size_t n);
+
+/* Limits that keep hostile input from costing memory or time. */
+#define PVG_CO_MAX_UNCOMPRESSED (512ull << 20) /* one decompressed bundle or entry */
+#define PVG_CO_MAX_COMPRESSED (512ull << 20)
+#define PVG_CO_MAX_BUNDLE_ENTRIES 4096u
+#define PVG_CO_MAX_ID_LEN 4096u
+#define PVG_CO_MAX_NOTE_BYTES (64u << 20)
+#define PVG_CO_MAX_OBJECTS 65536u
+#define PVG_CO_MAX_KERNELS 65536u
+#define PVG_CO_MAX_ISSUES 64u
+
+/* ---- results ----------------------------------------------------------------------------- */
+
+enum pvg_co_kind {
+	PVG_CO_HOST = 0,  /* the host entry of a bundle */
+	PVG_CO_AMDGPU,    /* AMDGPU ELF code object */
+	PVG_CO_CUBIN,     /* CUDA ELF (EM_CUDA) */
+	PVG_CO_PTX,       /* CUDA PTX text */
+	PVG_CO_OTHER,     /* an entry kind this version does not decode */
+};
+
+/* xnack / sramecc setting of a code object or of a requested target. */
+enum pvg_feature {
+	PVG_FEAT_ANY = 0,   /* unspecified: runs with the feature on or off */
+	PVG_FEAT_OFF,
+	PVG_FEAT_ON,
+	PVG_FEAT_UNSUPPORTED, /* the processor does not have it (e_flags V4+) */
+};
+
+struct pvg_kernel {
+	char *name;
+	char *symbol; /* AMDGPU: the kernel descriptor symbol ("name.kd"); NULL otherwise */
+	int wavefront_size; /* 0 unknown */
+};
+
+struct pvg_code_object {
+	char *section;      /* host section (".hip_fatbin"), or "(file)" */
+	unsigned bundle;    /* container index within the section */
+	unsigned entry;     /* entry index within the container */
+	char container[32]; /* "bundle", "ccob-v3-zstd", "fatbin" */
+	char *id;           /* bundle entry id; CUDA: "elf sm_90", "ptx compute_90" */
+	char *arch;         /* target id as the runtime matches it ("gfx90a:xnack-", "sm_90",
+			     * "compute_90"); NULL for the host entry */
+	enum pvg_co_kind kind;
+	uint64_t offset;    /* file offset of the payload, or of its compressed container */
+	uint64_t size;      /* payload size (uncompressed) */
+	uint64_t container_offset, container_size; /* the bundle / CCOB / fatbin in the file */
+	bool compressed;    /* came out of a compressed container / entry */
+
+	/* AMDGPU */
+	int co_version;     /* code object version (2..6), 0 unknown */
+	uint8_t osabi, abi_version;
+	uint32_t e_flags;
+	unsigned mach;      /* EF_AMDGPU_MACH (AMDGPU) or SM number (cubin) */
+	const char *mach_name; /* processor the e_flags value names; NULL: not in the public table */
+	enum pvg_feature xnack, sramecc;
+	char *note_target;  /* amdhsa.target from NT_AMDGPU_METADATA */
+	char *id_target;    /* target id taken from the bundle entry id */
+
+	bool kernels_known; /* false: compressed and not decoded, or no metadata */
+	bool names_dropped; /* kernels counted in n_kernels, names not kept (kernels NULL) */
+	char *kernels_why;  /* why kernels_known is false */
+	struct pvg_kernel *kernels;
+	size_t n_kernels;
+
+	char *error;        /* the object is malformed: what is wrong */
+	char *mismatch;     /* bundle id, note and e_flags disagree: how */
+};
+
+struct pvg_co_issue {
+	char *where;   /* ".hip_fatbin bundle 3" */
+	char *message; /* "entry 2 ends at 0x... past the end of the bundle (0x...)" */
+};
+
+struct pvg_co_section {
+	char *name;
+	uint64_t offset, size;
+	unsigned n_containers;
+};
+
+/* What a scan keeps: kernel names cost memory (Debian's librocsparse has 88 000 kernels
+ * across its 777 code objects), so by default only counts are kept. */
+struct pvg_codeobj_opts {
+	bool kernel_names;        /* keep every object's kernel names */
+	const char *names_arch;   /* or only those of objects matching this arch */
+};
+
+struct pvg_codeobj_set {
+	char *path;
+	struct pvg_codeobj_opts opts;
+	char *names_arch;
+	bool elf;          /* the input is an ELF file */
+	struct pvg_co_section *sections;
+	size_t n_sections;
+	struct pvg_code_object *objs;
+	size_t n_objs;
+	struct pvg_co_issue *issues;
+	size_t n_issues;
+	bool issues_truncated;
+	bool objs_truncated;
+	unsigned n_wrappers;         /* .hipFatBinSegment / .nvFatBinSegment records */
+	unsigned n_wrappers_located; /* whose pointer names a container that was found */
+};
+
+struct pvg_codeobj_set *pvg_codeobj_set_new(const char *path, const struct pvg_codeobj_opts *opts);
+/* Called once an object is complete: drops kernel names the options do not ask for. */
+void pvg_co_finish(struct pvg_codeobj_set *set, struct pvg_code_object *co);
+void pvg_codeobj_set_free(struct pvg_codeobj_set *set);
+void pvg_codeobj_set_freep(void *p); /* for pvg_ctx_set_slot */
+void pvg_co_issue(struct pvg_codeobj_set *set, const char *where, const char *fmt, ...)
+	PVG_PRINTF(3, 4);
+/* Appends a zeroed object (NULL past PVG_CO_MAX_OBJECTS, with an issue recorded). */
+struct pvg_code_object *pvg_co_add(struct pvg_codeobj_set *set, const char *section,
+				   unsigned bundle, unsigned entry);
+/* n bytes of p (which need not be NUL-terminated) as a string; aborts on OOM. */
+char *pvg_co_strndup(const void *p, size_t n);
+void pvg_co_set_error(struct pvg_code_object *co, const char *fmt, ...) PVG_PRINTF(2, 3);
+void pvg_co_add_kernel(struct pvg_code_object *co, const char *name, size_t name_len,
+		       const char *symbol, size_t symbol_len, int wavefront_size);
+
+/* ---- elf-sections.c: the host file --------------------------------------------------------- */
+
+/* Scans an open file (pread; libelf reads the section headers only). 0 with *out filled
+ * (problems inside are issues / object errors), or -errno when the file cannot be read. */
+int pvg_codeobj_scan_fd(int fd, const char *path, const struct pvg_codeobj_opts *opts,
+			struct pvg_codeobj_set **out);
+int pvg_codeobj_scan_path(const char *path, const struct pvg_codeobj_opts *opts,
+			  struct pvg_codeobj_set **out);
+/* The same on bytes in memory (tests, fuzzing). */
+int pvg_codeobj_scan_mem(const uint8_t *data, size_t size, const char *name,
+			 const struct pvg_codeobj_opts *opts, struct pvg_codeobj_set **out);
+
+/* ---- offload-bundle.c ------------------------------------------------------------------------ */
+
+#define PVG_BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
+#define PVG_BUNDLE_MAGIC_LEN 24
+
+struct pvg_bundle_entry {
+	uint64_t offset; /* from the bundle's start */
+	uint64_t size;
+	char *id;
+};
+
+struct pvg_bundle {
+	uint64_t n_entries;
+	struct pvg_bundle_entry *entries;
+	uint64_t header_size;
+	uint64_t end; /* the furthest byte any entry or the header reaches, from the start */
+};
+
+/* Parses the bundle header at off; every entry must lie within [off, off+limit).
+ * 0, or -EBADMSG with *err saying what is wrong. */
+int pvg_bundle_parse(const struct pvg_src *src, uint64_t off, uint64_t limit,
+		     struct pvg_bundle *b, char **err);
+void pvg_bundle_clear(struct pvg_bundle *b);
+/* Walks every bundle (plain or CCOB) in [off, off+size) of src; adds their entries. */
+void pvg_hip_scan_section(struct pvg_codeobj_set *set, const struct pvg_src *src,
+			  const char *section, uint64_t off, uint64_t size);
+/* The part of an offload target string that names the target id ("gfx90a:xnack-"):
+ * from the first '-'-separated component that starts with "gfx" or "sm_". NULL if none. */
+const char *pvg_target_id_of(const char *triple_or_id);
+
+/* ---- ccob.c ----------------------------------------------------------------------------------- */
+
+#define PVG_CCOB_MAGIC "CCOB"
+
+enum pvg_ccob_method { PVG_CCOB_ZLIB = 0, PVG_CCOB_ZSTD = 1 };
+
+struct pvg_ccob {
+	unsigned version;   /* 1, 2, 3 */
+	unsigned method;    /* enum pvg_ccob_method */
+	uint64_t header_size;
+	uint64_t total_size;  /* whole CCOB incl. header; 0 for version 1 (not recorded) */
+	uint64_t uncompressed_size;
+	uint64_t hash;      /* low 64 bits of the MD5 of the uncompressed bundle */
+};
+
+/* Parses a CCOB header from n bytes at p. 0, or -EBADMSG / -ENOTSUP with *err. */
+int pvg_ccob_parse_header(const uint8_t *p, size_t n, struct pvg_ccob *h, char **err);
+/* Decompresses data (the bytes after the header; for version 1 possibly more than the
+ * stream) into exactly h->uncompressed_size bytes, refusing more, and checks the hash.
+ * *consumed tells how many input bytes the stream used. 0, or negative with *err. */
+int pvg_ccob_decompress(const struct pvg_ccob *h, const uint8_t *data, size_t n, uint8_t **out,
+			size_t *consumed, char **err);
+const char *pvg_ccob_method_name(unsigned method);
+uint64_t pvg_md5_low64(const uint8_t *p, size_t n);
+
+/* ---- amdgpu.c --------------------------------------------------------------------------------- */
+
+#define PVG_EM_AMDGPU 224
+#define PVG_EM_CUDA 190
+
+/* Name of an EF_AMDGPU_MACH value, NULL when not in the public table. */
+const char *pvg_amdgpu_mach_name(unsigned mach);
+/* Reads the AMDGPU code object at [off, off+size) of src into co (e_flags, note, kernels);
+ * problems go to co->error. */
+void pvg_amdgpu_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
+		      struct pvg_code_object *co);
+/* Parses NT_AMDGPU_METADATA msgpack: target and kernels. 0, or -EBADMSG with *err. */
+int pvg_amdgpu_metadata_parse(const uint8_t *p, size_t n, struct pvg_code_object *co,
+			      char **err);
+/* Fills co->mismatch when the bundle id, the metadata note and a known e_flags value
+ * disagree on processor or features. */
+void pvg_amdgpu_check_consistency(struct pvg_code_object *co);
+
+/* A parsed target id: "gfx90a:sramecc+:xnack-". */
+struct pvg_target {
+	char processor[48];
+	enum pvg_feature xnack, sramecc;
+	bool other_features; /* a feature other than xnack/sramecc was named */
+};
+int pvg_target_parse(const char *s, struct pvg_target *t);
+void pvg_target_format(const struct pvg_target *t, char *out, size_t size);
+/* Would the HIP runtime, asked for `want`, load a code object built for `have`?
+ * Same processor; a feature the code object leaves unspecified fits either setting,
+ * a feature it fixes must be the one asked for (when one is asked for). */
+bool pvg_target_accepts(const struct pvg_target *want, const struct pvg_target *have);
+
+/* ---- cuda-fatbin.c ---------------------------------------------------------------------------- */
+
+#define PVG_FATBIN_MAGIC 0xBA55ED50u
+#define PVG_FATBIN_WRAPPER_MAGIC 0x466243b1u
+#define PVG_HIPF_MAGIC 0x48495046u /* "FPIH" in the file: the HIP fat binary wrapper */
+
+/* Walks every fatbin container in [off, off+size) of src and adds its entries. */
+void pvg_cuda_scan_section(struct pvg_codeobj_set *set, const struct pvg_src *src,
+			   const char *section, uint64_t off, uint64_t size);
+/* Reads a cubin (EM_CUDA ELF) at [off, off+size): SM from e_flags by ABI version, kernels
+ * from the symbol table (STO_CUDA_ENTRY functions). Problems go to co->error. */
+void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
+		     struct pvg_code_object *co);
+/* Kernel names from PTX text (".entry NAME"). */
+void pvg_ptx_kernels(const char *text, size_t n, struct pvg_code_object *co);
+
+/* ---- matching (used by gate 6 and inspect) -------------------------------------------------- */
+
+/* Does code object co carry device code for arch ("gfx936", "gfx90a:xnack-", "sm_90")? */
+bool pvg_codeobj_matches_arch(const struct pvg_code_object *co, const char *arch);
+/* Is a kernel named `want` in co? Exact name or symbol, or an Itanium-mangled name whose
+ * identifier is `want` ("_Z8wvSplitKPf" has "wvSplitK"). */
+bool pvg_codeobj_has_kernel(const struct pvg_code_object *co, const char *want);
+const char *pvg_co_kind_name(enum pvg_co_kind k);
+cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels);
+/* The host sections that held device code: name, offset, size, containers. */
+cJSON *pvg_codeobj_sections_json(const struct pvg_codeobj_set *set);

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUDA fatbins (.nv_fatbin, __nv_relfatbin). A container is
+ *   u32 magic 0xBA55ED50, u16 version, u16 header size, u64 size of the entries;
+ * then entries, each with a header of at least 64 bytes (little-endian):
+ *   0 u16 kind (1 PTX, 2 ELF), 2 u16 version, 4 u32 header size, 8 u64 payload size,
+ *   16 u32 compressed size, 24 u32 tool version, 28 u32 SM (80 = sm_80),
+ *   40 u64 flags (0x2000 LZ4-compressed, 0x8000 zstd-compressed, 0x100000 sm_NNa),
+ *   56 u64 uncompressed size (when compressed).
+ * Compressed payloads are decoded into a buffer of the declared size and must fill it
+ * exactly: zstd frames (CUDA 12.8+ `--compress-mode=size`/default, and `-compress-all`), and
+ * raw LZ4 blocks (CUDA 12.7 and older `-Xfatbin -compress-all`, and `--compress-mode=speed`),
+ * whose exact length is the compressed size at 16 (the payload is padded to 8 bytes).
+ */
+#include <limits.h>
+#include <lz4.h>
+#include <zstd.h>
+
+#include "formats/codeobj/codeobj.h"
+
+#define FATBIN_KIND_PTX 1
+#define FATBIN_KIND_ELF 2
+#define FATBIN_FLAG_LZ4 0x2000ull
+#define FATBIN_FLAG_ZSTD 0x8000ull
+#define FATBIN_FLAG_ARCH_SPECIFIC 0x100000ull
+
+static uint16_t r16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint32_t r32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t r64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+void pvg_ptx_kernels(const char *text, size_t n, struct pvg_code_object *co)
+{
+	static const char kw[] = ".entry";
+	size_t kl = sizeof(kw) - 1;
+	for (size_t i = 0; i + kl < n; i++) {
+		if (memcmp(text + i, kw, kl) != 0 || (i > 0 && text[i - 1] != ' ' &&
+						       text[i - 1] != '\t' && text[i - 1] != '\n'))
+			continue;
+		size_t j = i + kl;
+		if (j >= n || (text[j] != ' ' && text[j] != '\t'))
+			continue;
+		while (j < n && (text[j] == ' ' || text[j] == '\t'))
+			j++;
+		size_t s = j;
+		while (j < n && (text[j] == '_' || text[j] == '$' || text[j] == '.' ||
+				 (text[j] >= '0' && text[j] <= '9') || (text[j] >= 'a' && text[j] <= 'z') ||
+				 (text[j] >= 'A' && text[j] <= 'Z')))
+			j++;
+		if (j > s)
+			pvg_co_add_kernel(co, text + s, j - s, NULL, 0, 0);
+		i = j;
+	}
+	co->kernels_known = true;
+}
+
+void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
+		     struct pvg_code_object *co)
+{
+	uint8_t eh[64];
+	if (size < sizeof(eh) || pvg_src_read(src, off, eh, sizeof(eh)) < 0) {
+		pvg_co_set_error(co, "cubin is too short for an ELF header");
+		return;
+	}
+	if (memcmp(eh, "\177ELF", 4) != 0 || eh[4] != 2 || eh[5] != 1) {
+		pvg_co_set_error(co, "cubin is not a little-endian ELF64 file");
+		return;
+	}
+	if (r16(eh + 18) != PVG_EM_CUDA) {
+		pvg_co_set_error(co, "cubin has e_machine %u, not CUDA (190)", r16(eh + 18));
+		return;
+	}
+	co->osabi = eh[7];
+	co->abi_version = eh[8];
+	co->e_flags = r32(eh + 48);
+	/* ABI version 7 and older: SM in the low byte, sm_XXa = 0x800. Version 8 (CUDA 12.8+):
+	 * SM in bits 8-15, "a" = 0x8. */
+	bool v2 = co->abi_version >= 8;
+	unsigned sm = v2 ? (co->e_flags >> 8) & 0xff : co->e_flags & 0xff;
+	bool accel = v2 ? (co->e_flags & 0x8) != 0 : (co->e_flags & 0x800) != 0;
+	co->mach = sm;
+	char arch[24];
+	snprintf(arch, sizeof(arch), "sm_%u%s", sm, accel ? "a" : "");
+	unsigned entry_sm;
+	if (co->arch && sscanf(co->arch, "sm_%u", &entry_sm) == 1 && entry_sm != sm) {
+		co->mismatch = pvg_asprintf("fatbin entry says %s but the cubin's e_flags 0x%x "
+					    "(ABI version %u) say %s",
+					    co->arch, co->e_flags, co->abi_version, arch);
+	} else if (!co->arch || accel) {
+		free(co->arch);
+		co->arch = pvg_strdup(arch);
+	}
+
+	/* kernels: STO_CUDA_ENTRY (0x10) functions of the symbol table */
+	uint64_t shoff = r64(eh + 40);
+	uint16_t shentsize = r16(eh + 58), shnum = r16(eh + 60);
+	if (shnum == 0 || shentsize != 64 || shoff > size || (uint64_t)shnum * 64 > size - shoff) {
+		pvg_co_set_error(co, "cubin section headers lie outside it");
+		return;
+	}
+	_cleanup_free_ uint8_t *sh = malloc((size_t)shnum * 64);
+	if (!sh)
+		abort();
+	if (pvg_src_read(src, off + shoff, sh, (size_t)shnum * 64) < 0) {
+		pvg_co_set_error(co, "cubin section headers cannot be read");
+		return;
+	}
+	for (unsigned i = 0; i < shnum; i++) {
+		const uint8_t *s = sh + (size_t)i * 64;
+		if (r32(s + 4) != 2 /* SHT_SYMTAB */)
+			continue;
+		uint64_t so = r64(s + 24), ss = r64(s + 32);
+		uint32_t link = r32(s + 40);
+		if (link >= shnum || so > size || ss > size - so || ss > PVG_CO_MAX_NOTE_BYTES) {
+			pvg_co_set_error(co, "cubin symbol table lies outside it");
+			return;
+		}
+		const uint8_t *st = sh + (size_t)link * 64;
+		uint64_t to = r64(st + 24), ts = r64(st + 32);
+		if (to > size || ts > size - to || ts > PVG_CO_MAX_NOTE_BYTES) {
+			pvg_co_set_error(co, "cubin string table lies outside it");
+			return;
+		}
+		_cleanup_free_ uint8_t *syms = malloc(ss ? ss : 1);
+		_cleanup_free_ char *str = malloc(ts + 1);
+		if (!syms || !str)
+			abort();
+		if (pvg_src_read(src, off + so, syms, ss) < 0 ||
+		    pvg_src_read(src, off + to, str, ts) < 0) {
+			pvg_co_set_error(co, "cubin symbols cannot be read");
+			return;
+		}
+		str[ts] = 0;
+		for (uint64_t k = 0; k + 24 <= ss; k += 24) {
+			uint32_t name = r32(syms + k);
+			uint8_t info = syms[k + 4], other = syms[k + 5];
+			if ((info & 0xf) != 2 /* STT_FUNC */ || !(other & 0x10) || name >= ts)
+				continue;
+			const char *nm = str + name;
+			pvg_co_add_kernel(co, nm, strlen(nm), NULL, 0, 0);
+		}
+		co->kernels_known = true;
+		break;
+	}
+	if (!co->kernels_known) {
+		free(co->kernels_why);
+		co->kernels_why = pvg_strdup("cubin has no symbol table");
+	}
+}
+
+static void add_entry(struct pvg_codeobj_set *set, const struct pvg_src *src, uint64_t eoff,
+		      const uint8_t *h, uint32_t hsize, uint64_t payload, uint64_t psize,
+		      const char *section, unsigned idx, unsigned ei)
+{
+	struct pvg_code_object *co = pvg_co_add(set, section, idx, ei);
+	if (!co)
+		return;
+	uint16_t kind = r16(h);
+	uint32_t sm = r32(h + 28);
+	uint64_t flags = hsize >= 48 ? r64(h + 40) : 0;
+	uint64_t usize = hsize >= 64 ? r64(h + 56) : 0;
+	uint32_t csize = r32(h + 16);
+	snprintf(co->container, sizeof(co->container), "fatbin");
+	co->offset = payload;
+	co->size = psize;
+	char id[48];
+	if (kind == FATBIN_KIND_ELF) {
+		co->kind = PVG_CO_CUBIN;
+		/* CUDA 13 marks sm_90a-style (arch-specific) entries with 0x100000 in the entry
+		 * flags; their cubins' e_flags do not always say so */
+		const char *a = flags & FATBIN_FLAG_ARCH_SPECIFIC ? "a" : "";
+		snprintf(id, sizeof(id), "elf sm_%u%s", sm, a);
+		co->arch = pvg_asprintf("sm_%u%s", sm, a);
+	} else if (kind == FATBIN_KIND_PTX) {
+		co->kind = PVG_CO_PTX;
+		snprintf(id, sizeof(id), "ptx compute_%u", sm);
+		co->arch = pvg_asprintf("compute_%u", sm);
+	} else {
+		co->kind = PVG_CO_OTHER;
+		snprintf(id, sizeof(id), "kind %u sm_%u", kind, sm);
+	}
+	co->id = pvg_strdup(id);
+	(void)eoff;
+
+	const struct pvg_src *from = src;
+	struct pvg_src mem;
+	_cleanup_free_ uint8_t *plain = NULL;
+	uint64_t poff = payload, plen = psize;
+	if (flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD)) {
+		bool lz4 = flags & FATBIN_FLAG_LZ4;
+		const char *codec = lz4 ? "LZ4" : "zstd";
+		co->compressed = true;
+		co->size = usize;
+		if ((flags & FATBIN_FLAG_LZ4) && (flags & FATBIN_FLAG_ZSTD)) {
+			pvg_co_set_error(co, "entry flags 0x%" PRIx64 " claim both LZ4 and zstd "
+					 "compression", flags);
+			return;
+		}
+		uint64_t clen = csize && csize <= psize ? csize : psize;
+		if (usize == 0 || usize > PVG_CO_MAX_UNCOMPRESSED) {
+			pvg_co_set_error(co, "compressed entry declares %" PRIu64 " bytes", usize);
+			return;
+		}
+		_cleanup_free_ uint8_t *comp = malloc(clen ? clen : 1);
+		plain = malloc(usize);
+		if (!comp || !plain)
+			abort();
+		if (pvg_src_read(src, payload, comp, clen) < 0) {
+			pvg_co_set_error(co, "compressed entry cannot be read");
+			return;
+		}
+		if (lz4) {
+			_Static_assert(PVG_CO_MAX_UNCOMPRESSED <= INT_MAX, "LZ4 sizes are ints");
+			int r = clen > (uint64_t)INT_MAX ? -1 :
+				LZ4_decompress_safe((const char *)comp, (char *)plain, (int)clen,
+						    (int)usize);
+			if (r < 0 || (uint64_t)r != usize) {
+				pvg_co_set_error(co, "%s-compressed entry does not decode to its "
+						 "declared %" PRIu64 " bytes: %s", codec, usize,
+						 r < 0 ? "corrupt block" : "short");
+				return;
+			}
+		} else {
+			unsigned long long fs = ZSTD_getFrameContentSize(comp, clen);
+			if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != ZSTD_CONTENTSIZE_ERROR &&
+			    fs != usize) {
+				pvg_co_set_error(co, "zstd frame holds %llu bytes but the entry "
+						 "declares %" PRIu64, fs, usize);
+				return;
+			}
+			size_t r = ZSTD_decompress(plain, usize, comp, clen);
+			if (ZSTD_isError(r) || r != usize) {
+				pvg_co_set_error(co, "%s-compressed entry does not decode to its "
+						 "declared %" PRIu64 " bytes: %s", codec, usize,
+						 ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
+				return;
+			}
+		}
+		mem = (struct pvg_src){ .mem = plain, .fd = -1, .size = usize };
+		from = &mem;
+		poff = 0;
+		plen = usize;
+	}
+	if (co->kind == PVG_CO_CUBIN) {
+		pvg_cubin_parse(from, poff, plen, co);
+	} else if (co->kind == PVG_CO_PTX) {
+		if (plen > PVG_CO_MAX_UNCOMPRESSED) {
+			pvg_co_set_error(co, "PTX entry of %" PRIu64 " bytes is absurd", plen);
+			return;
+		}
+		_cleanup_free_ char *text = malloc(plen + 1);
+		if (!text)
+			abort();
+		if (pvg_src_read(from, poff, text, plen) < 0) {
+			pvg_co_set_error(co, "PTX entry cannot be read");
+			return;
+		}
+		text[plen] = 0;
+		pvg_ptx_kernels(text, plen, co);
+	} else {
+		co->kernels_why = pvg_strdup("entry kind is not decoded");
+	}
+}
+
+void pvg_cuda_scan_section(struct pvg_codeobj_set *set, const struct pvg_src *src,
+			   const char *section, uint64_t off, uint64_t size)
+{
+	uint64_t pos = 0;
+	unsigned idx = 0;
+	while (size - pos >= 16) {
+		_cleanup_free_ char *where = pvg_asprintf("%s fatbin %u", section, idx);
+		uint8_t h[16];
+		if (pvg_src_read(src, off + pos, h, 16) < 0) {
+			pvg_co_issue(set, where, "header cannot be read");
+			return;
+		}
+		if (r32(h) != PVG_FATBIN_MAGIC) {
+			/* padding between containers is zeros */
+			bool zero = true;
+			for (int i = 0; i < 16; i++)
+				zero &= h[i] == 0;
+			if (zero) {
+				pos += 8;
+				continue;
+			}
+			pvg_co_issue(set, where, "no fatbin magic at offset 0x%" PRIx64, off + pos);
+			return;
+		}
+		uint16_t hs = r16(h + 6);
+		uint64_t fs = r64(h + 8);
+		if (hs < 16 || hs > size - pos || fs > size - pos - hs) {
+			pvg_co_issue(set, where, "container size %" PRIu64 " (header %u) runs past "
+				     "the section end (%" PRIu64 " bytes left)",
+				     fs, hs, size - pos);
+			return;
+		}
+		uint64_t e = pos + hs, end = pos + hs + fs;
+		unsigned ei = 0;
+		while (end - e >= 16) {
+			uint8_t eh[64] = { 0 };
+			if (pvg_src_read(src, off + e, eh, 16) < 0)
+				break;
+			uint32_t ehs = r32(eh + 4);
+			uint64_t ps = r64(eh + 8);
+			if (r16(eh) == 0 && ehs == 0)
+				break; /* trailing padding */
+			if (ehs < 32 || ehs > end - e || ps > end - e - ehs) {
+				pvg_co_issue(set, where,
+					     "entry %u: header %u / payload %" PRIu64 " bytes run past "
+					     "the container (%" PRIu64 " bytes left)",
+					     ei, ehs, ps, end - e);
+				return;
+			}
+			if (pvg_src_read(src, off + e, eh, ehs < 64 ? ehs : 64) < 0)
+				break;
+			add_entry(set, src, off + e, eh, ehs, off + e + ehs, ps, section, idx, ei);
+			if (set->n_objs && !set->objs_truncated) {
+				struct pvg_code_object *co = &set->objs[set->n_objs - 1];
+				co->container_offset = off + pos;
+				co->container_size = hs + fs;
+				pvg_co_finish(set, co);
+			}
+			if (set->objs_truncated)
+				return;
+			ei++;
+			e += ehs + ps;
+		}
+		if (ei == 0)
+			pvg_co_issue(set, where, "container has no entries");
+		idx++;
+		pos = (end + 7) & ~(uint64_t)7;
+		if (pos > size)
+			break;
+	}
+}

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The code-object set: what the parsers found in one file (code objects, kernels, issues,
+ * sections) and the questions asked of it (does it hold arch, does it hold a kernel), with
+ * its JSON form. Every parser below adds to a set; none of them calls back into the scanner.
+ */
+#include "formats/codeobj/codeobj.h"
+
+int pvg_src_read(const struct pvg_src *s, uint64_t off, void *buf, size_t n)
+{
+	if (off > s->size || n > s->size - off)
+		return -ENODATA;
+	if (n == 0)
+		return 0;
+	if (s->mem) {
+		memcpy(buf, s->mem + off, n);
+		return 0;
+	}
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = pread(s->fd, (char *)buf + done, n - done, (off_t)(off + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO; /* the file shrank under us */
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+struct pvg_codeobj_set *pvg_codeobj_set_new(const char *path, const struct pvg_codeobj_opts *opts)
+{
+	struct pvg_codeobj_set *set = pvg_xcalloc(1, sizeof(*set));
+	set->path = pvg_strdup(path ? path : "(memory)");
+	if (opts) {
+		set->opts = *opts;
+		if (opts->names_arch)
+			set->names_arch = pvg_strdup(opts->names_arch);
+		set->opts.names_arch = set->names_arch;
+	}
+	return set;
+}
+
+static void drop_names(struct pvg_code_object *co)
+{
+	if (!co->kernels)
+		return;
+	for (size_t i = 0; i < co->n_kernels; i++) {
+		free(co->kernels[i].name);
+		free(co->kernels[i].symbol);
+	}
+	free(co->kernels);
+	co->kernels = NULL;
+	co->names_dropped = co->n_kernels > 0;
+}
+
+void pvg_co_finish(struct pvg_codeobj_set *set, struct pvg_code_object *co)
+{
+	if (set->opts.kernel_names || !co->kernels)
+		return;
+	if (set->opts.names_arch && !co->error &&
+	    pvg_codeobj_matches_arch(co, set->opts.names_arch))
+		return;
+	drop_names(co);
+}
+
+static void code_object_clear(struct pvg_code_object *co)
+{
+	drop_names(co);
+	free(co->section);
+	free(co->id);
+	free(co->arch);
+	free(co->note_target);
+	free(co->id_target);
+	free(co->kernels_why);
+	free(co->error);
+	free(co->mismatch);
+}
+
+void pvg_codeobj_set_free(struct pvg_codeobj_set *set)
+{
+	if (!set)
+		return;
+	for (size_t i = 0; i < set->n_objs; i++)
+		code_object_clear(&set->objs[i]);
+	free(set->objs);
+	for (size_t i = 0; i < set->n_issues; i++) {
+		free(set->issues[i].where);
+		free(set->issues[i].message);
+	}
+	free(set->issues);
+	for (size_t i = 0; i < set->n_sections; i++)
+		free(set->sections[i].name);
+	free(set->sections);
+	free(set->path);
+	free(set->names_arch);
+	free(set);
+}
+
+void pvg_codeobj_set_freep(void *p)
+{
+	pvg_codeobj_set_free(p);
+}
+
+void pvg_co_issue(struct pvg_codeobj_set *set, const char *where, const char *fmt, ...)
+{
+	if (set->n_issues >= PVG_CO_MAX_ISSUES) {
+		set->issues_truncated = true;
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+	set->issues = pvg_xrealloc(set->issues, set->n_issues + 1, sizeof(*set->issues));
+	set->issues[set->n_issues++] = (struct pvg_co_issue){ pvg_strdup(where), msg };
+}
+
+struct pvg_code_object *pvg_co_add(struct pvg_codeobj_set *set, const char *section,
+				   unsigned bundle, unsigned entry)
+{
+	if (set->n_objs >= PVG_CO_MAX_OBJECTS) {
+		if (!set->objs_truncated)
+			pvg_co_issue(set, section, "more than %u code objects; the rest is not read",
+				     PVG_CO_MAX_OBJECTS);
+		set->objs_truncated = true;
+		return NULL;
+	}
+	if (set->n_objs == 0 || (set->n_objs >= 8 && (set->n_objs & (set->n_objs - 1)) == 0))
+		set->objs = pvg_xrealloc(set->objs, set->n_objs ? set->n_objs * 2 : 8,
+					 sizeof(*set->objs));
+	struct pvg_code_object *co = &set->objs[set->n_objs++];
+	memset(co, 0, sizeof(*co));
+	co->section = pvg_strdup(section);
+	co->bundle = bundle;
+	co->entry = entry;
+	return co;
+}
+
+char *pvg_co_strndup(const void *p, size_t n)
+{
+	const char *nul = memchr(p, 0, n);
+	if (nul)
+		n = (size_t)(nul - (const char *)p);
+	char *s = malloc(n + 1);
+	if (!s)
+		abort();
+	memcpy(s, p, n);
+	s[n] = 0;
+	return s;
+}
+
+void pvg_co_set_error(struct pvg_code_object *co, const char *fmt, ...)
+{
+	if (co->error)
+		return; /* the first problem explains the rest */
+	va_list ap;
+	va_start(ap, fmt);
+	co->error = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+}
+
+void pvg_co_add_kernel(struct pvg_code_object *co, const char *name, size_t name_len,
+		       const char *symbol, size_t symbol_len, int wavefront_size)
+{
+	if (co->n_kernels >= PVG_CO_MAX_KERNELS)
+		return;
+	if (co->n_kernels == 0 || (co->n_kernels >= 4 && (co->n_kernels & (co->n_kernels - 1)) == 0))
+		co->kernels = pvg_xrealloc(co->kernels, co->n_kernels ? co->n_kernels * 2 : 4,
+					   sizeof(*co->kernels));
+	struct pvg_kernel *k = &co->kernels[co->n_kernels++];
+	k->name = name ? pvg_co_strndup(name, name_len) : NULL;
+	k->symbol = symbol ? pvg_co_strndup(symbol, symbol_len) : NULL;
+	if ((name && !k->name) || (symbol && !k->symbol))
+		abort();
+	k->wavefront_size = wavefront_size;
+}
+
+const char *pvg_target_id_of(const char *s)
+{
+	if (!s)
+		return NULL;
+	for (const char *p = s; *p; p++) {
+		if ((p == s || p[-1] == '-') &&
+		    (strncmp(p, "gfx", 3) == 0 || strncmp(p, "sm_", 3) == 0))
+			return p;
+	}
+	return NULL;
+}
+
+/* ---- matching and JSON --------------------------------------------------------------------- */
+
+const char *pvg_co_kind_name(enum pvg_co_kind k)
+{
+	switch (k) {
+	case PVG_CO_HOST: return "host";
+	case PVG_CO_AMDGPU: return "amdgpu";
+	case PVG_CO_CUBIN: return "cubin";
+	case PVG_CO_PTX: return "ptx";
+	default: return "other";
+	}
+}
+
+bool pvg_codeobj_matches_arch(const struct pvg_code_object *co, const char *arch)
+{
+	if (!co->arch || !arch)
+		return false;
+	if (strncmp(arch, "sm_", 3) == 0) {
+		/* sm_90 (a CC 9.0 device) also loads an sm_90a cubin; sm_90a asks for that one */
+		size_t l = strlen(arch);
+		return co->kind == PVG_CO_CUBIN &&
+		       (strcmp(co->arch, arch) == 0 ||
+			(strncmp(co->arch, arch, l) == 0 && strcmp(co->arch + l, "a") == 0));
+	}
+	if (co->kind != PVG_CO_AMDGPU)
+		return false;
+	struct pvg_target want, have;
+	if (pvg_target_parse(arch, &want) < 0 || pvg_target_parse(co->arch, &have) < 0)
+		return false;
+	return pvg_target_accepts(&want, &have);
+}
+
+static bool ident_in_mangled(const char *mangled, const char *want)
+{
+	size_t wl = strlen(want);
+	if (strncmp(mangled, "_Z", 2) != 0 || wl == 0)
+		return false;
+	char num[24];
+	snprintf(num, sizeof(num), "%zu", wl);
+	size_t nl = strlen(num);
+	for (const char *p = strstr(mangled, num); p; p = strstr(p + 1, num)) {
+		if (p > mangled && p[-1] >= '0' && p[-1] <= '9')
+			continue;
+		if (strncmp(p + nl, want, wl) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool pvg_codeobj_has_kernel(const struct pvg_code_object *co, const char *want)
+{
+	if (!co->kernels)
+		return false;
+	for (size_t i = 0; i < co->n_kernels; i++) {
+		const struct pvg_kernel *k = &co->kernels[i];
+		if (k->name && (strcmp(k->name, want) == 0 || ident_in_mangled(k->name, want)))
+			return true;
+		if (k->symbol && strcmp(k->symbol, want) == 0)
+			return true;
+	}
+	return false;
+}
+
+static const char *feature_name(enum pvg_feature f)
+{
+	switch (f) {
+	case PVG_FEAT_OFF: return "off";
+	case PVG_FEAT_ON: return "on";
+	case PVG_FEAT_UNSUPPORTED: return "unsupported";
+	default: return "any";
+	}
+}
+
+cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels)
+{
+	cJSON *o = cJSON_CreateObject();
+	pvg_json_add_str(o, "section", co->section);
+	pvg_json_add_int(o, "bundle", (int)co->bundle);
+	pvg_json_add_int(o, "entry", (int)co->entry);
+	pvg_json_add_str(o, "container", co->container);
+	pvg_json_add_str(o, "id", co->id);
+	pvg_json_add_str(o, "kind", pvg_co_kind_name(co->kind));
+	pvg_json_add_str(o, "arch", co->arch);
+	pvg_json_add_u64(o, "offset", co->offset);
+	pvg_json_add_u64(o, "size", co->size);
+	pvg_json_add_u64(o, "container_offset", co->container_offset);
+	pvg_json_add_u64(o, "container_size", co->container_size);
+	pvg_json_add_bool(o, "compressed", co->compressed);
+	if (co->kind == PVG_CO_AMDGPU) {
+		pvg_json_add_int(o, "code_object_version", co->co_version);
+		char hex[16];
+		snprintf(hex, sizeof(hex), "0x%x", co->e_flags);
+		pvg_json_add_str(o, "e_flags", hex);
+		snprintf(hex, sizeof(hex), "0x%x", co->mach);
+		pvg_json_add_str(o, "mach", hex);
+		pvg_json_add_str(o, "mach_name", co->mach_name);
+		pvg_json_add_str(o, "xnack", feature_name(co->xnack));
+		pvg_json_add_str(o, "sramecc", feature_name(co->sramecc));
+		pvg_json_add_str(o, "note_target", co->note_target);
+	} else if (co->kind == PVG_CO_CUBIN) {
+		char hex[16];
+		snprintf(hex, sizeof(hex), "0x%x", co->e_flags);
+		pvg_json_add_str(o, "e_flags", hex);
+		pvg_json_add_int(o, "abi_version", co->abi_version);
+	}
+	pvg_json_add_bool(o, "kernels_known", co->kernels_known);
+	if (!co->kernels_known && co->kernels_why)
+		pvg_json_add_str(o, "kernels_unknown_because", co->kernels_why);
+	pvg_json_add_int(o, "kernel_count", (int)co->n_kernels);
+	if (with_kernels && co->kernels) {
+		cJSON *ks = cJSON_AddArrayToObject(o, "kernels");
+		for (size_t i = 0; i < co->n_kernels; i++) {
+			cJSON *k = cJSON_CreateObject();
+			pvg_json_add_str(k, "name", co->kernels[i].name);
+			if (co->kernels[i].symbol)
+				pvg_json_add_str(k, "symbol", co->kernels[i].symbol);
+			if (co->kernels[i].wavefront_size)
+				pvg_json_add_int(k, "wavefront_size", co->kernels[i].wavefront_size);
+			cJSON_AddItemToArray(ks, k);
+		}
+	}
+	if (co->error)
+		pvg_json_add_str(o, "error", co->error);
+	if (co->mismatch)
+		pvg_json_add_str(o, "mismatch", co->mismatch);
+	return o;
+}
+
+cJSON *pvg_codeobj_sections_json(const struct pvg_codeobj_set *set)
+{
+	cJSON *secs = cJSON_CreateArray();
+	for (size_t i = 0; i < set->n_sections; i++) {
+		cJSON *s = cJSON_CreateObject();
+		pvg_json_add_str(s, "name", set->sections[i].name);
+		pvg_json_add_u64(s, "offset", set->sections[i].offset);
+		pvg_json_add_u64(s, "size", set->sections[i].size);
+		pvg_json_add_int(s, "containers", (int)set->sections[i].n_containers);
+		cJSON_AddItemToArray(secs, s);
+	}
+	return secs;
+}

@@ -1,0 +1,610 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Marker lines and their attribution, and a scan of the service log that reads large blocks
+ * and looks only at lines that hold one of the patterns (prefix, facts, forbid): each pattern
+ * is found with memmem over the whole block, and only then is its line's head parsed.
+ * Memory is one fixed buffer whatever the log's size or line lengths.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "formats/markers.h"
+
+/* ---- marker fields --------------------------------------------------------------------------- */
+
+static bool is_key_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '.';
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+int pvg_marker_parse(const char *s, size_t len, struct pvg_marker *m)
+{
+	size_t i = 0;
+	m->n = 0;
+	while (i < len) {
+		while (i < len && (is_space(s[i]) || s[i] == ',' || s[i] == ';' || s[i] == '|' ||
+				   s[i] == ':'))
+			i++;
+		if (i >= len)
+			break;
+		size_t k = i;
+		while (k < len && is_key_char(s[k]))
+			k++;
+		if (k == i || k >= len || s[k] != '=') {
+			/* free text between fields: skip the word */
+			while (i < len && !is_space(s[i]))
+				i++;
+			continue;
+		}
+		if (m->n >= PVG_MARKER_FIELDS_MAX)
+			return -E2BIG;
+		struct pvg_marker_field *f = &m->f[m->n++];
+		f->key = s + i;
+		f->key_len = k - i;
+		size_t v = k + 1;
+		if (v < len && (s[v] == '"' || s[v] == '\'')) {
+			char q = s[v];
+			size_t e = v + 1;
+			while (e < len && s[e] != q) {
+				if (s[e] == '\\' && e + 1 < len)
+					e++;
+				e++;
+			}
+			if (e >= len)
+				return -EINVAL;
+			f->value = s + v + 1;
+			f->value_len = e - v - 1;
+			i = e + 1;
+		} else if (v < len && (s[v] == '(' || s[v] == '[' || s[v] == '{')) {
+			/* a bracketed group, nested, quotes inside kept as they are */
+			char stack[64];
+			size_t depth = 0, e = v;
+			for (; e < len; e++) {
+				char c = s[e];
+				if (c == '"' || c == '\'') {
+					/* a quoted string inside the group may hold brackets */
+					size_t q = e + 1;
+					while (q < len && s[q] != c)
+						q += s[q] == '\\' && q + 1 < len ? 2 : 1;
+					if (q >= len)
+						return -EINVAL;
+					e = q;
+				} else if (c == '(' || c == '[' || c == '{') {
+					if (depth == sizeof(stack))
+						return -EINVAL;
+					stack[depth++] = c == '(' ? ')' : c == '[' ? ']' : '}';
+				} else if (c == ')' || c == ']' || c == '}') {
+					if (depth == 0 || stack[depth - 1] != c)
+						return -EINVAL;
+					if (--depth == 0)
+						break;
+				}
+			}
+			if (depth != 0 || e >= len)
+				return -EINVAL;
+			f->value = s + v;
+			f->value_len = e + 1 - v;
+			i = e + 1;
+		} else {
+			size_t e = v;
+			while (e < len && !is_space(s[e]))
+				e++;
+			size_t vl = e - v;
+			while (vl && (s[v + vl - 1] == ',' || s[v + vl - 1] == ';'))
+				vl--;
+			f->value = s + v;
+			f->value_len = vl;
+			i = e;
+		}
+	}
+	return 0;
+}
+
+const struct pvg_marker_field *pvg_marker_get(const struct pvg_marker *m, const char *key)
+{
+	size_t kl = strlen(key);
+	for (size_t i = 0; i < m->n; i++)
+		if (m->f[i].key_len == kl && memcmp(m->f[i].key, key, kl) == 0)
+			return &m->f[i];
+	return NULL;
+}
+
+static bool value_is(const struct pvg_marker_field *f, const char *v)
+{
+	size_t n = strlen(v);
+	return f && f->value_len == n && memcmp(f->value, v, n) == 0;
+}
+
+static bool value_is_false(const struct pvg_marker_field *f)
+{
+	return value_is(f, "False") || value_is(f, "false") || value_is(f, "0") ||
+	       value_is(f, "no") || value_is(f, "FALSE");
+}
+
+/* ---- line heads ------------------------------------------------------------------------------- */
+
+static bool digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+static int num2(const char *s)
+{
+	return (s[0] - '0') * 10 + (s[1] - '0');
+}
+
+/* mktime is slow; lines of the same minute share one conversion. */
+static __thread struct {
+	int year, mon, mday, hour, min;
+	time_t base;
+	bool valid;
+} tcache;
+
+static time_t local_time(int year, int mon, int mday, int hour, int min, int sec)
+{
+	if (!(tcache.valid && tcache.year == year && tcache.mon == mon && tcache.mday == mday &&
+	      tcache.hour == hour && tcache.min == min)) {
+		struct tm tm = { .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = mday,
+				 .tm_hour = hour, .tm_min = min, .tm_sec = 0, .tm_isdst = -1 };
+		tcache.base = mktime(&tm);
+		tcache.year = year;
+		tcache.mon = mon;
+		tcache.mday = mday;
+		tcache.hour = hour;
+		tcache.min = min;
+		tcache.valid = true;
+	}
+	return tcache.base + sec;
+}
+
+void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_line_head *h)
+{
+	char b[192];
+	size_t n = 0;
+	memset(h, 0, sizeof(*h));
+	/* the head without colour codes (vLLM colours its process prefix) */
+	for (size_t i = 0; i < len && n < sizeof(b); i++) {
+		if (line[i] == '\x1b' && i + 1 < len && line[i + 1] == '[') {
+			i += 2;
+			while (i < len && !((unsigned char)line[i] >= 0x40 && (unsigned char)line[i] <= 0x7e))
+				i++;
+			continue;
+		}
+		b[n++] = line[i];
+	}
+	size_t p = 0;
+	if (n && b[0] == '(') {
+		const char *close = memchr(b, ')', n);
+		if (close) {
+			size_t c = (size_t)(close - b);
+			const char *pid = memmem(b, c, "pid=", 4);
+			if (pid) {
+				size_t d = (size_t)(pid - b) + 4, e = d;
+				long v = 0;
+				while (e < c && e - d < 9 && b[e] >= '0' && b[e] <= '9')
+					v = v * 10 + (b[e++] - '0');
+				if (e > d && e == c) {
+					h->has_pid = true;
+					h->pid = (pid_t)v;
+				}
+			}
+			p = c + 1;
+			while (p < n && b[p] == ' ')
+				p++;
+		}
+	}
+	/* "INFO 11-29 12:10:25" */
+	size_t l = p;
+	while (l < n && b[l] >= 'A' && b[l] <= 'Z')
+		l++;
+	if (l - p < 3 || l - p > 8 || l >= n || b[l] != ' ')
+		return;
+	p = l + 1;
+	if (n - p < 14 || !digits(b + p, 2) || b[p + 2] != '-' || !digits(b + p + 3, 2) ||
+	    b[p + 5] != ' ' || !digits(b + p + 6, 2) || b[p + 8] != ':' || !digits(b + p + 9, 2) ||
+	    b[p + 11] != ':' || !digits(b + p + 12, 2))
+		return;
+	int mon = num2(b + p), mday = num2(b + p + 3), hour = num2(b + p + 6),
+	    min = num2(b + p + 9), sec = num2(b + p + 12);
+	if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
+		return;
+	/* the current year, converted once per `now` */
+	static __thread time_t year_of;
+	static __thread int year_cached;
+	if (year_of != now || !year_cached) {
+		struct tm nowtm;
+		localtime_r(&now, &nowtm);
+		year_cached = nowtm.tm_year + 1900;
+		year_of = now;
+	}
+	int year = year_cached;
+	time_t t = local_time(year, mon, mday, hour, min, sec);
+	/* "12-31 23:59:59" read on January 1st was written last year */
+	if (t > now + 86400)
+		t = local_time(year - 1, mon, mday, hour, min, sec);
+	h->has_time = true;
+	h->time = t;
+}
+
+enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
+				   const struct pvg_service_view *view, bool file_after_start)
+{
+	if (h->has_pid) {
+		if (!view->in_tree(view->opaque, h->pid))
+			return PVG_ATTR_FOREIGN_PID;
+		/* a reused pid: the same number written by an earlier run */
+		if (h->has_time && h->time < view->start.tv_sec)
+			return PVG_ATTR_BEFORE_START;
+		return PVG_ATTR_LIVE;
+	}
+	if (h->has_time)
+		return h->time >= view->start.tv_sec ? PVG_ATTR_LIVE : PVG_ATTR_BEFORE_START;
+	return file_after_start ? PVG_ATTR_LIVE : PVG_ATTR_UNKNOWN;
+}
+
+/* ---- the scan --------------------------------------------------------------------------------- */
+
+/*
+ * Substring search that compares the needle's first and last bytes at 32 (AVX2) or 16 (SSE2)
+ * positions at once and checks only the candidates (W. Muła's "SIMD-friendly" search); it
+ * runs several times faster than memmem on text, where most windows fail on the two bytes.
+ */
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx2"))) static const char *find_avx2(const char *h, size_t n,
+								 const char *needle, size_t k)
+{
+	const __m256i first = _mm256_set1_epi8(needle[0]), last = _mm256_set1_epi8(needle[k - 1]);
+	size_t i = 0;
+	for (; i + k - 1 + 32 <= n; i += 32) {
+		__m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(h + i));
+		__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(h + i + k - 1));
+		unsigned mask = (unsigned)_mm256_movemask_epi8(
+			_mm256_and_si256(_mm256_cmpeq_epi8(a, first), _mm256_cmpeq_epi8(b, last)));
+		while (mask) {
+			unsigned bit = (unsigned)__builtin_ctz(mask);
+			if (memcmp(h + i + bit + 1, needle + 1, k - 2) == 0)
+				return h + i + bit;
+			mask &= mask - 1;
+		}
+	}
+	return memmem(h + i, n - i, needle, k);
+}
+
+static const char *find_sse2(const char *h, size_t n, const char *needle, size_t k)
+{
+	const __m128i first = _mm_set1_epi8(needle[0]), last = _mm_set1_epi8(needle[k - 1]);
+	size_t i = 0;
+	for (; i + k - 1 + 16 <= n; i += 16) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(h + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(h + i + k - 1));
+		unsigned mask = (unsigned)_mm_movemask_epi8(
+			_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last)));
+		while (mask) {
+			unsigned bit = (unsigned)__builtin_ctz(mask);
+			if (memcmp(h + i + bit + 1, needle + 1, k - 2) == 0)
+				return h + i + bit;
+			mask &= mask - 1;
+		}
+	}
+	return memmem(h + i, n - i, needle, k);
+}
+#endif
+
+static const char *find(const char *h, size_t n, const char *needle, size_t k)
+{
+#if defined(__x86_64__)
+	static int avx2 = -1;
+	if (avx2 < 0)
+		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	if (k >= 2 && n >= k)
+		return avx2 ? find_avx2(h, n, needle, k) : find_sse2(h, n, needle, k);
+#endif
+	return memmem(h, n, needle, k);
+}
+
+void pvg_marker_scan_init(struct pvg_marker_scan *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+static void sample_clear(struct pvg_marker_sample *m)
+{
+	free(m->text);
+	m->text = NULL;
+}
+
+void pvg_marker_scan_done(struct pvg_marker_scan *s)
+{
+	free(s->require_matched);
+	free(s->require_not_selected);
+	free(s->require_unattributed);
+	free(s->fact_live);
+	free(s->fact_unattributed);
+	free(s->forbid_live);
+	free(s->forbid_unattributed);
+	free(s->cont_forbid_seen);
+	sample_clear(&s->not_selected);
+	sample_clear(&s->forbidden);
+	sample_clear(&s->unmatched);
+	sample_clear(&s->unattributed);
+}
+
+static void prepare(struct pvg_marker_scan *s)
+{
+	if (s->require_matched)
+		return;
+	size_t nr = s->n_require + 1, nf = s->n_facts + 1, nb = s->n_forbid + 1;
+	s->require_matched = pvg_xcalloc(nr, sizeof(size_t));
+	s->require_not_selected = pvg_xcalloc(nr, sizeof(size_t));
+	s->require_unattributed = pvg_xcalloc(nr, sizeof(size_t));
+	s->fact_live = pvg_xcalloc(nf, sizeof(size_t));
+	s->fact_unattributed = pvg_xcalloc(nf, sizeof(size_t));
+	s->forbid_live = pvg_xcalloc(nb, sizeof(size_t));
+	s->forbid_unattributed = pvg_xcalloc(nb, sizeof(size_t));
+	s->cont_forbid_seen = pvg_xcalloc(nb, sizeof(bool));
+	s->max_pattern = s->prefix ? strlen(s->prefix) : 1;
+	for (size_t i = 0; i < s->n_facts; i++)
+		if (strlen(s->facts[i]) > s->max_pattern)
+			s->max_pattern = strlen(s->facts[i]);
+	for (size_t i = 0; i < s->n_forbid; i++)
+		if (strlen(s->forbid[i]) > s->max_pattern)
+			s->max_pattern = strlen(s->forbid[i]);
+	if (s->max_pattern > PVG_MARKER_BUF / 4)
+		s->max_pattern = PVG_MARKER_BUF / 4;
+}
+
+static void sample_set(struct pvg_marker_sample *m, const char *line, size_t len, uint64_t off,
+		       enum pvg_attribution attr)
+{
+	if (m->text)
+		return;
+	while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+		len--;
+	_cleanup_free_ char *t = pvg_utf8_sanitize(line, len > PVG_MARKER_SAMPLE ? PVG_MARKER_SAMPLE : len);
+	m->text = len > PVG_MARKER_SAMPLE ? pvg_asprintf("%s…", t) : TAKE_PTR(t);
+	m->offset = off;
+	m->attr = attr;
+}
+
+/* Does marker m match entry e on every key other than "selected"? */
+static bool match_others(const struct pvg_marker *m, const struct pvg_require *e,
+			 const char **want_selected)
+{
+	*want_selected = NULL;
+	for (size_t k = 0; k < e->n; k++) {
+		if (strcmp(e->kv[k].key, "selected") == 0) {
+			*want_selected = e->kv[k].value;
+			continue;
+		}
+		if (!value_is(pvg_marker_get(m, e->kv[k].key), e->kv[k].value))
+			return false;
+	}
+	return true;
+}
+
+static void marker_line(struct pvg_marker_scan *s, const char *line, size_t len, size_t at,
+			enum pvg_attribution attr, uint64_t off)
+{
+	s->attr_count[attr]++;
+	struct pvg_marker m;
+	size_t plen = strlen(s->prefix);
+	int r = pvg_marker_parse(line + at + plen, len - at - plen, &m);
+	if (attr != PVG_ATTR_LIVE) {
+		s->markers_unattributed++;
+		sample_set(&s->unattributed, line, len, off, attr);
+		if (r == 0)
+			for (size_t e = 0; e < s->n_require; e++) {
+				const char *want;
+				const struct pvg_marker_field *sel = pvg_marker_get(&m, "selected");
+				if (match_others(&m, &s->require[e], &want) &&
+				    (!want || value_is(sel, want)) && !value_is_false(sel))
+					s->require_unattributed[e]++;
+			}
+		return;
+	}
+	if (r < 0) {
+		s->markers_unparseable++;
+		return;
+	}
+	s->markers_live++;
+	const struct pvg_marker_field *sel = pvg_marker_get(&m, "selected");
+	bool any = false, fell_back = false;
+	for (size_t e = 0; e < s->n_require; e++) {
+		const char *want;
+		if (!match_others(&m, &s->require[e], &want))
+			continue;
+		if (value_is_false(sel) || (want && sel && !value_is(sel, want))) {
+			s->require_not_selected[e]++;
+			fell_back = true;
+			sample_set(&s->not_selected, line, len, off, attr);
+		} else if (!want || value_is(sel, want)) {
+			s->require_matched[e]++;
+			any = true;
+		}
+	}
+	if (s->n_require == 0 && !value_is_false(sel))
+		any = true;
+	if (any)
+		s->matched++;
+	else if (!fell_back)
+		sample_set(&s->unmatched, line, len, off, attr);
+}
+
+static enum pvg_attribution line_attr(struct pvg_marker_scan *s, const char *ls, const char *le)
+{
+	struct pvg_line_head h;
+	pvg_line_head_parse(ls, (size_t)(le - ls), s->now, &h);
+	return pvg_attribute(&h, s->view, s->file_after_start);
+}
+
+/*
+ * Complete lines in [start, end) (end is just after a '\n', or the end of the file). When
+ * cont is set, the first line is the tail of an overlong line whose head was seen before.
+ */
+static void scan_region(struct pvg_marker_scan *s, const char *start, const char *end,
+			bool cont, uint64_t base)
+{
+	for (int kind = 0; kind < 3; kind++) {
+		size_t n = kind == 0 ? (s->prefix ? 1 : 0) : kind == 1 ? s->n_facts : s->n_forbid;
+		for (size_t i = 0; i < n; i++) {
+			const char *pat = kind == 0 ? s->prefix : kind == 1 ? s->facts[i] : s->forbid[i];
+			size_t plen = strlen(pat);
+			if (plen == 0 || (kind == 1 && s->fact_live[i]))
+				continue;
+			const char *p = start;
+			while (p < end) {
+				const char *hit = find(p, (size_t)(end - p), pat, plen);
+				if (!hit)
+					break;
+				const char *ls = memrchr(start, '\n', (size_t)(hit - start));
+				ls = ls ? ls + 1 : start;
+				const char *le = memchr(hit, '\n', (size_t)(end - hit));
+				le = le ? le : end;
+				bool in_cont = cont && ls == start;
+				enum pvg_attribution a = in_cont ? s->cont_attr : line_attr(s, ls, le);
+				bool live = a == PVG_ATTR_LIVE;
+				if (kind == 0) {
+					if (in_cont) {
+						/* its fields began in an earlier block: unreadable */
+						if (!s->cont_marker_seen) {
+							s->cont_marker_seen = true;
+							s->attr_count[a]++;
+							if (live)
+								s->markers_unparseable++;
+							else
+								s->markers_unattributed++;
+						}
+					} else {
+						marker_line(s, ls, (size_t)(le - ls), (size_t)(hit - ls), a,
+							    base + (uint64_t)(ls - start));
+					}
+				} else if (kind == 1) {
+					if (live) {
+						s->fact_live[i]++;
+						break;
+					}
+					s->fact_unattributed[i]++;
+				} else if (!(in_cont && s->cont_forbid_seen[i])) {
+					if (in_cont)
+						s->cont_forbid_seen[i] = true;
+					if (live) {
+						s->forbid_live[i]++;
+						sample_set(&s->forbidden, ls, (size_t)(le - ls),
+							   base + (uint64_t)(ls - start), a);
+					} else {
+						s->forbid_unattributed[i]++;
+					}
+				}
+				p = le + 1;
+			}
+		}
+	}
+}
+
+/* Every pattern is searched separately; doing so per slice of ~256 KiB (cut at line ends)
+ * keeps the slice in the CPU cache from the first pattern's search to the last's. */
+#define SLICE (256u << 10)
+
+static void scan_lines(struct pvg_marker_scan *s, const char *start, const char *end, bool cont,
+		       uint64_t base)
+{
+	for (const char *p = start; p < end;) {
+		const char *q = end;
+		if ((size_t)(end - p) > SLICE) {
+			const char *nl = memrchr(p, '\n', SLICE);
+			if (!nl)
+				nl = memchr(p + SLICE, '\n', (size_t)(end - p - SLICE));
+			q = nl ? nl + 1 : end;
+		}
+		scan_region(s, p, q, cont, base + (uint64_t)(p - start));
+		cont = false;
+		p = q;
+	}
+}
+
+/* The head block of an overlong line: attribute it once, then treat it like a tail. */
+static void begin_overlong(struct pvg_marker_scan *s, const char *start, const char *end)
+{
+	s->overlong_lines++;
+	s->cont = true;
+	s->cont_attr = line_attr(s, start, end);
+	s->cont_marker_seen = false;
+	memset(s->cont_forbid_seen, 0, (s->n_forbid + 1) * sizeof(bool));
+}
+
+static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_t mem_len)
+{
+	prepare(s);
+	_cleanup_free_ char *buf = pvg_xcalloc(PVG_MARKER_BUF, 1);
+	size_t have = 0, mem_off = 0;
+	uint64_t base = 0; /* file offset of buf[0] */
+	bool eof = false;
+	while (!eof || have) {
+		if (!eof) {
+			ssize_t r;
+			if (fd >= 0) {
+				r = read(fd, buf + have, PVG_MARKER_BUF - have);
+				if (r < 0) {
+					if (errno == EINTR)
+						continue;
+					return -errno;
+				}
+			} else {
+				size_t n = mem_len - mem_off;
+				if (n > PVG_MARKER_BUF - have)
+					n = PVG_MARKER_BUF - have;
+				memcpy(buf + have, mem + mem_off, n);
+				mem_off += n;
+				r = (ssize_t)n;
+			}
+			if (r == 0)
+				eof = true;
+			have += (size_t)r;
+			s->bytes += (uint64_t)r;
+			if (!eof && have < PVG_MARKER_BUF)
+				continue; /* fill the block: fewer, larger scans */
+		}
+		const char *nl = memrchr(buf, '\n', have);
+		size_t done;
+		if (nl || eof) {
+			done = nl && !eof ? (size_t)(nl - buf) + 1 : have;
+			scan_lines(s, buf, buf + done, s->cont, base);
+			s->cont = false;
+		} else {
+			/* a full block without a line end: an overlong line */
+			if (!s->cont)
+				begin_overlong(s, buf, buf + have);
+			scan_region(s, buf, buf + have, true, base);
+			/* keep the last bytes so a pattern across the cut is still seen */
+			size_t keep = s->max_pattern > 1 ? s->max_pattern - 1 : 0;
+			done = have - keep;
+		}
+		memmove(buf, buf + done, have - done);
+		have -= done;
+		base += done;
+		if (eof && have == 0)
+			break;
+	}
+	return 0;
+}
+
+int pvg_marker_scan_fd(struct pvg_marker_scan *s, int fd)
+{
+	return scan_stream(s, fd, NULL, 0);
+}
+
+int pvg_marker_scan_buffer(struct pvg_marker_scan *s, const char *bytes, size_t len)
+{
+	return scan_stream(s, -1, bytes, len);
+}

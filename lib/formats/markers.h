@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Dispatch markers (gate 7): marker lines "PREFIX key=value ..." in the service's log, which
+ * lines belong to the live service, and a streaming scan of the log in bounded memory.
+ */
+#pragma once
+#include "util/util.h"
+
+/* A marker requirement: every key must have exactly this value (markers.require). */
+struct pvg_kv {
+	char *key;
+	char *value;
+};
+
+struct pvg_require {
+	struct pvg_kv *kv;
+	size_t n;
+};
+
+/* ---- the live service, as gate 7 needs to see it --------------------------------------------- */
+
+/* The target process tree and its start; filled by whoever discovers the service. */
+struct pvg_service_view {
+	bool (*in_tree)(void *opaque, pid_t pid);
+	void *opaque;
+	void (*release)(void *opaque); /* may be NULL */
+	struct timespec start;         /* CLOCK_REALTIME start of the service's root process */
+	pid_t root;
+	const char *why; /* when no view: what the discovery said (owned by the run) */
+};
+
+
+/* ---- marker lines ------------------------------------------------------------------------------ */
+
+#define PVG_MARKER_FIELDS_MAX 32
+
+struct pvg_marker_field {
+	const char *key;
+	size_t key_len;
+	const char *value; /* without quotes; brackets kept: "(4096, 5120)" */
+	size_t value_len;
+};
+
+struct pvg_marker {
+	struct pvg_marker_field f[PVG_MARKER_FIELDS_MAX];
+	size_t n;
+};
+
+/* Parses the fields after the prefix. 0; -EINVAL for an unterminated bracket or quote;
+ * -E2BIG for more than PVG_MARKER_FIELDS_MAX fields. Values point into s. */
+int pvg_marker_parse(const char *s, size_t len, struct pvg_marker *m);
+/* The value of key, or NULL. */
+const struct pvg_marker_field *pvg_marker_get(const struct pvg_marker *m, const char *key);
+
+/* What the head of a log line says about who wrote it and when. */
+struct pvg_line_head {
+	bool has_pid;
+	pid_t pid;     /* vLLM "(EngineCore_DP0 pid=N)" */
+	bool has_time;
+	time_t time;   /* vLLM "INFO 11-29 12:10:25", local time; the year is inferred */
+};
+
+/* now: the current time, which fixes the year of timestamps (a timestamp more than a day
+ * in the future belongs to the previous year). */
+void pvg_line_head_parse(const char *s, size_t len, time_t now, struct pvg_line_head *h);
+
+enum pvg_attribution {
+	PVG_ATTR_LIVE,          /* written by the live service */
+	PVG_ATTR_FOREIGN_PID,   /* pid prefix outside the target's tree */
+	PVG_ATTR_BEFORE_START,  /* timestamp before the service started */
+	PVG_ATTR_UNKNOWN,       /* neither, and the file is older than the service */
+};
+
+enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
+				   const struct pvg_service_view *view, bool file_after_start);
+
+/* ---- the scan ---------------------------------------------------------------------------------- */
+
+#define PVG_MARKER_BUF (4u << 20) /* the scan's only large allocation */
+#define PVG_MARKER_SAMPLE 300     /* bytes of a line kept for a message */
+
+struct pvg_marker_sample {
+	char *text;      /* sanitized, cut at PVG_MARKER_SAMPLE */
+	uint64_t offset; /* byte offset of the line in the log */
+	enum pvg_attribution attr;
+};
+
+struct pvg_marker_scan {
+	/* inputs */
+	const char *prefix;
+	const struct pvg_require *require;
+	size_t n_require;
+	const char *const *facts;
+	size_t n_facts;
+	const char *const *forbid;
+	size_t n_forbid;
+	const struct pvg_service_view *view;
+	bool file_after_start;
+	time_t now;
+
+	/* results */
+	uint64_t bytes;
+	size_t overlong_lines;    /* lines longer than the buffer */
+	size_t markers_live;      /* attributable marker lines (parsed) */
+	size_t markers_unattributed;
+	size_t markers_unparseable; /* attributable marker lines whose fields could not be read */
+	size_t matched;           /* live markers matching a require entry (or any, without) */
+	size_t *require_matched;  /* per entry */
+	size_t *require_not_selected;
+	size_t *require_unattributed; /* unattributed markers that would have matched */
+	size_t *fact_live, *fact_unattributed;
+	size_t *forbid_live, *forbid_unattributed;
+	size_t attr_count[4];     /* marker lines per attribution */
+	struct pvg_marker_sample not_selected, forbidden, unmatched, unattributed;
+
+	/* streaming state of an overlong line */
+	bool cont;
+	enum pvg_attribution cont_attr;
+	bool cont_marker_seen;
+	bool *cont_forbid_seen;
+	size_t max_pattern;
+};
+
+void pvg_marker_scan_init(struct pvg_marker_scan *s);
+void pvg_marker_scan_done(struct pvg_marker_scan *s);
+/* Scans an open file to its end. 0 or -errno. */
+int pvg_marker_scan_fd(struct pvg_marker_scan *s, int fd);
+/* Scans bytes held in memory (tests). */
+int pvg_marker_scan_buffer(struct pvg_marker_scan *s, const char *bytes, size_t len);

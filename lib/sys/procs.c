@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Process discovery through libproc2 (procps-ng 4.0). One reap per run: every later question
+ * (which process is the target, which are its descendants, who is a stale service process) is
+ * answered from that snapshot, so that gates 4, 5 and 7 agree on one view of the system.
+ * libproc2 always reads the real /proc; the text readers take a procfs root.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include <libproc2/pids.h>
+
+#include "sys/maps.h"
+#include "sys/procs.h"
+
+/* Only items from stat and cmdline: asking for a uid makes libproc2 read status too, a
+ * third file per process; the uid is taken from /proc/<pid> for the few processes reported. */
+enum { I_PID, I_PPID, I_BEGAN, I_STATE, I_CMD, I_CMDLINE };
+static enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_TICS_BEGAN,
+				  PIDS_STATE,  PIDS_CMD,     PIDS_CMDLINE };
+
+static void pids_unrefp(struct pids_info **i)
+{
+	if (*i)
+		procps_pids_unref(i);
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct pvg_proc *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+const struct pvg_proc *pvg_targets_find(const struct pvg_targets *t, pid_t pid)
+{
+	struct pvg_proc key = { .pid = pid };
+	if (!t || !t->procs)
+		return NULL;
+	return bsearch(&key, t->procs, t->n, sizeof(*t->procs), cmp_proc);
+}
+
+bool pvg_targets_in_tree(const struct pvg_targets *t, pid_t pid)
+{
+	const struct pvg_proc *p = pvg_targets_find(t, pid);
+	return p && p->in_tree;
+}
+
+void pvg_targets_free(void *ptr)
+{
+	struct pvg_targets *t = ptr;
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		free(t->procs[i].cmdline);
+	free(t->procs);
+	free(t->why);
+	free(t->targets);
+	free(t->strays);
+	free(t);
+}
+
+static bool has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+static bool text_matches(const char *text, const char *pattern)
+{
+	if (!text)
+		return false;
+	if (has_glob(pattern))
+		return fnmatch(pattern, text, 0) == 0;
+	return strstr(text, pattern) != NULL;
+}
+
+bool pvg_proc_matches(const struct pvg_proc *p, const char *pattern)
+{
+	if (!pattern[0])
+		return false;
+	if (text_matches(p->cmdline, pattern) || text_matches(p->comm, pattern))
+		return true;
+	/* The kernel cuts comm to 15 bytes: "VLLM::EngineCore" shows as "VLLM::EngineCor". Only
+	 * a pattern that can be a process name (no space, no '/') is compared with the cut
+	 * name; "VLLM::EngineCore --tag x" is about the command line. */
+	size_t cl = strlen(p->comm);
+	return cl == 15 && strlen(pattern) > 15 && !has_glob(pattern) &&
+	       !strpbrk(pattern, " \t/") && strncmp(pattern, p->comm, 15) == 0;
+}
+
+bool pvg_proc_matches_any(const struct pvg_proc *p, const struct pvg_strv *patterns)
+{
+	for (size_t i = 0; i < patterns->n; i++)
+		if (pvg_proc_matches(p, patterns->v[i]))
+			return true;
+	return false;
+}
+
+void pvg_proc_format_start(const struct pvg_proc *p, char *out, size_t size)
+{
+	pvg_format_time(p->start.tv_sec, p->start.tv_nsec, out, size);
+}
+
+/* Is p provgate: this process, or another run of the same program under its own name? */
+static bool is_provgate(const struct pvg_proc *p, const struct stat *self_exe,
+			const char *self_comm)
+{
+	if (p->pid == getpid())
+		return true;
+	if (!self_exe || strcmp(p->comm, self_comm) != 0)
+		return false;
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+	return stat(path, &st) == 0 && st.st_dev == self_exe->st_dev &&
+	       st.st_ino == self_exe->st_ino;
+}
+
+static int snapshot(struct pvg_targets *t)
+{
+	_cleanup_(pids_unrefp) struct pids_info *info = NULL;
+	int r = procps_pids_new(&info, items, (int)ARRAY_SIZE(items));
+	if (r < 0)
+		return r;
+	struct timespec rt, bt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	int64_t boot_ns = ((int64_t)rt.tv_sec - bt.tv_sec) * 1000000000 + (rt.tv_nsec - bt.tv_nsec);
+	long hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0)
+		hz = 100;
+	t->tick_ns = 1000000000L / hz;
+
+	struct pids_fetch *f = procps_pids_reap(info, PIDS_FETCH_TASKS_ONLY);
+	if (!f)
+		return errno ? -errno : -EIO;
+	int total = f->counts ? f->counts->total : 0;
+	t->procs = pvg_xcalloc(total > 0 ? (size_t)total : 1, sizeof(*t->procs));
+	for (int i = 0; i < total; i++) {
+		struct pids_stack *s = f->stacks[i];
+		struct pvg_proc *p = &t->procs[t->n];
+		p->pid = PIDS_VAL(I_PID, s_int, s, info);
+		p->ppid = PIDS_VAL(I_PPID, s_int, s, info);
+		p->uid = (uid_t)-1;
+		p->start_ticks = PIDS_VAL(I_BEGAN, ull_int, s, info);
+		p->zombie = PIDS_VAL(I_STATE, s_ch, s, info) == 'Z';
+		if (p->pid <= 0)
+			continue;
+		int64_t ns = boot_ns + (int64_t)(p->start_ticks * (uint64_t)t->tick_ns);
+		p->start.tv_sec = (time_t)(ns / 1000000000);
+		p->start.tv_nsec = (long)(ns % 1000000000);
+		/* strings are NULL for a process that exited while it was read */
+		const char *comm = PIDS_VAL(I_CMD, str, s, info);
+		const char *cmdline = PIDS_VAL(I_CMDLINE, str, s, info);
+		if (comm)
+			snprintf(p->comm, sizeof(p->comm), "%s", comm);
+		/* libproc2 shows "-" or the bracketed comm when there is no command line */
+		if (cmdline && cmdline[0] && strcmp(cmdline, "-") != 0 &&
+		    !(cmdline[0] == '[' && comm && strlen(cmdline) == strlen(comm) + 2 &&
+		      strncmp(cmdline + 1, comm, strlen(comm)) == 0))
+			p->cmdline = pvg_strdup(cmdline);
+		t->n++;
+	}
+	qsort(t->procs, t->n, sizeof(*t->procs), cmp_proc);
+	return 0;
+}
+
+static void add_pid(pid_t **v, size_t *n, pid_t pid)
+{
+	*v = pvg_xrealloc(*v, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = pid;
+}
+
+/* pid from a pidfile: a decimal number, optional whitespace around it. */
+static int read_pidfile(const char *path, pid_t *pid, struct timespec *mtime, char **why)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	struct stat st;
+	int r = pvg_read_small_file(path, 64, &text, &len);
+	if (r < 0) {
+		*why = pvg_asprintf("pidfile %s cannot be read: %s", path,
+				    r == -EFBIG ? "longer than a pid" : strerror(-r));
+		return r == -EACCES || r == -EPERM ? -EACCES : r == -ENOENT ? -ENOENT : -EINVAL;
+	}
+	if (stat(path, &st) == 0)
+		*mtime = st.st_mtim;
+	char *s = text, *end;
+	while (*s == ' ' || *s == '\t' || *s == '\n')
+		s++;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	while (end && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+		end++;
+	if (errno || end == s || *end || v <= 0 || v > 0x3fffffff) {
+		_cleanup_free_ char *shown = pvg_utf8_sanitize(text, strnlen(text, 40));
+		*why = pvg_asprintf("pidfile %s does not hold a pid: \"%s\"", path, shown);
+		return -EINVAL;
+	}
+	*pid = (pid_t)v;
+	return 0;
+}
+
+static int64_t ts_ns(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* in_tree for every process: walk up from each one until the root, pid 0, or a process
+ * already decided. Memoized, so the whole table costs O(n log n). */
+static void mark_tree(struct pvg_targets *t)
+{
+	enum { UNKNOWN, IN, OUT };
+	_cleanup_free_ unsigned char *state = pvg_xcalloc(t->n ? t->n : 1, 1);
+	_cleanup_free_ size_t *path = pvg_xcalloc(t->n ? t->n : 1, sizeof(size_t));
+	for (size_t i = 0; i < t->n; i++) {
+		size_t depth = 0, k = i;
+		unsigned char verdict = OUT;
+		for (;;) {
+			if (state[k] != UNKNOWN) {
+				verdict = state[k];
+				break;
+			}
+			if (t->procs[k].pid == t->root) {
+				verdict = IN;
+				break;
+			}
+			path[depth++] = k;
+			const struct pvg_proc *parent = pvg_targets_find(t, t->procs[k].ppid);
+			/* depth bound: a ppid cycle cannot happen, but a snapshot is not atomic */
+			if (!parent || parent == &t->procs[k] || depth >= t->n)
+				break;
+			k = (size_t)(parent - t->procs);
+		}
+		for (size_t d = 0; d < depth; d++)
+			state[path[d]] = verdict;
+		if (state[i] == UNKNOWN)
+			state[i] = verdict;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		t->procs[i].in_tree = state[i] == IN;
+}
+
+static void fill_uids(struct pvg_targets *t)
+{
+	char path[64];
+	struct stat st;
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		if (!(p->family || p->matched || p->in_tree))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d", (int)p->pid);
+		if (stat(path, &st) == 0)
+			p->uid = st.st_uid;
+	}
+}
+
+static void select_targets(const struct pvg_service_spec *svc, struct pvg_targets *t)
+{
+	struct stat self_exe_st;
+	bool have_self = stat("/proc/self/exe", &self_exe_st) == 0;
+	const struct pvg_proc *me = pvg_targets_find(t, getpid());
+	const char *self_comm = me ? me->comm : "";
+
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		bool fam = pvg_proc_matches_any(p, &svc->family) ||
+			   pvg_proc_matches_any(p, &svc->match);
+		if (p->zombie)
+			fam = false; /* holds nothing: no memory, no port, no device */
+		if (fam && is_provgate(p, have_self ? &self_exe_st : NULL, self_comm)) {
+			p->self = true;
+			fam = false;
+		}
+		if (p->pid == getpid())
+			p->self = true;
+		p->family = fam;
+	}
+
+	if (svc->pid > 0 || svc->pidfile) {
+		pid_t pid = (pid_t)svc->pid;
+		struct timespec pidfile_mtime = { 0 };
+		t->how = svc->pid > 0 ? PVG_SELECT_PID : PVG_SELECT_PIDFILE;
+		if (t->how == PVG_SELECT_PIDFILE) {
+			int r = read_pidfile(svc->pidfile, &pid, &pidfile_mtime, &t->why);
+			if (r < 0) {
+				t->err = r;
+				return;
+			}
+		}
+		struct pvg_proc *p = (struct pvg_proc *)pvg_targets_find(t, pid);
+		if (!p) {
+			t->err = -ESRCH;
+			t->why = t->how == PVG_SELECT_PID
+					 ? pvg_asprintf("service.pid %d is not running", (int)pid)
+					 : pvg_asprintf("pidfile %s names pid %d, which is not running",
+							svc->pidfile, (int)pid);
+			return;
+		}
+		/* a process that started after the pidfile was written did not write it */
+		if (t->how == PVG_SELECT_PIDFILE && pidfile_mtime.tv_sec &&
+		    ts_ns(p->start) > ts_ns(pidfile_mtime) + t->tick_ns) {
+			t->err = -ESRCH;
+			t->why = pvg_asprintf("pidfile %s names pid %d, but that process started after "
+					      "the pidfile was written: the pid was reused",
+					      svc->pidfile, (int)pid);
+			return;
+		}
+		if (p->self) {
+			t->err = -ESRCH;
+			t->why = pvg_asprintf("pid %d is provgate itself", (int)pid);
+			return;
+		}
+		p->matched = true;
+		t->primary = pid;
+	} else if (svc->match.n) {
+		t->how = PVG_SELECT_MATCH;
+		const struct pvg_proc *newest = NULL;
+		for (size_t i = 0; i < t->n; i++) {
+			struct pvg_proc *p = &t->procs[i];
+			if (p->self || p->zombie || !pvg_proc_matches_any(p, &svc->match))
+				continue;
+			p->matched = true;
+			if (!newest || p->start_ticks > newest->start_ticks ||
+			    (p->start_ticks == newest->start_ticks && p->pid > newest->pid))
+				newest = p;
+		}
+		if (!newest) {
+			t->err = -ESRCH;
+			t->why = pvg_asprintf("no process matches service.match (%zu pattern%s, "
+					      "first \"%s\")",
+					      svc->match.n, svc->match.n == 1 ? "" : "s",
+					      svc->match.v[0]);
+			return;
+		}
+		/* The newest match is the live service; within its tree prefer the topmost match,
+		 * so that a worker never stands for the engine. */
+		const struct pvg_proc *top = newest;
+		for (const struct pvg_proc *q = pvg_targets_find(t, newest->ppid); q;
+		     q = pvg_targets_find(t, q->ppid)) {
+			if (q->matched)
+				top = q;
+			if (q->pid <= 1 || q->ppid == q->pid)
+				break;
+		}
+		t->primary = top->pid;
+	} else {
+		t->err = -EDESTADDRREQ;
+		t->why = pvg_strdup("none of service.pid, service.pidfile, service.match is set");
+		return;
+	}
+
+	/* The tree's root: climb while the parent is a service process, so that the API server
+	 * and the engine's siblings belong to it (vllm serve -> EngineCore -> workers). */
+	const struct pvg_proc *root = pvg_targets_find(t, t->primary);
+	for (;;) {
+		const struct pvg_proc *parent = pvg_targets_find(t, root->ppid);
+		if (!parent || parent == root || parent->pid <= 1 || parent->self ||
+		    !(parent->family || parent->matched))
+			break;
+		root = parent;
+	}
+	t->root = root->pid;
+	mark_tree(t);
+
+	add_pid(&t->targets, &t->n_targets, t->primary);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pvg_proc *p = &t->procs[i];
+		if (!p->matched || p->pid == t->primary)
+			continue;
+		if (p->in_tree)
+			add_pid(&t->targets, &t->n_targets, p->pid);
+		else
+			add_pid(&t->strays, &t->n_strays, p->pid);
+	}
+}
+
+int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **out)
+{
+	struct pvg_targets *t = pvg_xcalloc(1, sizeof(*t));
+	uint64_t t0 = pvg_now_ns();
+	int r = snapshot(t);
+	if (r < 0) {
+		pvg_targets_free(t);
+		return r;
+	}
+	select_targets(svc, t);
+	fill_uids(t);
+	t->scan_ns = pvg_now_ns() - t0;
+	*out = t;
+	return 0;
+}
+
+/* ---- file descriptors ----------------------------------------------------------------------- */
+
+const struct pvg_strv *pvg_gpu_device_globs(void)
+{
+	static char *defaults[] = { "/dev/kfd", "/dev/dri/renderD*", "/dev/nvidia*" };
+	static struct pvg_strv from_env, builtin = { defaults, ARRAY_SIZE(defaults) };
+	static char *env_copy;
+	const char *env = getenv("PROVGATE_GPU_DEVICES");
+	if (!env || !env[0])
+		return &builtin;
+	if (!env_copy || strcmp(env_copy, env) != 0) {
+		/* kept for the life of the process; the variable does not change during a run */
+		free(from_env.v);
+		free(env_copy);
+		env_copy = pvg_strdup(env);
+		from_env.v = NULL;
+		from_env.n = 0;
+		size_t parts = 1;
+		for (const char *c = env; *c; c++)
+			parts += *c == ':';
+		from_env.v = pvg_xcalloc(parts, sizeof(char *));
+		char *save = NULL;
+		/* pointers into env_copy, split in place */
+		for (char *tok = strtok_r(env_copy, ":", &save); tok;
+		     tok = strtok_r(NULL, ":", &save))
+			from_env.v[from_env.n++] = tok;
+	}
+	return &from_env;
+}
+
+static bool device_matches(const struct pvg_strv *devices, const char *path)
+{
+	for (size_t i = 0; i < devices->n; i++)
+		if (fnmatch(devices->v[i], path, FNM_PATHNAME) == 0)
+			return true;
+	return false;
+}
+
+void pvg_fd_scan_clear(struct pvg_fd_scan *s)
+{
+	for (size_t i = 0; i < s->n_hits; i++)
+		free(s->hits[i].path);
+	free(s->hits);
+	free(s->denied);
+	memset(s, 0, sizeof(*s));
+}
+
+static void add_hit(struct pvg_fd_scan *s, pid_t pid, uint64_t inode, const char *path)
+{
+	s->hits = pvg_xrealloc(s->hits, s->n_hits + 1, sizeof(*s->hits));
+	s->hits[s->n_hits++] = (struct pvg_fd_holder){
+		.pid = pid,
+		.socket_inode = inode,
+		.path = path ? pvg_strdup(path) : NULL,
+	};
+}
+
+struct fd_scan_job {
+	const char *procfs;
+	const struct pvg_targets *t;
+	const uint64_t *inodes;
+	size_t n_inodes;
+	const struct pvg_strv *devices;
+	size_t from, to;
+	struct pvg_fd_scan out;
+};
+
+static void *fd_scan_range(void *arg)
+{
+	struct fd_scan_job *job = arg;
+	const struct pvg_targets *t = job->t;
+	struct pvg_fd_scan *out = &job->out;
+	char dir[512];
+	char link[4096];
+	for (size_t i = job->from; i < job->to; i++) {
+		const struct pvg_proc *p = &t->procs[i];
+		bool want_dev = job->devices && !p->in_tree;
+		if (p->self || p->zombie || (!want_dev && job->n_inodes == 0))
+			continue;
+		if (p->pid == 2 || p->ppid == 2)
+			continue; /* kernel threads hold no files */
+		snprintf(dir, sizeof(dir), "%s/%d/fd", job->procfs, (int)p->pid);
+		DIR *d = opendir(dir);
+		if (!d) {
+			if (errno == EACCES || errno == EPERM)
+				add_pid(&out->denied, &out->n_denied, p->pid);
+			continue; /* ENOENT: it exited since the snapshot */
+		}
+		out->n_scanned++;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			if (job->n_inodes && strncmp(link, "socket:[", 8) == 0) {
+				uint64_t ino = strtoull(link + 8, NULL, 10);
+				for (size_t k = 0; k < job->n_inodes; k++)
+					if (job->inodes[k] == ino) {
+						add_hit(out, p->pid, ino, NULL);
+						break;
+					}
+			} else if (want_dev && link[0] == '/' && device_matches(job->devices, link)) {
+				add_hit(out, p->pid, 0, link);
+			}
+		}
+		closedir(d);
+	}
+	return NULL;
+}
+
+int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
+		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out)
+{
+	/* readlink per fd of every process is the cost: a few threads overlap the syscalls */
+	enum { MAX_THREADS = 4 };
+	struct fd_scan_job jobs[MAX_THREADS];
+	pthread_t th[MAX_THREADS];
+	bool started[MAX_THREADS] = { false };
+	size_t n_jobs = t->n < 256 ? 1 : MAX_THREADS;
+	memset(out, 0, sizeof(*out));
+	for (size_t j = 0; j < n_jobs; j++) {
+		jobs[j] = (struct fd_scan_job){
+			.procfs = procfs,
+			.t = t,
+			.inodes = inodes,
+			.n_inodes = n_inodes,
+			.devices = devices,
+			.from = t->n * j / n_jobs,
+			.to = t->n * (j + 1) / n_jobs,
+		};
+		if (j > 0)
+			started[j] = pthread_create(&th[j], NULL, fd_scan_range, &jobs[j]) == 0;
+	}
+	fd_scan_range(&jobs[0]);
+	for (size_t j = 1; j < n_jobs; j++) {
+		if (started[j])
+			pthread_join(th[j], NULL);
+		else
+			fd_scan_range(&jobs[j]);
+	}
+	/* merge in pid order */
+	for (size_t j = 0; j < n_jobs; j++) {
+		struct pvg_fd_scan *s = &jobs[j].out;
+		for (size_t k = 0; k < s->n_hits; k++) {
+			out->hits = pvg_xrealloc(out->hits, out->n_hits + 1, sizeof(*out->hits));
+			out->hits[out->n_hits++] = s->hits[k];
+		}
+		for (size_t k = 0; k < s->n_denied; k++)
+			add_pid(&out->denied, &out->n_denied, s->denied[k]);
+		out->n_scanned += s->n_scanned;
+		free(s->hits);
+		free(s->denied);
+	}
+	return 0;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Processes, through libproc2: one snapshot of every process per run, the service's targets
+ * selected from it (service.pid, service.pidfile or service.match), and the service tree.
+ * Gates 4, 5 and 7 share one snapshot (checks/facts.h).
+ */
+#pragma once
+#include "util/util.h"
+
+/* How the service is found (the config's "service" section). */
+struct pvg_service_spec {
+	struct pvg_strv match;
+	long pid; /* -1 unset */
+	char *pidfile;
+	long port; /* -1 unset */
+	struct pvg_strv family;
+};
+
+struct pvg_proc {
+	pid_t pid, ppid;
+	uid_t uid;              /* (uid_t)-1 unless family, matched or in the tree */
+	uint64_t start_ticks;   /* since boot, in clock ticks */
+	struct timespec start;  /* epoch; exact to one clock tick (see pvg_targets.tick_ns) */
+	char comm[16];          /* the kernel's 15-byte name */
+	char *cmdline;          /* arguments joined by spaces; NULL when unreadable or exited */
+	bool zombie;            /* exited, not reaped: never a service process */
+	bool self;              /* provgate itself: never a service process */
+	bool matched;           /* selected by service.pid / pidfile / match */
+	bool family;            /* matches service.family or service.match */
+	bool in_tree;           /* inside the service tree */
+};
+
+enum pvg_select { PVG_SELECT_NONE = 0, PVG_SELECT_PID, PVG_SELECT_PIDFILE, PVG_SELECT_MATCH };
+
+struct pvg_targets {
+	struct pvg_proc *procs; /* every process, sorted by pid */
+	size_t n;
+	enum pvg_select how;
+	/* 0 when a target was found; otherwise -EDESTADDRREQ (nothing configured), -ESRCH (no
+	 * such process / none matched / pidfile names a dead or reused pid), -ENOENT (pidfile
+	 * missing), -EINVAL (pidfile content), -EACCES (pidfile unreadable); why says which. */
+	int err;
+	char *why;
+	pid_t root;       /* root of the service tree: the target's topmost service ancestor */
+	pid_t primary;    /* the selected target (newest matching process when several) */
+	pid_t *targets;   /* selected processes inside the tree, primary first */
+	size_t n_targets;
+	pid_t *strays;    /* selected (matching) processes outside the tree */
+	size_t n_strays;
+	long tick_ns;     /* resolution of start times */
+	uint64_t scan_ns; /* how long the snapshot took */
+};
+
+const struct pvg_proc *pvg_targets_find(const struct pvg_targets *t, pid_t pid);
+bool pvg_targets_in_tree(const struct pvg_targets *t, pid_t pid);
+void pvg_targets_free(void *t);
+
+
+/* Builds the snapshot and selection from the live system (no caching). */
+int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **out);
+
+/* A service.match / service.family pattern against a process: glob when the pattern holds
+ * '*', '?' or '[', else a substring, tried on the command line and on comm; a pattern longer
+ * than 15 bytes without space or '/' (a process name) also matches a comm that is its
+ * 15-byte prefix (the kernel's cut). */
+bool pvg_proc_matches(const struct pvg_proc *p, const char *pattern);
+bool pvg_proc_matches_any(const struct pvg_proc *p, const struct pvg_strv *patterns);
+
+/* Who holds what: one pass over /proc/<pid>/fd of the snapshot's processes. */
+struct pvg_fd_holder {
+	pid_t pid;
+	uint64_t socket_inode; /* 0 unless a wanted socket */
+	char *path;            /* the device path for a GPU device hit */
+};
+
+struct pvg_fd_scan {
+	struct pvg_fd_holder *hits;
+	size_t n_hits;
+	pid_t *denied; /* processes whose fds could not be read (another user, no privilege) */
+	size_t n_denied;
+	size_t n_scanned;
+};
+
+/* The device globs: $PROVGATE_GPU_DEVICES (':'-separated) or /dev/kfd, /dev/dri/renderD*,
+ * /dev/nvidia*. Returns a static string list owned by the function. */
+const struct pvg_strv *pvg_gpu_device_globs(void);
+/* Scans fds of every process of t but provgate itself: socket:[inode] for each of inodes,
+ * and (when devices is non-NULL) paths matching a device glob, only for processes outside
+ * the tree. */
+int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
+		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out);
+void pvg_fd_scan_clear(struct pvg_fd_scan *s);
+
+/* Time as "2026-11-29T12:00:00.123456789Z". */
+void pvg_proc_format_start(const struct pvg_proc *p, char *out, size_t size);
+

@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streaming SHA-256 on the fd that was fstat'ed, so that the digest and the identity
+ * (dev, inode, size, times) describe the same file even if the path is replaced meanwhile.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <openssl/evp.h>
+
+#include "util/hash.h"
+
+#define HASH_CHUNK (1u << 20)
+
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static pvg_progress_fn progress_fn;
+
+static void fetch_sha256(void)
+{
+	/* Fetched once: EVP_MD_fetch per file costs a provider lookup each time. */
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+void pvg_hash_set_progress(pvg_progress_fn fn)
+{
+	progress_fn = fn;
+}
+
+static int hash_fd_impl(int fd, int64_t len, unsigned char digest[32], uint64_t *nread,
+			const char *path, uint64_t total)
+{
+	pthread_once(&sha256_once, fetch_sha256);
+	if (!sha256_md)
+		return -ENOSYS;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	if (!md)
+		return -ENOMEM;
+	int ret = 0;
+	unsigned char *buf = malloc(HASH_CHUNK);
+	if (!buf || !EVP_DigestInit_ex(md, sha256_md, NULL)) {
+		ret = buf ? -EIO : -ENOMEM;
+		goto out;
+	}
+	uint64_t done = 0, last_report = pvg_now_ns();
+	for (;;) {
+		size_t want = HASH_CHUNK;
+		if (len >= 0 && (uint64_t)len - done < want)
+			want = (size_t)((uint64_t)len - done);
+		if (want == 0)
+			break;
+		ssize_t r = read(fd, buf, want);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		if (!EVP_DigestUpdate(md, buf, (size_t)r)) {
+			ret = -EIO;
+			goto out;
+		}
+		done += (uint64_t)r;
+		if (progress_fn && path) {
+			uint64_t now = pvg_now_ns();
+			if (now - last_report > 100000000u) {
+				progress_fn(path, done, total);
+				last_report = now;
+			}
+		}
+	}
+	unsigned int mdlen = 0;
+	if (!EVP_DigestFinal_ex(md, digest, &mdlen) || mdlen != 32) {
+		ret = -EIO;
+		goto out;
+	}
+	if (nread)
+		*nread = done;
+	if (progress_fn && path)
+		progress_fn(path, done, total);
+out:
+	free(buf);
+	EVP_MD_CTX_free(md);
+	return ret;
+}
+
+int pvg_hash_fd(int fd, int64_t len, unsigned char digest[32], uint64_t *nread)
+{
+	return hash_fd_impl(fd, len, digest, nread, NULL, 0);
+}
+
+void pvg_file_id_clear(struct pvg_file_id *id)
+{
+	free(id->path);
+	memset(id, 0, sizeof(*id));
+}
+
+/* Opens without blocking, records the identity from fstat, refuses what is not a regular
+ * file, and returns the fd (blocking again), or -errno with out->err/err_what set. */
+static int open_identity(const char *path, struct pvg_file_id *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->path = pvg_strdup(path);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		out->err = errno;
+		out->err_what = "open";
+		return -out->err;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		out->err = errno;
+		out->err_what = "stat";
+		close(fd);
+		return -out->err;
+	}
+	out->mode = st.st_mode;
+	out->size = (uint64_t)st.st_size;
+	out->dev = (uint64_t)st.st_dev;
+	out->ino = (uint64_t)st.st_ino;
+	out->mtime = st.st_mtim;
+	out->ctime = st.st_ctim;
+	if (!S_ISREG(st.st_mode)) {
+		out->err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		out->err_what = S_ISDIR(st.st_mode)   ? "is a directory"
+				: S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
+				: S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
+					? "is a device, not a regular file"
+					: S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
+							       : "is not a regular file";
+		close(fd);
+		return -out->err;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	return fd;
+}
+
+bool pvg_file_id_matches(const struct pvg_file_id *id, const struct stat *st)
+{
+	return id->dev == (uint64_t)st->st_dev && id->ino == (uint64_t)st->st_ino &&
+	       id->size == (uint64_t)st->st_size && id->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       id->mtime.tv_nsec == st->st_mtim.tv_nsec && id->ctime.tv_sec == st->st_ctim.tv_sec &&
+	       id->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* Did the file behind fd stay what `id` recorded while it was read? */
+static bool unchanged(int fd, const struct pvg_file_id *id)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && pvg_file_id_matches(id, &st);
+}
+
+/* Hashes the file open on fd, whose identity open_identity recorded in out. */
+static int hash_identified(int fd, const char *path, struct pvg_file_id *out)
+{
+	uint64_t n = 0;
+	int r = hash_fd_impl(fd, -1, out->sha256, &n, path, out->size);
+	if (r < 0) {
+		out->err = -r;
+		out->err_what = "read";
+		return r;
+	}
+	if (n != out->size || !unchanged(fd, out)) {
+		/* The file changed under us: identity and digest would not belong together. */
+		out->err = EAGAIN;
+		out->err_what = "changed while being read";
+		return -EAGAIN;
+	}
+	pvg_hex(out->sha256, 32, out->hex);
+	out->hashed = true;
+	return 0;
+}
+
+static int hash_file_impl(const char *path, struct pvg_file_id *out)
+{
+	_cleanup_close_ int fd = open_identity(path, out);
+	return fd < 0 ? fd : hash_identified(fd, path, out);
+}
+
+/* From this size on, a second core that does the reading (the copy out of the page cache)
+ * pays for its thread: the hashing core then does nothing but SHA-256. */
+#define SPLIT_MIN (64u << 20)
+
+int pvg_hash_file(const char *path, struct pvg_file_id *out)
+{
+	_cleanup_close_ int fd = open_identity(path, out);
+	if (fd < 0)
+		return fd;
+	if (out->size < SPLIT_MIN || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return hash_identified(fd, path, out);
+	/* the pair job opens the file itself and records the identity it reads */
+	struct pvg_file_id none;
+	uint64_t at;
+	pvg_file_id_clear(out);
+	pvg_pair_join(pvg_pair_start(NULL, path), &none, out, &at);
+	pvg_file_id_clear(&none);
+	return out->hashed ? 0 : -out->err;
+}
+
+/* Reads up to want bytes (fewer only at EOF). */
+static ssize_t read_full(int fd, unsigned char *buf, size_t want)
+{
+	size_t got = 0;
+	while (got < want) {
+		ssize_t r = read(fd, buf + got, want - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+struct hash_job {
+	const char *path;
+	struct pvg_file_id *out;
+};
+
+/* One core per file here: no reader thread of its own (pvg_hash_file's split), whose
+ * pinned hasher would share a CPU with the other files' hashers. */
+static void *hash_thread(void *arg)
+{
+	struct hash_job *job = arg;
+	hash_file_impl(job->path, job->out);
+	return NULL;
+}
+
+int pvg_hash_files(const char *const *paths, size_t n, struct pvg_file_id *out)
+{
+	pthread_t tids[8];
+	struct hash_job jobs[8];
+	bool started[8] = { false };
+	if (n > 8)
+		return -E2BIG;
+	pthread_once(&sha256_once, fetch_sha256);
+	/* The first file is hashed on this thread; the rest each get one. */
+	for (size_t i = 1; i < n; i++) {
+		jobs[i] = (struct hash_job){ paths[i], &out[i] };
+		started[i] = pthread_create(&tids[i], NULL, hash_thread, &jobs[i]) == 0;
+		if (!started[i])
+			hash_thread(&jobs[i]);
+	}
+	if (n == 1)
+		pvg_hash_file(paths[0], &out[0]);
+	else if (n > 1)
+		hash_file_impl(paths[0], &out[0]);
+	for (size_t i = 1; i < n; i++)
+		if (started[i])
+			pthread_join(tids[i], NULL);
+	return 0;
+}
+
+/* ---- the build and the installed artifact in one pass ----------------------------------------
+ *
+ * A reader thread reads each chunk of the installed file once, compares it with the same
+ * chunk of the build and hands it to a hasher thread through a small ring; the hasher does
+ * nothing but SHA-256, the one part that cannot go faster than one core. The digest and
+ * the comparison are of the same bytes, read from the fds whose identity was recorded.
+ */
+
+#define PAIR_CHUNK (256u << 10)
+#define PAIR_RING 8 /* 2 MiB; the reader is woken when half of it is free */
+
+struct pvg_pair_job {
+	char *path_b, *path_i;
+	struct pvg_file_id b, i;
+	uint64_t diff_at;
+	bool differs;  /* set by the reader as soon as it knows (read with atomics) */
+	bool compared; /* the reader compared every byte */
+	bool cancel;
+	int read_err;  /* reading the installed file failed: errno */
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv_reader, cv_hasher, cv_main; /* room in the ring, a chunk, news */
+	unsigned char *slot[PAIR_RING];
+	size_t len[PAIR_RING];
+	uint64_t filled, hashed; /* chunks pushed by the reader, taken by the hasher */
+	bool eof;
+	bool reader_waits, hasher_waits; /* wake a thread only when it sleeps: each wake costs */
+	pthread_t reader, hasher;
+	int hasher_cpu;  /* -1, or the CPU the hasher has to itself */
+	cpu_set_t rest;  /* the other CPUs, for the reader and the helper */
+	bool threads; /* both threads run */
+	bool sync;    /* no thread could start: the work runs in join, reader first */
+
+	EVP_MD_CTX *md;
+	bool md_ok;
+	uint64_t n_hashed;
+};
+
+static void pair_set_differs(struct pvg_pair_job *j, uint64_t at)
+{
+	pthread_mutex_lock(&j->mu);
+	j->diff_at = at;
+	__atomic_store_n(&j->differs, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&j->cv_main);
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* Waits for a free slot; NULL when cancelled. */
+static unsigned char *pair_slot_free(struct pvg_pair_job *j, size_t *k)
+{
+	if (j->sync) {
+		*k = 0;
+		return __atomic_load_n(&j->cancel, __ATOMIC_RELAXED) ? NULL : j->slot[0];
+	}
+	pthread_mutex_lock(&j->mu);
+	while (j->filled - j->hashed == PAIR_RING && !__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+		j->reader_waits = true;
+		pthread_cond_wait(&j->cv_reader, &j->mu);
+	}
+	j->reader_waits = false;
+	pthread_mutex_unlock(&j->mu);
+	if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED))
+		return NULL;
+	*k = j->filled % PAIR_RING;
+	return j->slot[*k];
+}
+
+static void pair_push(struct pvg_pair_job *j, size_t k, size_t len, bool eof)
+{
+	pthread_mutex_lock(&j->mu);
+	if (len) {
+		j->len[k] = len;
+		j->filled++;
+	}
+	j->eof |= eof;
+	if (j->hasher_waits || eof)
+		pthread_cond_signal(&j->cv_hasher);
+	if (eof)
+		pthread_cond_broadcast(&j->cv_main);
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* With 2 or 3 CPUs our own threads (hasher, reader, the helper preparing later gates, the
+ * main thread) compete, and the scheduler shares a core between the hasher and the others
+ * often enough to cost 5-10% of the run: the hasher gets a CPU of its own (not the one
+ * the caller runs on) and the reader and helper keep off it. With more CPUs nothing is
+ * pinned; each pinned thread ends with the job. */
+static void plan_cpus(struct pvg_pair_job *j)
+{
+	cpu_set_t cs;
+	j->hasher_cpu = -1;
+	if (sched_getaffinity(0, sizeof(cs), &cs) < 0 || CPU_COUNT(&cs) < 2 || CPU_COUNT(&cs) > 3)
+		return;
+	int here = sched_getcpu();
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (CPU_ISSET(c, &cs) && c != here) {
+			j->rest = cs;
+			CPU_CLR(c, &j->rest);
+			j->hasher_cpu = c;
+			return;
+		}
+	}
+}
+
+void pvg_pair_keep_off(const struct pvg_pair_job *j)
+{
+	if (j && j->hasher_cpu >= 0)
+		(void)sched_setaffinity(0, sizeof(j->rest), &j->rest);
+}
+
+static void *pair_reader(void *arg)
+{
+	struct pvg_pair_job *j = arg;
+	_cleanup_free_ unsigned char *bbuf = NULL;
+	_cleanup_close_ int fi = open_identity(j->path_i, &j->i);
+	_cleanup_close_ int fb = j->path_b ? open_identity(j->path_b, &j->b) : -1;
+	bool compare = fi >= 0 && fb >= 0;
+	if (compare && j->b.size != j->i.size) {
+		compare = false;
+		pair_set_differs(j, UINT64_MAX); /* not read: the sizes already differ */
+	}
+	if (compare)
+		bbuf = pvg_xrealloc(NULL, 1, PAIR_CHUNK);
+	uint64_t off = 0;
+	while (fi >= 0) {
+		size_t k;
+		unsigned char *buf = pair_slot_free(j, &k);
+		if (!buf)
+			break;
+		ssize_t n = read_full(fi, buf, PAIR_CHUNK);
+		if (n < 0) {
+			j->read_err = (int)-n;
+			break;
+		}
+		if (compare) {
+			ssize_t m = read_full(fb, bbuf, PAIR_CHUNK);
+			if (m < 0) {
+				j->b.err = (int)-m;
+				j->b.err_what = "read";
+				compare = false;
+			} else if (m != n || memcmp(buf, bbuf, (size_t)n) != 0) {
+				size_t x = 0, lim = (size_t)(m < n ? m : n);
+				while (x < lim && buf[x] == bbuf[x])
+					x++;
+				pair_set_differs(j, off + x);
+				compare = false;
+			}
+		}
+		if (n == 0)
+			break;
+		off += (uint64_t)n;
+		if (j->sync) {
+			if (j->md_ok && !EVP_DigestUpdate(j->md, buf, (size_t)n))
+				j->md_ok = false;
+			j->n_hashed += (uint64_t)n;
+		} else {
+			pair_push(j, k, (size_t)n, false);
+		}
+	}
+	if (fi >= 0 && !j->read_err && (off != j->i.size || !unchanged(fi, &j->i))) {
+		j->i.err = EAGAIN;
+		j->i.err_what = "changed while being read";
+	}
+	if (compare && !unchanged(fb, &j->b)) {
+		j->b.err = EAGAIN;
+		j->b.err_what = "changed while being read";
+		compare = false;
+	}
+	j->compared = compare && off == j->i.size && !j->i.err && !j->read_err;
+	pair_push(j, 0, 0, true);
+	return NULL;
+}
+
+/* the reader on a thread of its own: it may be pinned */
+static void *pair_reader_thread(void *arg)
+{
+	pvg_pair_keep_off(arg);
+	return pair_reader(arg);
+}
+
+static void *pair_hasher(void *arg)
+{
+	struct pvg_pair_job *j = arg;
+	if (!j->sync && j->hasher_cpu >= 0) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(j->hasher_cpu, &one);
+		(void)sched_setaffinity(0, sizeof(one), &one);
+	}
+	uint64_t last_report = pvg_now_ns();
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		while (j->filled == j->hashed && !j->eof) {
+			j->hasher_waits = true;
+			pthread_cond_wait(&j->cv_hasher, &j->mu);
+		}
+		j->hasher_waits = false;
+		bool done = j->filled == j->hashed && j->eof;
+		pthread_mutex_unlock(&j->mu);
+		if (done)
+			break;
+		size_t k = j->hashed % PAIR_RING;
+		if (j->md_ok && !EVP_DigestUpdate(j->md, j->slot[k], j->len[k]))
+			j->md_ok = false;
+		j->n_hashed += j->len[k];
+		pthread_mutex_lock(&j->mu);
+		j->hashed++;
+		if (j->reader_waits && j->filled - j->hashed <= PAIR_RING / 2)
+			pthread_cond_broadcast(&j->cv_reader);
+		pthread_mutex_unlock(&j->mu);
+		if (progress_fn) {
+			uint64_t now = pvg_now_ns();
+			if (now - last_report > 100000000u) {
+				progress_fn(j->path_i, j->n_hashed, j->i.size);
+				last_report = now;
+			}
+		}
+	}
+	if (progress_fn && j->n_hashed)
+		progress_fn(j->path_i, j->n_hashed, j->i.size);
+	return NULL;
+}
+
+struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed)
+{
+	pthread_once(&sha256_once, fetch_sha256);
+	struct pvg_pair_job *j = pvg_xcalloc(1, sizeof(*j));
+	j->path_b = build ? pvg_strdup(build) : NULL;
+	j->path_i = pvg_strdup(installed);
+	j->diff_at = UINT64_MAX;
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_cond_init(&j->cv_reader, NULL);
+	pthread_cond_init(&j->cv_hasher, NULL);
+	pthread_cond_init(&j->cv_main, NULL);
+	for (size_t k = 0; k < PAIR_RING; k++)
+		j->slot[k] = pvg_xrealloc(NULL, 1, PAIR_CHUNK);
+	j->md = EVP_MD_CTX_new();
+	j->md_ok = j->md && sha256_md && EVP_DigestInit_ex(j->md, sha256_md, NULL);
+	plan_cpus(j);
+	if (pthread_create(&j->hasher, NULL, pair_hasher, j) != 0) {
+		/* no thread: the same work, one after the other, when joined */
+		j->sync = true;
+		return j;
+	}
+	j->threads = pthread_create(&j->reader, NULL, pair_reader_thread, j) == 0;
+	if (!j->threads) {
+		pair_reader(j); /* read here; the hasher drains the ring */
+		pthread_join(j->hasher, NULL);
+	}
+	return j;
+}
+
+bool pvg_pair_differs(struct pvg_pair_job *j)
+{
+	return __atomic_load_n(&j->differs, __ATOMIC_ACQUIRE);
+}
+
+bool pvg_pair_wait_differs(struct pvg_pair_job *j)
+{
+	if (j->threads) {
+		pthread_mutex_lock(&j->mu);
+		while (!__atomic_load_n(&j->differs, __ATOMIC_ACQUIRE) && !j->eof)
+			pthread_cond_wait(&j->cv_main, &j->mu);
+		pthread_mutex_unlock(&j->mu);
+	}
+	return pvg_pair_differs(j);
+}
+
+const char *pvg_pair_installed(const struct pvg_pair_job *j)
+{
+	return j->path_i;
+}
+
+static void pair_free(struct pvg_pair_job *j)
+{
+	for (size_t k = 0; k < PAIR_RING; k++)
+		free(j->slot[k]);
+	EVP_MD_CTX_free(j->md);
+	pthread_mutex_destroy(&j->mu);
+	pthread_cond_destroy(&j->cv_reader);
+	pthread_cond_destroy(&j->cv_hasher);
+	pthread_cond_destroy(&j->cv_main);
+	free(j->path_b);
+	free(j->path_i);
+	free(j);
+}
+
+int pvg_pair_join(struct pvg_pair_job *j, struct pvg_file_id *b, struct pvg_file_id *i,
+		  uint64_t *diff_at)
+{
+	if (j->sync) {
+		pair_reader(j);
+		pair_hasher(j);
+	} else if (j->threads) {
+		pthread_join(j->reader, NULL);
+		pthread_join(j->hasher, NULL);
+	}
+	if (!j->i.err && j->read_err) {
+		j->i.err = j->read_err;
+		j->i.err_what = "read";
+	}
+	if (!j->i.err && __atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+		j->i.err = ECANCELED;
+		j->i.err_what = "cancelled";
+	}
+	unsigned int mdlen = 0;
+	if (!j->i.err && j->n_hashed == j->i.size && j->md_ok &&
+	    EVP_DigestFinal_ex(j->md, j->i.sha256, &mdlen) && mdlen == 32) {
+		pvg_hex(j->i.sha256, 32, j->i.hex);
+		j->i.hashed = true;
+	} else if (!j->i.err) {
+		j->i.err = EIO;
+		j->i.err_what = "hash";
+	}
+	bool equal = j->compared && !pvg_pair_differs(j) && j->i.hashed;
+	if (equal) {
+		memcpy(j->b.sha256, j->i.sha256, 32);
+		memcpy(j->b.hex, j->i.hex, sizeof(j->b.hex));
+		j->b.hashed = true;
+		j->b.digest_by_compare = true;
+	}
+	*diff_at = pvg_pair_differs(j) ? j->diff_at : UINT64_MAX;
+	*b = j->b;
+	*i = j->i;
+	pair_free(j);
+	return equal ? 1 : 0;
+}
+
+void pvg_pair_cancel(struct pvg_pair_job *j)
+{
+	struct pvg_file_id b, i;
+	uint64_t at;
+	__atomic_store_n(&j->cancel, true, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&j->mu);
+	pthread_cond_broadcast(&j->cv_reader);
+	pthread_cond_broadcast(&j->cv_hasher);
+	pthread_cond_broadcast(&j->cv_main);
+	pthread_mutex_unlock(&j->mu);
+	pvg_pair_join(j, &b, &i, &at);
+	pvg_file_id_clear(&b);
+	pvg_file_id_clear(&i);
+}

@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "util/util.h"
+
+static void oom(void)
+{
+	fputs("provgate: out of memory\n", stderr);
+	abort();
+}
+
+char *pvg_strdup(const char *s)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		oom();
+	return d;
+}
+
+char *pvg_vasprintf(const char *fmt, va_list ap)
+{
+	char *s;
+	if (vasprintf(&s, fmt, ap) < 0)
+		oom();
+	return s;
+}
+
+char *pvg_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+void *pvg_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *pvg_xrealloc(void *p, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		oom();
+	void *q = realloc(p, (n && size) ? n * size : 1);
+	if (!q)
+		oom();
+	return q;
+}
+
+char *pvg_path_join(const char *dir, const char *rel)
+{
+	if (!rel)
+		return NULL;
+	if (rel[0] == '/' || !dir || !dir[0])
+		return pvg_strdup(rel);
+	size_t dl = strlen(dir);
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	while (rel[0] == '.' && rel[1] == '/')
+		rel += 2;
+	if (strcmp(rel, ".") == 0)
+		return pvg_asprintf("%.*s", (int)dl, dir);
+	return pvg_asprintf("%.*s/%s", (int)dl, dir, rel);
+}
+
+char *pvg_path_absolute(const char *path)
+{
+	if (!path)
+		return NULL;
+	if (path[0] == '/')
+		return pvg_strdup(path);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return pvg_strdup(path);
+	return pvg_path_join(cwd, path);
+}
+
+const char *pvg_basename(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+/* Matches one bracket class at p against c; returns pointer past ']' or NULL when malformed. */
+static const char *match_class(const char *p, char c, bool *matched)
+{
+	bool neg = false, hit = false;
+	p++; /* '[' */
+	if (*p == '!' || *p == '^') {
+		neg = true;
+		p++;
+	}
+	bool first = true;
+	while (*p && (*p != ']' || first)) {
+		char lo = *p, hi = lo;
+		if (p[1] == '-' && p[2] && p[2] != ']') {
+			hi = p[2];
+			p += 3;
+		} else {
+			p++;
+		}
+		if (c >= lo && c <= hi)
+			hit = true;
+		first = false;
+	}
+	if (*p != ']')
+		return NULL;
+	*matched = (hit != neg) && c != '/';
+	return p + 1;
+}
+
+struct glob_state {
+	const char *pat, *str;
+	size_t slen;
+	unsigned char *failed; /* bit per (pattern offset, string offset) known not to match */
+};
+
+static bool glob_known_failed(struct glob_state *g, const char *p, const char *s)
+{
+	size_t bit = (size_t)(p - g->pat) * (g->slen + 1) + (size_t)(s - g->str);
+	return g->failed[bit / 8] & (1u << (bit % 8));
+}
+
+static bool glob_fail(struct glob_state *g, const char *p, const char *s)
+{
+	size_t bit = (size_t)(p - g->pat) * (g->slen + 1) + (size_t)(s - g->str);
+	g->failed[bit / 8] |= (unsigned char)(1u << (bit % 8));
+	return false;
+}
+
+/* Backtracking matcher; remembering failed states keeps it polynomial on "*a*a*a...". */
+static bool glob_rec(struct glob_state *g, const char *p, const char *s)
+{
+	if (glob_known_failed(g, p, s))
+		return false;
+	const char *p0 = p, *s0 = s;
+	while (*p) {
+		if (p[0] == '*' && p[1] == '*') {
+			/* a double star spans '/'; followed by '/' it also matches zero folders */
+			const char *rest = p + 2;
+			if (*rest == '/' && glob_rec(g, rest + 1, s))
+				return true;
+			for (const char *t = s;; t++) {
+				if (glob_rec(g, rest, t))
+					return true;
+				if (!*t)
+					return glob_fail(g, p0, s0);
+			}
+		}
+		if (*p == '*') {
+			for (const char *t = s;; t++) {
+				if (glob_rec(g, p + 1, t))
+					return true;
+				if (!*t || *t == '/')
+					return glob_fail(g, p0, s0);
+			}
+		}
+		if (!*s)
+			return glob_fail(g, p0, s0);
+		if (*p == '?') {
+			if (*s == '/')
+				return glob_fail(g, p0, s0);
+		} else if (*p == '[') {
+			bool m;
+			const char *np = match_class(p, *s, &m);
+			if (np) {
+				if (!m)
+					return glob_fail(g, p0, s0);
+				p = np;
+				s++;
+				continue;
+			}
+			if (*s != '[')
+				return glob_fail(g, p0, s0);
+		} else if (*p != *s) {
+			return glob_fail(g, p0, s0);
+		}
+		p++;
+		s++;
+	}
+	return *s == '\0' ? true : glob_fail(g, p0, s0);
+}
+
+bool pvg_glob_match(const char *pattern, const char *path)
+{
+	if (!pattern || !path)
+		return false;
+	/* A pattern naming a directory ("docs/") covers everything below it. */
+	size_t pl = strlen(pattern);
+	if (pl && pattern[pl - 1] == '/')
+		return strncmp(pattern, path, pl) == 0;
+	struct glob_state g = { .pat = pattern, .str = path, .slen = strlen(path) };
+	size_t bits = (pl + 1) * (g.slen + 1);
+	unsigned char small[512] = { 0 };
+	g.failed = bits <= 8 * sizeof(small) ? small : pvg_xcalloc(bits / 8 + 1, 1);
+	bool m = glob_rec(&g, pattern, path);
+	if (g.failed != small)
+		free(g.failed);
+	return m;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t left)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if ((c & 0xe0) == 0xc0) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if ((c & 0xf0) == 0xe0) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if ((c & 0xf8) == 0xf0) {
+		n = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+char *pvg_utf8_sanitize(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	char *out = pvg_xcalloc(len * 4 + 1, 1);
+	size_t o = 0;
+	for (size_t i = 0; i < len;) {
+		size_t n = s[i] ? utf8_seq(s + i, len - i) : 0;
+		if (n == 1 && (s[i] < 0x20 && s[i] != '\t'))
+			n = 0;
+		if (n == 0 || s[i] == 0x7f) {
+			o += (size_t)sprintf(out + o, "\\x%02x", s[i]);
+			i++;
+			continue;
+		}
+		memcpy(out + o, s + i, n);
+		o += n;
+		i += n;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+void pvg_hex(const unsigned char *bytes, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[bytes[i] >> 4];
+		out[2 * i + 1] = digits[bytes[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+int pvg_open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	int r = 0;
+	if (fstat(fd, st) < 0)
+		r = -errno;
+	else if (S_ISDIR(st->st_mode))
+		r = -EISDIR;
+	else if (!S_ISREG(st->st_mode))
+		r = -EINVAL;
+	int fl = r == 0 ? fcntl(fd, F_GETFL) : -1;
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len)
+{
+	struct stat st;
+	_cleanup_close_ int fd = pvg_open_regular(path, &st);
+	if (fd < 0)
+		return fd;
+	char *buf = pvg_xcalloc(max + 1, 1);
+	size_t have = 0;
+	for (;;) {
+		if (have == max) {
+			/* one more byte tells "exactly max" from "too big" */
+			char c;
+			ssize_t r = read(fd, &c, 1);
+			if (r > 0) {
+				free(buf);
+				return -EFBIG;
+			}
+			break;
+		}
+		ssize_t r = read(fd, buf + have, max - have);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = -errno;
+			free(buf);
+			return e;
+		}
+		if (r == 0)
+			break;
+		have += (size_t)r;
+	}
+	buf[have] = '\0';
+	*out = buf;
+	if (len)
+		*len = have;
+	return 0;
+}
+
+void pvg_format_time(time_t t, long ns, char *out, size_t size)
+{
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	if (ns >= 0) {
+		char base[32];
+		strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(out, size, "%s.%09ldZ", base, ns);
+	} else {
+		strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	}
+}
+
+uint64_t pvg_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+cJSON *pvg_json_string(const char *s)
+{
+	if (!s)
+		return cJSON_CreateNull();
+	_cleanup_free_ char *clean = pvg_utf8_sanitize(s, strlen(s));
+	return cJSON_CreateString(clean);
+}
+
+void pvg_json_add_str(cJSON *obj, const char *key, const char *s)
+{
+	cJSON_AddItemToObject(obj, key, pvg_json_string(s));
+}
+
+void pvg_json_add_u64(cJSON *obj, const char *key, uint64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	cJSON_AddStringToObject(obj, key, buf);
+}
+
+void pvg_json_add_i64(cJSON *obj, const char *key, int64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	cJSON_AddStringToObject(obj, key, buf);
+}
+
+void pvg_json_add_int(cJSON *obj, const char *key, int v)
+{
+	cJSON_AddNumberToObject(obj, key, v);
+}
+
+void pvg_json_add_bool(cJSON *obj, const char *key, bool v)
+{
+	cJSON_AddBoolToObject(obj, key, v);
+}
