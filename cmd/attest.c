@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Writing attestations: a report as an in-toto Statement, signed in DSSE with --sign-key. */
-#include "attest.h"
+#include "cli.h"
 
 int cli_attest_open(struct cli_attest *a, const char *json, const char *junit)
 {

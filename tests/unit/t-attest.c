@@ -5,8 +5,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "pvg.h"
-#include "attest.h"
+#include "core/attest.h"
 #include "tap.h"
 
 static char *b64(const char *s) { return pvg_base64_encode((const unsigned char *)s, strlen(s)); }

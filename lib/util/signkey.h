@@ -10,8 +10,7 @@
  * that an envelope signed with securesystemslib's keyid is recognised as this key's.
  */
 #pragma once
-#include <stdbool.h>
-#include <stddef.h>
+#include "util/util.h"
 
 enum pvg_key_type {
 	PVG_KEY_ED25519 = 1,

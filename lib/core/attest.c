@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* in-toto Statements of provgate reports, their DSSE envelopes, and their verification. */
-#include "pvg.h"
-#include "attest.h"
+#include "core/attest.h"
 
 static const struct pvg_predicate_kind predicate_kinds[] = {
 	{ PVG_PREDICATE_REPORT, "provgate.report/1", "certified" },

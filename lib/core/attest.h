@@ -5,10 +5,10 @@
  * envelope; and the verification of one (provgate verify-attestation).
  */
 #pragma once
-#include <cjson/cJSON.h>
-
-#include "dsse.h"
-#include "signkey.h"
+#include "formats/dsse.h"
+#include "util/hash.h"
+#include "util/signkey.h"
+#include "provgate.h"
 
 #define PVG_STATEMENT_TYPE "https://in-toto.io/Statement/v1"
 /* provgate's predicate: a provgate.report/1 report, as written by --json. */

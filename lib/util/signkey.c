@@ -8,8 +8,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "pvg.h"
-#include "signkey.h"
+#include "util/signkey.h"
 
 #define KEY_FILE_MAX (64u << 10)
 

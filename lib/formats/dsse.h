@@ -5,8 +5,7 @@
  * {"payloadType", "payload", "signatures": [{"keyid", "sig"}]}. Pure: no files, no keys.
  */
 #pragma once
-#include <stdbool.h>
-#include <stddef.h>
+#include "util/util.h"
 
 /* The payload type of an in-toto Statement inside DSSE. */
 #define PVG_DSSE_INTOTO_TYPE "application/vnd.in-toto+json"
@@ -54,13 +53,6 @@ enum pvg_dsse_error {
 enum pvg_dsse_error pvg_dsse_parse(const char *text, size_t len, struct pvg_dsse_envelope *env,
 				   char **why);
 void pvg_dsse_envelope_clear(struct pvg_dsse_envelope *env);
-
-/* The name of a member that appears twice in one object of item (and, when recursive, of
- * the objects inside it), or NULL. Two members of one name are refused wherever provgate
- * reads signed JSON: verifiers that take the first and those that take the last would read
- * different documents. */
-struct cJSON;
-const char *pvg_json_find_duplicate(const struct cJSON *item, bool recursive);
 
 /* The envelope's JSON text (with a final newline). */
 char *pvg_dsse_serialize(const char *payload_type, const unsigned char *payload,
