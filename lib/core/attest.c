@@ -151,11 +151,6 @@ static const char *envelope_error_code(enum pvg_dsse_error e)
 	}
 }
 
-static bool keyid_is_this_key(const char *keyid, const struct pvg_key *key)
-{
-	return keyid && (strcasecmp(keyid, pvg_key_keyid(key)) == 0 ||
-			 strcasecmp(keyid, pvg_key_sslib_keyid(key)) == 0);
-}
 
 /* Which signature verifies with the key over the PAE; problems otherwise. */
 static void check_signature(struct pvg_attest_verification *v, const struct pvg_dsse_envelope *env,
@@ -168,7 +163,7 @@ static void check_signature(struct pvg_attest_verification *v, const struct pvg_
 	bool ours = false;
 	for (size_t i = 0; i < env->n_signatures; i++) {
 		const struct pvg_dsse_signature *s = &env->signatures[i];
-		ours |= keyid_is_this_key(s->keyid, o->key);
+		ours |= pvg_key_has_keyid(o->key, s->keyid);
 		if (v->signed_by < 0 && pvg_key_verify(o->key, pae, pae_len, s->sig, s->sig_len) == 1)
 			v->signed_by = (int)i;
 	}

@@ -17,6 +17,9 @@ struct pvg_key {
 	enum pvg_key_type type;
 	char keyid[65];
 	char sslib_keyid[65];
+	/* securesystemslib's generate_ecdsa_key keeps the PEM's final newline, its
+	 * import_ecdsakey_from_public_pem drops it: one key, two keyids */
+	char sslib_keyid_nl[65];
 };
 
 static void pkey_freep(EVP_PKEY **p) { EVP_PKEY_free(*p); }
@@ -34,6 +37,13 @@ void pvg_key_free(struct pvg_key *key)
 enum pvg_key_type pvg_key_type(const struct pvg_key *key) { return key->type; }
 const char *pvg_key_keyid(const struct pvg_key *key) { return key->keyid; }
 const char *pvg_key_sslib_keyid(const struct pvg_key *key) { return key->sslib_keyid; }
+
+bool pvg_key_has_keyid(const struct pvg_key *key, const char *keyid)
+{
+	return keyid && (strcasecmp(keyid, key->keyid) == 0 ||
+			 strcasecmp(keyid, key->sslib_keyid) == 0 ||
+			 strcasecmp(keyid, key->sslib_keyid_nl) == 0);
+}
 
 const char *pvg_key_type_name(const struct pvg_key *key)
 {
@@ -83,11 +93,14 @@ static int sslib_keyid(struct pvg_key *k)
 		keytype = "ecdsa";
 		scheme = "ecdsa-sha2-nistp256";
 	}
-	_cleanup_free_ char *meta = pvg_asprintf(
-		"{\"keyid_hash_algorithms\":[\"sha256\",\"sha512\"],\"keytype\":\"%s\","
-		"\"keyval\":{\"public\":\"%s\"},\"scheme\":\"%s\"}",
-		keytype, public, scheme);
-	sha256_hex(meta, strlen(meta), k->sslib_keyid);
+	for (int nl = 0; nl < 2; nl++) {
+		/* canonical JSON writes a newline inside a string as it is */
+		_cleanup_free_ char *meta = pvg_asprintf(
+			"{\"keyid_hash_algorithms\":[\"sha256\",\"sha512\"],\"keytype\":\"%s\","
+			"\"keyval\":{\"public\":\"%s%s\"},\"scheme\":\"%s\"}",
+			keytype, public, nl && k->type == PVG_KEY_ECDSA_P256 ? "\n" : "", scheme);
+		sha256_hex(meta, strlen(meta), nl ? k->sslib_keyid_nl : k->sslib_keyid);
+	}
 	return 0;
 }
 

@@ -6,8 +6,9 @@
  * keyid: the SHA-256 (lowercase hex) of the public key's DER SubjectPublicKeyInfo, the
  * bytes of `openssl pkey -pubout -outform DER`. securesystemslib computes its keyids from
  * its own key metadata instead (SHA-256 of the canonical JSON {"keyid_hash_algorithms",
- * "keytype", "keyval": {"public"}, "scheme"}); pvg_key_sslib_keyid gives that one too, so
- * that an envelope signed with securesystemslib's keyid is recognised as this key's.
+ * "keytype", "keyval": {"public"}, "scheme"}, where "public" is the raw key in hex for
+ * Ed25519 and the PEM text for ECDSA); pvg_key_sslib_keyid gives that one too, so that an
+ * envelope signed with securesystemslib's keyid is recognised as this key's.
  */
 #pragma once
 #include "util/util.h"
@@ -36,6 +37,9 @@ enum pvg_key_type pvg_key_type(const struct pvg_key *key);
 const char *pvg_key_type_name(const struct pvg_key *key); /* "ed25519", "ecdsa-p256" */
 const char *pvg_key_keyid(const struct pvg_key *key);       /* 64 hex digits */
 const char *pvg_key_sslib_keyid(const struct pvg_key *key); /* securesystemslib's, 64 hex */
+/* keyid names this key: provgate's keyid or one securesystemslib gives it (for ECDSA its
+ * generated and its imported keys differ by the PEM's final newline; both count). */
+bool pvg_key_has_keyid(const struct pvg_key *key, const char *keyid);
 
 /* Signs msg: 0 with a malloc'd signature, or -EIO with *why (libcrypto's reason). */
 int pvg_key_sign(const struct pvg_key *key, const unsigned char *msg, size_t n,
