@@ -94,6 +94,34 @@ void pvg_dsse_envelope_clear(struct pvg_dsse_envelope *env)
 	memset(env, 0, sizeof(*env));
 }
 
+/* JSON that starts as an object or array and ends inside a string or an unclosed bracket:
+ * a file cut short rather than one that is not JSON at all. */
+static bool looks_truncated(const char *text, size_t len, size_t start)
+{
+	if (start >= len || (text[start] != '{' && text[start] != '['))
+		return false;
+	size_t depth = 0;
+	bool in_string = false;
+	for (size_t i = start; i < len; i++) {
+		char c = text[i];
+		if (in_string) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0)
+				return false;
+			depth--;
+		}
+	}
+	return in_string || depth > 0;
+}
+
 static const char *duplicate_member(const cJSON *obj)
 {
 	return pvg_json_find_duplicate(obj, false);
@@ -166,7 +194,7 @@ enum pvg_dsse_error pvg_dsse_parse(const char *text, size_t len, struct pvg_dsse
 	if (!root) {
 		const char *at = cJSON_GetErrorPtr();
 		size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : len;
-		if (off >= len)
+		if (off >= len || looks_truncated(text, len, ws))
 			return fail(why, PVG_DSSE_NOT_JSON,
 				    "the JSON ends after %zu bytes before the envelope is closed "
 				    "(truncated file?)", len);

@@ -198,12 +198,6 @@ static int load_file(const char *path, bool private_key, struct pvg_key **key, c
 		*why = pvg_asprintf("%s", fd == -EINVAL ? "not a regular file" : strerror(-fd));
 		return fd;
 	}
-	if (private_key && (st.st_mode & 077)) {
-		*why = pvg_asprintf("permissions %04o are too open: a private key must be readable "
-				    "by its owner only (chmod 600 %s)",
-				    (unsigned)(st.st_mode & 07777), path);
-		return -EPERM;
-	}
 	if ((uint64_t)st.st_size > KEY_FILE_MAX) {
 		*why = pvg_asprintf("%" PRIu64 " bytes: too large for a PEM key", (uint64_t)st.st_size);
 		return -EINVAL;
@@ -222,6 +216,15 @@ static int load_file(const char *path, bool private_key, struct pvg_key **key, c
 		}
 		if (r == 0 || (len += (size_t)r) == sizeof(buf))
 			break;
+	}
+	/* a private key in a file others may read is refused before it is used (a public key
+	 * given by mistake is named as such instead: it may well be world-readable) */
+	if (private_key && (st.st_mode & 077) && memmem(buf, len, "PRIVATE KEY-----", 16)) {
+		OPENSSL_cleanse(buf, len);
+		*why = pvg_asprintf("permissions %04o are too open: a private key must be readable "
+				    "by its owner only (chmod 600 %s)",
+				    (unsigned)(st.st_mode & 07777), path);
+		return -EPERM;
 	}
 	int r = pvg_key_from_pem(buf, len, private_key, key, why);
 	OPENSSL_cleanse(buf, len);
