@@ -317,6 +317,23 @@ test_attest_without_key_writes_an_unsigned_statement() {
 	[ ! -e none.json ] || fail "an attestation without subject was written"
 }
 
+# The fixtures (tests/fixtures/attest/make.sh) stay readable: signed with RFC 8410's example
+# key, of a run of gate 3 alone, so verified in signature and refused as not certified.
+test_fixture_envelopes_verify_in_signature_and_are_not_certified() {
+	need openssl jq
+	printf -- '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC\n-----END PRIVATE KEY-----\n' |
+		openssl pkey -pubout -out rfc8410.pub
+	verify "$FIXTURES/attest/provgate-ed25519.json" rfc8410.pub --json v.json
+	assert_eq "$rc" 1
+	assert_eq "$(jq -r .signed_by v.json)" 0
+	assert_eq "$(codes v.json)" attestation.not-certified
+	verify "$FIXTURES/attest/statement.json" rfc8410.pub --json v.json
+	assert_eq "$(codes v.json)" attestation.unsigned
+	verify "$FIXTURES/attest/sslib-ed25519.json" rfc8410.pub --json v.json
+	assert_eq "$(codes v.json)" attestation.other-key
+	validate "$FIXTURES"/attest/*.json
+}
+
 test_usage_errors_exit_2() {
 	need openssl jq
 	small_config
