@@ -452,5 +452,6 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 const struct pvg_check pvg_check_build_log = {
 	.id = 1,
 	.name = "build-log",
+	.phases = PVG_IN_ALL_PHASES,
 	.run = run_build_log,
 };

@@ -39,7 +39,7 @@ struct compare_job {
 	const struct pvg_change *change;
 	char *work;
 	enum verdict verdict;
-	int err;             /* errno behind V_UNREADABLE / V_DIFFERS */
+	int err;             /* -errno behind V_UNREADABLE / V_DIFFERS */
 	bool err_installed;  /* which side err is about */
 	const char *err_what;
 	uint64_t work_size, inst_size;
@@ -61,7 +61,7 @@ static void compare_one(struct compare_job *j)
 			j->verdict = V_MISSING;
 		} else {
 			j->verdict = V_UNREADABLE;
-			j->err = errno;
+			j->err = -errno;
 			j->err_installed = true;
 			j->err_what = "stat";
 		}
@@ -69,7 +69,7 @@ static void compare_one(struct compare_job *j)
 	}
 	if (stat(j->work, &ws) < 0) {
 		j->verdict = V_UNREADABLE;
-		j->err = errno;
+		j->err = -errno;
 		j->err_what = "stat";
 		return;
 	}
@@ -84,7 +84,7 @@ static void compare_one(struct compare_job *j)
 	pvg_hash_file(inst, &i);
 	if (!w.hashed || !i.hashed) {
 		const struct pvg_file_id *bad = !w.hashed ? &w : &i;
-		bool not_regular = bad->err == EISDIR || bad->err == EINVAL;
+		bool not_regular = bad->err == -EISDIR || bad->err == -EINVAL;
 		j->verdict = not_regular && bad == &i ? V_DIFFERS : V_UNREADABLE;
 		j->err = bad->err;
 		j->err_installed = bad == &i;
@@ -153,7 +153,7 @@ static enum verdict check_gone(const char *inst, int *err)
 		return V_STILL;
 	if (errno == ENOENT || errno == ENOTDIR)
 		return V_GONE;
-	*err = errno;
+	*err = -errno;
 	return V_UNREADABLE;
 }
 
@@ -327,7 +327,7 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 					    "install location",
 					    "%s: cannot read %s: %s", c->path,
 					    j && !j->err_installed ? j->work : c->install_path,
-					    strerror(e));
+					    strerror(-e));
 			}
 			break;
 		case V_SUBMODULE:
@@ -365,7 +365,7 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 			if (under_cap(count_of, 4))
 				pvg_problem(res, "install-scope.unreadable", NULL,
 					    "%s: cannot check %s: %s", c->old_path,
-					    c->old_install_path, strerror(old_err[i]));
+					    c->old_install_path, strerror(-old_err[i]));
 		}
 		bool unproven = (verdict[i] != V_NONE && verdict[i] != V_SAME && verdict[i] != V_GONE) ||
 				c->cls == PVG_SCOPE_UNKNOWN || old_verdict[i] == V_STILL ||
@@ -403,5 +403,6 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 const struct pvg_check pvg_check_install_scope = {
 	.id = 2,
 	.name = "install-scope",
+	.phases = PVG_IN_ALL_PHASES,
 	.run = run_install_scope,
 };

@@ -20,6 +20,12 @@ int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out)
 	return 0;
 }
 
+void pvg_targets_prepare(struct pvg_ctx *ctx)
+{
+	const struct pvg_targets *t;
+	(void)pvg_targets_get(ctx, &t);
+}
+
 static bool targets_in_tree(void *opaque, pid_t pid)
 {
 	return pvg_targets_in_tree(opaque, pid);

@@ -170,7 +170,7 @@ static int verify_main(int argc, char **argv)
 	_cleanup_(pvg_key_freep) struct pvg_key *key_owned = key;
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
-	r = pvg_read_small_file(file, PVG_DSSE_MAX_BYTES + 1, &text, &len);
+	r = pvg_read_file(file, PVG_DSSE_MAX_BYTES + 1, &text, &len);
 	if (r == -EFBIG) {
 		/* refused by size, unread: the verification says so like any bad envelope */
 		text = pvg_strdup("");

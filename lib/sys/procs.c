@@ -2,7 +2,7 @@
 /*
  * Process discovery through libproc2 (procps-ng 4.0). One reap per run: every later question
  * (which process is the target, which are its descendants, who is a stale service process) is
- * answered from that snapshot, so that gates 4, 5 and 7 agree on one view of the system.
+ * answered from that snapshot, so that every question sees one view of the system.
  * libproc2 always reads the real /proc; the text readers take a procfs root.
  */
 #include <dirent.h>
@@ -179,7 +179,7 @@ static int read_pidfile(const char *path, pid_t *pid, struct timespec *mtime, ch
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	struct stat st;
-	int r = pvg_read_small_file(path, 64, &text, &len);
+	int r = pvg_read_file(path, 64, &text, &len);
 	if (r < 0) {
 		*why = pvg_asprintf("pidfile %s cannot be read: %s", path,
 				    r == -EFBIG ? "longer than a pid" : strerror(-r));

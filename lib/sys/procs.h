@@ -2,7 +2,7 @@
 /*
  * Processes, through libproc2: one snapshot of every process per run, the service's targets
  * selected from it (service.pid, service.pidfile or service.match), and the service tree.
- * Gates 4, 5 and 7 share one snapshot (checks/facts.h).
+ * Callers share one snapshot per evaluation (checks/facts.h caches it).
  */
 #pragma once
 #include "util/util.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The change set behind gates 1 and 2, read with libgit2 (read-only: no index refresh, no
+ * The change set since a baseline, read with libgit2 (read-only: no index refresh, no
  * fetch). Committed changes come from the three-dot diff merge-base(baseline, HEAD)..HEAD;
  * uncommitted ones from HEAD against the index and work tree. Both are folded into one entry
  * per path, so that a file changed in a commit and again in the work tree appears once.
@@ -66,8 +66,8 @@ enum pvg_scope_class pvg_scope_classify(const struct pvg_source_spec *src, const
 {
 	if (install_path)
 		*install_path = NULL;
-	/* Compiled first: such a file is proven through the artifact (gates 1, 3, 6), and gate 1
-	 * needs to see it whatever else matches. */
+	/* Compiled first: such a file is proven through the artifact (its build log, digest
+	 * and code objects), which must see it whatever else matches. */
 	for (size_t i = 0; i < src->compiled.n; i++)
 		if (pvg_glob_match(src->compiled.v[i], path))
 			return PVG_SCOPE_COMPILED;
@@ -410,7 +410,7 @@ static int find_renames(git_diff *diff)
 	git_diff_find_options_init(&fo, GIT_DIFF_FIND_OPTIONS_VERSION);
 	/* git's defaults (50% similarity, rename limit 1000) so that the answer agrees with
 	 * `git diff --name-status`. libgit2 scores tiny files differently and may pair a
-	 * rename git reports as D + A; the gate's verdict is the same either way (new path
+	 * rename git reports as D + A; what must be installed is the same either way (new path
 	 * installed, old path gone). */
 	fo.flags = GIT_DIFF_FIND_RENAMES;
 	return git_diff_find_similar(diff, &fo);

@@ -2,7 +2,7 @@
 /*
  * The change set of source.repo: merge-base(baseline, HEAD)..HEAD plus uncommitted changes,
  * each file classified by source.compiled / install_map / ignore. Computed once per run
- * (PVG_SLOT_SCOPE) and shared by gate 2 (install-scope) and gate 1 (build-log), which needs
+ * (checks/facts.h caches it): the install check needs the mapped files, the build-log check
  * the changed kernel sources.
  */
 #pragma once
@@ -25,7 +25,7 @@ struct pvg_source_spec {
 };
 
 enum pvg_scope_class {
-	PVG_SCOPE_COMPILED, /* matches source.compiled: proven by gates 1, 3, 6 */
+	PVG_SCOPE_COMPILED, /* matches source.compiled: proven through the artifact */
 	PVG_SCOPE_MAPPED,   /* under an install_map "from": must be installed byte-identical */
 	PVG_SCOPE_IGNORED,  /* matches source.ignore */
 	PVG_SCOPE_UNKNOWN,  /* none of these: default-deny */

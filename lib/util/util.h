@@ -66,8 +66,9 @@ void pvg_hex(const unsigned char *bytes, size_t n, char *out /* 2n+1 */);
  * a directory is -EISDIR, any other non-regular file -EINVAL. Returns the fd (blocking
  * reads from here on) or -errno. */
 int pvg_open_regular(const char *path, struct stat *st);
-/* Reads at most max bytes of a small file (config, pidfile, /proc text). */
-int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len);
+/* The one whole-file reader: a regular file (config, pidfile, log sample, /proc text, whose
+ * size reads 0) into a NUL-terminated buffer; -EFBIG when it holds more than max bytes. */
+int pvg_read_file(const char *path, size_t max, char **out, size_t *len);
 /* "2026-11-29T12:00:00Z" (UTC) or with nanoseconds when ns >= 0. */
 void pvg_format_time(time_t t, long ns, char *out, size_t size);
 uint64_t pvg_now_ns(void);
