@@ -10,7 +10,10 @@ What securesystemslib 0.26 and in-toto 1.3.1 cannot do, and this script therefor
   canonical key JSON), not under provgate's (sha256 of the DER SubjectPublicKeyInfo);
 - securesystemslib reads ECDSA keys from PEM but Ed25519 keys only in its own form (raw key
   bytes in hex): an Ed25519 PEM is converted from/to the raw key with python3-cryptography.
-Key types used: ed25519 (securesystemslib signs it through PyNaCl) and ecdsa-sha2-nistp256.
+Key types used: ed25519 and ecdsa-sha2-nistp256. securesystemslib 0.26 signs Ed25519 only
+through PyNaCl (python3-nacl, only a Recommends of Debian's package; without it, signing
+fails and verifying falls back to a slow pure-Python ed25519), never through
+python3-cryptography, which it uses for ECDSA (P-256, P-384) and RSA-PSS.
 
   attest-interop.py gen ed25519|ecdsa KEY.json PUB.pem    a securesystemslib key; its public PEM
   attest-interop.py sign KEY.json STATEMENT OUT [TYPE]    DSSE envelope signed by securesystemslib
@@ -54,6 +57,9 @@ def main() -> int:
     if cmd == "gen":
         kind, key_json, pub_pem = sys.argv[2:5]
         if kind == "ed25519":
+            from securesystemslib import ed25519_keys
+            if not ed25519_keys.NACL:
+                raise SystemExit("securesystemslib signs Ed25519 only with PyNaCl (python3-nacl)")
             key = sslib_keys.generate_ed25519_key()
             raw = bytes.fromhex(key["keyval"]["public"])
             pem = ed25519.Ed25519PublicKey.from_public_bytes(raw).public_bytes(
