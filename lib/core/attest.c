@@ -250,8 +250,23 @@ static void check_certified(struct pvg_attest_verification *v, const cJSON *pred
 {
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(predicate, kind->verdict_key);
 	v->certified = cJSON_IsBool(c) ? cJSON_IsTrue(c) : -1;
-	if (v->certified == 1)
+	if (v->certified == 1) {
+		/* a report that says certified has all seven gates passed, before and after */
+		const cJSON *gates = cJSON_GetObjectItemCaseSensitive(predicate, "gates"), *g;
+		int passed = 0;
+		cJSON_ArrayForEach(g, gates)
+		{
+			const char *st = json_str(g, "status");
+			passed += st && strcmp(st, "pass") == 0;
+		}
+		if (passed != PVG_N_GATES) {
+			problem(v, "attestation.predicate-malformed",
+				"the report says certified, but %d of its gates passed, not all %d",
+				passed, PVG_N_GATES);
+			v->certified = -1;
+		}
 		return;
+	}
 	if (v->certified < 0) {
 		problem(v, "attestation.not-certified", "the report has no boolean \"%s\"",
 			kind->verdict_key);
@@ -277,8 +292,21 @@ static void check_certified(struct pvg_attest_verification *v, const cJSON *pred
 			}
 		}
 	}
-	problem(v, "attestation.not-certified", "the report says not certified (%s is false)",
-		kind->verdict_key);
+	/* every evaluated gate passed: fewer than seven were selected (run --gates, a phase) */
+	_cleanup_free_ char *sel = pvg_strdup("");
+	const cJSON *id;
+	cJSON_ArrayForEach(id, cJSON_GetObjectItemCaseSensitive(predicate, "selected_gates"))
+	{
+		char *n = pvg_asprintf("%s%s%d", sel, sel[0] ? "," : "", id->valueint);
+		free(sel);
+		sel = n;
+	}
+	if (sel[0])
+		problem(v, "attestation.not-certified",
+			"the report says not certified: it evaluated gates %s, not all seven", sel);
+	else
+		problem(v, "attestation.not-certified", "the report says not certified (%s is false)",
+			kind->verdict_key);
 }
 
 static void check_artifacts(struct pvg_attest_verification *v, const struct pvg_attest_verify_opts *o)

@@ -327,6 +327,7 @@ test_fixture_envelopes_verify_in_signature_and_are_not_certified() {
 	assert_eq "$rc" 1
 	assert_eq "$(jq -r .signed_by v.json)" 0
 	assert_eq "$(codes v.json)" attestation.not-certified
+	assert_contains "$out" "the report says not certified: it evaluated gates 3, not all seven"
 	verify "$FIXTURES/attest/statement.json" rfc8410.pub --json v.json
 	assert_eq "$(codes v.json)" attestation.unsigned
 	verify "$FIXTURES/attest/sslib-ed25519.json" rfc8410.pub --json v.json

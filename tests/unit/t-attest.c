@@ -408,7 +408,7 @@ static void statement_verifies_and_each_tamper_has_its_code(void)
 	struct {
 		char *env;
 		const char *code;
-	} t[9];
+	} t[10];
 	size_t n = 0;
 	/* payload edited: one base64 character of the payload changed */
 	_cleanup_free_ char *p_edit = pvg_strdup(env);
@@ -435,6 +435,11 @@ static void statement_verifies_and_each_tamper_has_its_code(void)
 	(void)s4;
 	t[n++] = (typeof(t[0])){ pvg_asprintf("%.*s", (int)(strlen(env) / 2), env),
 				 "attestation.not-json" };
+	/* signed, says certified, but a gate failed: not a report provgate writes */
+	_cleanup_json_ cJSON *forged = report(true, SHA_A, SHA_A);
+	cJSON *g4 = cJSON_GetArrayItem(cJSON_GetObjectItem(forged, "gates"), 3);
+	cJSON_ReplaceItemInObject(g4, "status", cJSON_CreateString("fail"));
+	t[n++] = (typeof(t[0])){ envelope_for(forged, priv), "attestation.predicate-malformed" };
 	for (size_t i = 0; i < n; i++) {
 		bool v = true;
 		_cleanup_free_ char *codes = verify_codes(t[i].env, pub, &v);
