@@ -4,13 +4,13 @@
  * the facts' slots and the chain object. Waiting for the artifact pair, it lends its time to
  * the evaluation's preparation of later gates through the callbacks the runner sets.
  */
-#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
 #include "sys/pymodule.h"
+#include "util/thread.h"
 
 static cJSON *new_chain(void)
 {
@@ -27,8 +27,7 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->cfg = cfg;
 	ctx->phase = phase;
-	const char *procfs = getenv("PROVGATE_PROCFS");
-	ctx->procfs = procfs && procfs[0] ? procfs : "/proc";
+	ctx->procfs = pvg_procfs_root();
 	ctx->started_ns = pvg_now_ns();
 	ctx->started_at = time(NULL);
 	ctx->chain = new_chain();
@@ -45,8 +44,8 @@ void pvg_ctx_forget(struct pvg_ctx *ctx)
 {
 	pvg_ctx_cancel_early(ctx);
 	free(ctx->installed_path);
-	free(ctx->installed_why);
-	ctx->installed_path = ctx->installed_why = NULL;
+	pvg_msg_clear(&ctx->installed_msg);
+	ctx->installed_path = NULL;
 	ctx->installed_resolved = false;
 	ctx->installed_err = 0;
 	for (size_t i = 0; i < ctx->n_files; i++)
@@ -99,15 +98,15 @@ int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why)
 		} else if (cfg->install.python_module) {
 			ctx->installed_err = pvg_python_module_path(
 				cfg->install.python ? cfg->install.python : "python3",
-				cfg->install.python_module, &ctx->installed_path, &ctx->installed_why);
+				cfg->install.python_module, &ctx->installed_path, &ctx->installed_msg);
 		} else {
 			ctx->installed_err = -EDESTADDRREQ;
-			ctx->installed_why = pvg_strdup(
-				"neither install.artifact nor install.python_module is set");
+			pvg_msg_set(&ctx->installed_msg, NULL, "%s",
+				    "neither install.artifact nor install.python_module is set");
 		}
 	}
 	*path = ctx->installed_path;
-	*why = ctx->installed_why;
+	*why = ctx->installed_msg.text;
 	return ctx->installed_err;
 }
 
@@ -184,7 +183,7 @@ struct help {
 	struct pvg_pair_job *job;
 };
 
-static void *help_thread(void *arg)
+static void help_thread(void *arg)
 {
 	struct help *h = arg;
 	/* Yield to the hasher: this work has time to spare, the digest has none. Lowering
@@ -192,7 +191,6 @@ static void *help_thread(void *arg)
 	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	pvg_pair_keep_off(h->job);
 	h->ctx->prepare_later(h->ctx);
-	return NULL;
 }
 
 /* The evaluation's preparation of later gates on a thread of low priority, while this one
@@ -203,12 +201,9 @@ static void help_niced(struct pvg_ctx *ctx, struct pvg_pair_job *job)
 		ctx->prepare_here(ctx);
 	if (!ctx->prepare_later)
 		return;
-	pthread_t t;
 	struct help h = { ctx, job };
-	if (pthread_create(&t, NULL, help_thread, &h) == 0)
-		pthread_join(t, NULL);
-	else
-		ctx->prepare_later(ctx);
+	if (pvg_run_on_thread(help_thread, &h) < 0)
+		ctx->prepare_later(ctx); /* here, at this thread's own priority */
 }
 
 int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *installed,

@@ -36,7 +36,7 @@ struct pvg_ctx {
 	bool installed_resolved;
 	int installed_err; /* 0 or -errno */
 	char *installed_path;
-	char *installed_why;
+	struct pvg_msg installed_msg;
 
 	struct pvg_file_id files[PVG_MAX_CACHED_FILES];
 	size_t n_files;

@@ -331,15 +331,14 @@ static void set_error(struct pvg_scope *s, int err, const char *reason, const ch
 static void set_error(struct pvg_scope *s, int err, const char *reason, const char *hint,
 		      const char *fmt, ...)
 {
+	pvg_msg_clear(&s->msg);
 	va_list ap;
 	va_start(ap, fmt);
-	free(s->why);
-	s->why = pvg_vasprintf(fmt, ap);
+	s->msg.text = pvg_vasprintf(fmt, ap);
 	va_end(ap);
+	s->msg.hint = hint ? pvg_strdup(hint) : NULL;
 	s->err = err;
 	s->reason = reason;
-	free(s->hint);
-	s->hint = pvg_strdup(hint);
 }
 
 static const char *git_msg(void)
@@ -624,8 +623,7 @@ void pvg_scope_free(struct pvg_scope *s)
 	for (size_t i = 0; i < s->n; i++)
 		change_clear(&s->changes[i]);
 	free(s->changes);
-	free(s->why);
-	free(s->hint);
+	pvg_msg_clear(&s->msg);
 	free(s->workdir);
 	free(s->baseline);
 	free(s->repo);

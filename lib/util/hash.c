@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "util/hash.h"
+#include "util/thread.h"
 
 #define HASH_CHUNK (1u << 20)
 
@@ -228,35 +229,26 @@ struct hash_job {
 
 /* One core per file here: no reader thread of its own (pvg_hash_file's split), whose
  * pinned hasher would share a CPU with the other files' hashers. */
-static void *hash_thread(void *arg)
+static void hash_job_run(void *arg)
 {
 	struct hash_job *job = arg;
 	hash_file_impl(job->path, job->out);
-	return NULL;
 }
 
 int pvg_hash_files(const char *const *paths, size_t n, struct pvg_file_id *out)
 {
-	pthread_t tids[8];
 	struct hash_job jobs[8];
-	bool started[8] = { false };
 	if (n > 8)
 		return -E2BIG;
 	pthread_once(&sha256_once, fetch_sha256);
-	/* The first file is hashed on this thread; the rest each get one. */
-	for (size_t i = 1; i < n; i++) {
-		jobs[i] = (struct hash_job){ paths[i], &out[i] };
-		started[i] = pthread_create(&tids[i], NULL, hash_thread, &jobs[i]) == 0;
-		if (!started[i])
-			hash_thread(&jobs[i]);
-	}
-	if (n == 1)
+	if (n == 1) {
 		pvg_hash_file(paths[0], &out[0]);
-	else if (n > 1)
-		hash_file_impl(paths[0], &out[0]);
-	for (size_t i = 1; i < n; i++)
-		if (started[i])
-			pthread_join(tids[i], NULL);
+		return 0;
+	}
+	/* The first file is hashed on this thread; the rest each get one. */
+	for (size_t i = 0; i < n; i++)
+		jobs[i] = (struct hash_job){ paths[i], &out[i] };
+	pvg_run_jobs(hash_job_run, jobs, n, sizeof(jobs[0]));
 	return 0;
 }
 
@@ -499,12 +491,12 @@ struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed)
 	j->md = EVP_MD_CTX_new();
 	j->md_ok = j->md && sha256_md && EVP_DigestInit_ex(j->md, sha256_md, NULL);
 	plan_cpus(j);
-	if (pthread_create(&j->hasher, NULL, pair_hasher, j) != 0) {
+	if (pvg_thread_start(&j->hasher, pair_hasher, j) < 0) {
 		/* no thread: the same work, one after the other, when joined */
 		j->sync = true;
 		return j;
 	}
-	j->threads = pthread_create(&j->reader, NULL, pair_reader_thread, j) == 0;
+	j->threads = pvg_thread_start(&j->reader, pair_reader_thread, j) == 0;
 	if (!j->threads) {
 		pair_reader(j); /* read here; the hasher drains the ring */
 		pthread_join(j->hasher, NULL);

@@ -397,6 +397,29 @@ void pvg_json_add_bool(cJSON *obj, const char *key, bool v)
 	cJSON_AddBoolToObject(obj, key, v);
 }
 
+const char *pvg_procfs_root(void)
+{
+	const char *procfs = getenv("PROVGATE_PROCFS");
+	return procfs && procfs[0] ? procfs : "/proc";
+}
+
+void pvg_msg_set(struct pvg_msg *m, const char *hint, const char *fmt, ...)
+{
+	pvg_msg_clear(m);
+	va_list ap;
+	va_start(ap, fmt);
+	m->text = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+	m->hint = hint ? pvg_strdup(hint) : NULL;
+}
+
+void pvg_msg_clear(struct pvg_msg *m)
+{
+	free(m->text);
+	free(m->hint);
+	m->text = m->hint = NULL;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
