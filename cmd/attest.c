@@ -21,10 +21,13 @@ int cli_attest_open(struct cli_attest *a, const char *json, const char *junit)
 	}
 	if (!a->key_path)
 		return EXIT_OK;
-	_cleanup_free_ char *why = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 	int r = pvg_key_load_private(a->key_path, &a->key, &why);
 	if (r < 0) {
-		fprintf(stderr, "provgate: --sign-key %s: %s\n", a->key_path, why ? why : strerror(-r));
+		fprintf(stderr, "provgate: --sign-key %s: %s\n", a->key_path,
+			why.text ? why.text : strerror(-r));
+		if (why.hint)
+			fprintf(stderr, "provgate: hint: %s\n", why.hint);
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -45,15 +48,16 @@ int cli_write_attestation(const char *path, const cJSON *report,
 		n_subjects = pvg_attest_report_subjects(report, own);
 		subjects = own;
 	}
-	_cleanup_free_ char *statement = NULL, *why = NULL;
+	_cleanup_free_ char *statement = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 	int r = pvg_attest_statement(report, subjects, n_subjects, &statement, &why);
 	if (r < 0) {
-		fprintf(stderr, "provgate: attestation %s not written: %s\n", path, why);
+		fprintf(stderr, "provgate: attestation %s not written: %s\n", path, why.text);
 		return r == -EINVAL && n_subjects == 0 ? EXIT_NOT_CERTIFIED : EXIT_USAGE;
 	}
 	_cleanup_free_ char *envelope = NULL;
 	if (key && (r = pvg_attest_envelope(statement, key, &envelope, &why)) < 0) {
-		fprintf(stderr, "provgate: attestation %s not written: %s\n", path, why);
+		fprintf(stderr, "provgate: attestation %s not written: %s\n", path, why.text);
 		return EXIT_INTERNAL;
 	}
 	if ((r = cli_write_file(path, envelope ? envelope : statement)) < 0) {

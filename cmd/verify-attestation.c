@@ -160,11 +160,11 @@ static int verify_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct pvg_key *key = NULL;
-	_cleanup_free_ char *why = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 	int r = pvg_key_load_public(key_path, &key, &why);
 	if (r < 0) {
 		fprintf(stderr, "provgate verify-attestation: --key %s: %s\n", key_path,
-			why ? why : strerror(-r));
+			why.text ? why.text : strerror(-r));
 		return EXIT_USAGE;
 	}
 	_cleanup_(pvg_key_freep) struct pvg_key *key_owned = key;

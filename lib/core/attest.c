@@ -56,18 +56,18 @@ size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2]
 }
 
 int pvg_attest_statement(const cJSON *report, const struct pvg_subject *subjects, size_t n,
-			 char **statement, char **why)
+			 char **statement, struct pvg_msg *why)
 {
 	*statement = NULL;
-	*why = NULL;
+	pvg_msg_clear(why);
 	const struct pvg_predicate_kind *kind = pvg_predicate_for_schema(json_str(report, "schema"));
 	if (!kind) {
-		*why = pvg_asprintf("the report's schema \"%s\" has no provgate predicate type",
+		pvg_msg_set(why, NULL, "the report's schema \"%s\" has no provgate predicate type",
 				    json_str(report, "schema") ? json_str(report, "schema") : "(none)");
 		return -EINVAL;
 	}
 	if (n == 0) {
-		*why = pvg_strdup("the report names no artifact with a sha256 (gate 3 did not hash "
+		pvg_msg_set(why, NULL, "%s", "the report names no artifact with a sha256 (gate 3 did not hash "
 				  "the build or installed artifact), and an in-toto Statement needs "
 				  "at least one subject");
 		return -EINVAL;
@@ -77,7 +77,7 @@ int pvg_attest_statement(const cJSON *report, const struct pvg_subject *subjects
 	cJSON *subj = cJSON_AddArrayToObject(st, "subject");
 	for (size_t i = 0; i < n; i++) {
 		if (!is_sha256_hex(subjects[i].sha256)) {
-			*why = pvg_asprintf("subject %zu has no sha256", i + 1);
+			pvg_msg_set(why, NULL, "subject %zu has no sha256", i + 1);
 			return -EINVAL;
 		}
 		cJSON *s = cJSON_CreateObject();
@@ -98,10 +98,10 @@ int pvg_attest_statement(const cJSON *report, const struct pvg_subject *subjects
 }
 
 int pvg_attest_envelope(const char *statement, const struct pvg_key *key, char **envelope,
-			char **why)
+			struct pvg_msg *why)
 {
 	*envelope = NULL;
-	*why = NULL;
+	pvg_msg_clear(why);
 	size_t n = strlen(statement), pae_len = 0;
 	_cleanup_free_ unsigned char *pae =
 		pvg_dsse_pae(PVG_DSSE_INTOTO_TYPE, (const unsigned char *)statement, n, &pae_len);
@@ -113,7 +113,7 @@ int pvg_attest_envelope(const char *statement, const struct pvg_key *key, char *
 				       &sig, 1);
 	free(sig.sig);
 	if (!*envelope) {
-		*why = pvg_strdup("the statement is too large for an envelope");
+		pvg_msg_set(why, NULL, "%s", "the statement is too large for an envelope");
 		return -EFBIG;
 	}
 	return 0;
@@ -355,10 +355,10 @@ int pvg_attest_verify(const char *text, size_t len, const struct pvg_attest_veri
 	v->keyid = pvg_strdup(pvg_key_keyid(o->key));
 
 	struct pvg_dsse_envelope env;
-	_cleanup_free_ char *why = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 	enum pvg_dsse_error e = pvg_dsse_parse(text, len, &env, &why);
 	if (e) {
-		problem(v, envelope_error_code(e), "%s", why);
+		problem(v, envelope_error_code(e), "%s", why.text);
 		return 0;
 	}
 	v->payload_type = pvg_utf8_sanitize(env.payload_type, strlen(env.payload_type));

@@ -37,12 +37,12 @@ size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2]
 
 /* The Statement's JSON text (compact, final newline) for a report (any provgate report JSON
  * with a "schema" member that pvg_predicate_for_schema knows) and its subjects. -EINVAL with
- * *why when there is no subject or the report's schema has no predicate type. */
+ * why when there is no subject or the report's schema has no predicate type. */
 int pvg_attest_statement(const cJSON *report, const struct pvg_subject *subjects, size_t n,
-			 char **statement, char **why);
+			 char **statement, struct pvg_msg *why);
 /* The DSSE envelope of a Statement, signed by key (keyid: pvg_key_keyid). */
 int pvg_attest_envelope(const char *statement, const struct pvg_key *key, char **envelope,
-			char **why);
+			struct pvg_msg *why);
 
 /* ---- verification ---- */
 

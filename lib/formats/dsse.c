@@ -127,19 +127,20 @@ static const char *duplicate_member(const cJSON *obj)
 	return pvg_json_find_duplicate(obj, false);
 }
 
-static enum pvg_dsse_error fail(char **why, enum pvg_dsse_error e, const char *fmt, ...)
+static enum pvg_dsse_error fail(struct pvg_msg *why, enum pvg_dsse_error e, const char *fmt, ...)
 	PVG_PRINTF(3, 4);
-static enum pvg_dsse_error fail(char **why, enum pvg_dsse_error e, const char *fmt, ...)
+static enum pvg_dsse_error fail(struct pvg_msg *why, enum pvg_dsse_error e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	*why = pvg_vasprintf(fmt, ap);
+	pvg_msg_clear(why);
+	why->text = pvg_vasprintf(fmt, ap);
 	va_end(ap);
 	return e;
 }
 
 static enum pvg_dsse_error parse_signatures(const cJSON *sigs, struct pvg_dsse_envelope *env,
-					    char **why)
+					    struct pvg_msg *why)
 {
 	if (!cJSON_IsArray(sigs))
 		return fail(why, PVG_DSSE_MALFORMED, "\"signatures\" is not an array");
@@ -177,10 +178,10 @@ static enum pvg_dsse_error parse_signatures(const cJSON *sigs, struct pvg_dsse_e
 }
 
 enum pvg_dsse_error pvg_dsse_parse(const char *text, size_t len, struct pvg_dsse_envelope *env,
-				   char **why)
+				   struct pvg_msg *why)
 {
 	memset(env, 0, sizeof(*env));
-	*why = NULL;
+	pvg_msg_clear(why);
 	if (len > PVG_DSSE_MAX_BYTES)
 		return fail(why, PVG_DSSE_TOO_LARGE, "%zu bytes, more than the %u an envelope may have",
 			    len, PVG_DSSE_MAX_BYTES);

@@ -49,9 +49,9 @@ enum pvg_dsse_error {
 };
 
 /* Parses envelope JSON (text need not be NUL-terminated). On failure returns the error and,
- * in *why, a malloc'd sentence saying what was seen; *env is then empty. */
+ * in why->text, a sentence saying what was seen; *env is then empty. */
 enum pvg_dsse_error pvg_dsse_parse(const char *text, size_t len, struct pvg_dsse_envelope *env,
-				   char **why);
+				   struct pvg_msg *why);
 void pvg_dsse_envelope_clear(struct pvg_dsse_envelope *env);
 
 /* The envelope's JSON text (with a final newline). */

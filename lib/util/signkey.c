@@ -104,7 +104,7 @@ static int sslib_keyid(struct pvg_key *k)
 	return 0;
 }
 
-static int key_from_pkey(EVP_PKEY *pkey, struct pvg_key **out, char **why)
+static int key_from_pkey(EVP_PKEY *pkey, struct pvg_key **out, struct pvg_msg *why)
 {
 	_cleanup_(pkey_freep) EVP_PKEY *owned = pkey;
 	enum pvg_key_type type;
@@ -115,13 +115,13 @@ static int key_from_pkey(EVP_PKEY *pkey, struct pvg_key **out, char **why)
 		size_t gl = 0;
 		if (EVP_PKEY_get_group_name(pkey, group, sizeof(group), &gl) != 1 ||
 		    (strcmp(group, "prime256v1") != 0 && strcmp(group, "P-256") != 0)) {
-			*why = pvg_asprintf("an ECDSA key on curve %s; provgate signs with Ed25519 or "
+			pvg_msg_set(why, NULL, "an ECDSA key on curve %s; provgate signs with Ed25519 or "
 					    "ECDSA P-256 (prime256v1) keys", group[0] ? group : "?");
 			return -EINVAL;
 		}
 		type = PVG_KEY_ECDSA_P256;
 	} else {
-		*why = pvg_asprintf("a %s key; provgate signs with Ed25519 or ECDSA P-256 keys",
+		pvg_msg_set(why, NULL, "a %s key; provgate signs with Ed25519 or ECDSA P-256 keys",
 				    EVP_PKEY_get0_type_name(pkey) ? EVP_PKEY_get0_type_name(pkey)
 								  : "unknown");
 		return -EINVAL;
@@ -133,7 +133,7 @@ static int key_from_pkey(EVP_PKEY *pkey, struct pvg_key **out, char **why)
 	int dl = i2d_PUBKEY(k->pkey, &der);
 	if (dl <= 0 || sslib_keyid(k) < 0) {
 		OPENSSL_free(der);
-		*why = pvg_asprintf("cannot encode the public key: %s", crypto_reason("?"));
+		pvg_msg_set(why, NULL, "cannot encode the public key: %s", crypto_reason("?"));
 		pvg_key_free(k);
 		return -EIO;
 	}
@@ -151,17 +151,18 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 }
 
 int pvg_key_from_pem(const char *pem, size_t len, bool private_key, struct pvg_key **key,
-		     char **why)
+		     struct pvg_msg *why)
 {
 	*key = NULL;
-	*why = NULL;
+	pvg_msg_clear(why);
 	if (len > KEY_FILE_MAX || len > INT32_MAX) {
-		*why = pvg_asprintf("%zu bytes: too large for a PEM key", len);
+		pvg_msg_set(why, NULL, "%zu bytes: too large for a PEM key", len);
 		return -EINVAL;
 	}
 	if (memmem(pem, len, "ENCRYPTED", 9)) {
-		*why = pvg_strdup("an encrypted private key; provgate reads unencrypted PEM keys "
-				  "only (keep it in a file only you can read)");
+		pvg_msg_set(why, "openssl pkey -in KEY.pem -out plain.pem; chmod 600 plain.pem",
+			    "an encrypted private key; provgate reads unencrypted PEM keys only "
+			    "(keep it in a file only you can read)");
 		return -EINVAL;
 	}
 	bool has_private = memmem(pem, len, "PRIVATE KEY-----", 16) != NULL;
@@ -176,30 +177,30 @@ int pvg_key_from_pem(const char *pem, size_t len, bool private_key, struct pvg_k
 	if (!pkey) {
 		const char *r = crypto_reason("no PEM block");
 		if (private_key && !has_private)
-			*why = pvg_asprintf("no PEM private key in it (%s)%s", r,
+			pvg_msg_set(why, NULL, "no PEM private key in it (%s)%s", r,
 					    memmem(pem, len, "PUBLIC KEY-----", 15)
 						    ? ": it is a public key; --sign-key takes the private one"
 						    : "");
 		else
-			*why = pvg_asprintf("not a PEM %s key (%s)", has_private ? "private" : "public",
+			pvg_msg_set(why, NULL, "not a PEM %s key (%s)", has_private ? "private" : "public",
 					    r);
 		return -EINVAL;
 	}
 	return key_from_pkey(pkey, key, why);
 }
 
-static int load_file(const char *path, bool private_key, struct pvg_key **key, char **why)
+static int load_file(const char *path, bool private_key, struct pvg_key **key, struct pvg_msg *why)
 {
 	*key = NULL;
-	*why = NULL;
+	pvg_msg_clear(why);
 	struct stat st;
 	_cleanup_close_ int fd = pvg_open_regular(path, &st);
 	if (fd < 0) {
-		*why = pvg_asprintf("%s", fd == -EINVAL ? "not a regular file" : strerror(-fd));
+		pvg_msg_set(why, NULL, "%s", fd == -EINVAL ? "not a regular file" : strerror(-fd));
 		return fd;
 	}
 	if ((uint64_t)st.st_size > KEY_FILE_MAX) {
-		*why = pvg_asprintf("%" PRIu64 " bytes: too large for a PEM key", (uint64_t)st.st_size);
+		pvg_msg_set(why, NULL, "%" PRIu64 " bytes: too large for a PEM key", (uint64_t)st.st_size);
 		return -EINVAL;
 	}
 	char buf[KEY_FILE_MAX + 1];
@@ -211,7 +212,7 @@ static int load_file(const char *path, bool private_key, struct pvg_key **key, c
 		if (r < 0) {
 			int e = -errno;
 			OPENSSL_cleanse(buf, len);
-			*why = pvg_asprintf("read: %s", strerror(-e));
+			pvg_msg_set(why, NULL, "read: %s", strerror(-e));
 			return e;
 		}
 		if (r == 0 || (len += (size_t)r) == sizeof(buf))
@@ -221,7 +222,8 @@ static int load_file(const char *path, bool private_key, struct pvg_key **key, c
 	 * given by mistake is named as such instead: it may well be world-readable) */
 	if (private_key && (st.st_mode & 077) && memmem(buf, len, "PRIVATE KEY-----", 16)) {
 		OPENSSL_cleanse(buf, len);
-		*why = pvg_asprintf("permissions %04o are too open: a private key must be readable "
+		_cleanup_free_ char *hint = pvg_asprintf("chmod 600 %s", path);
+		pvg_msg_set(why, hint, "permissions %04o are too open: a private key must be readable "
 				    "by its owner only (chmod 600 %s)",
 				    (unsigned)(st.st_mode & 07777), path);
 		return -EPERM;
@@ -231,12 +233,12 @@ static int load_file(const char *path, bool private_key, struct pvg_key **key, c
 	return r;
 }
 
-int pvg_key_load_private(const char *path, struct pvg_key **key, char **why)
+int pvg_key_load_private(const char *path, struct pvg_key **key, struct pvg_msg *why)
 {
 	return load_file(path, true, key, why);
 }
 
-int pvg_key_load_public(const char *path, struct pvg_key **key, char **why)
+int pvg_key_load_public(const char *path, struct pvg_key **key, struct pvg_msg *why)
 {
 	return load_file(path, false, key, why);
 }
@@ -248,7 +250,7 @@ static const EVP_MD *digest_of(const struct pvg_key *key)
 }
 
 int pvg_key_sign(const struct pvg_key *key, const unsigned char *msg, size_t n,
-		 unsigned char **sig, size_t *sig_len, char **why)
+		 unsigned char **sig, size_t *sig_len, struct pvg_msg *why)
 {
 	*sig = NULL;
 	*sig_len = 0;
@@ -256,13 +258,13 @@ int pvg_key_sign(const struct pvg_key *key, const unsigned char *msg, size_t n,
 	size_t len = 0;
 	if (!ctx || EVP_DigestSignInit(ctx, NULL, digest_of(key), NULL, key->pkey) != 1 ||
 	    EVP_DigestSign(ctx, NULL, &len, msg, n) != 1) {
-		*why = pvg_asprintf("cannot sign: %s", crypto_reason("EVP_DigestSignInit failed"));
+		pvg_msg_set(why, NULL, "cannot sign: %s", crypto_reason("EVP_DigestSignInit failed"));
 		return -EIO;
 	}
 	unsigned char *s = pvg_xcalloc(len ? len : 1, 1);
 	if (EVP_DigestSign(ctx, s, &len, msg, n) != 1) {
 		free(s);
-		*why = pvg_asprintf("cannot sign: %s", crypto_reason("EVP_DigestSign failed"));
+		pvg_msg_set(why, NULL, "cannot sign: %s", crypto_reason("EVP_DigestSign failed"));
 		return -EIO;
 	}
 	*sig = s;

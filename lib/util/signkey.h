@@ -21,15 +21,15 @@ enum pvg_key_type {
 struct pvg_key;
 
 /* A private key for signing. The file must be a regular file that neither group nor others
- * may read or write (like ssh): -EPERM with *why saying so. An encrypted key, another key
- * type or bytes that are no PEM key are -EINVAL with *why. -errno from open/read. */
-int pvg_key_load_private(const char *path, struct pvg_key **key, char **why);
+ * may read or write (like ssh): -EPERM with why saying so. An encrypted key, another key
+ * type or bytes that are no PEM key are -EINVAL with why. -errno from open/read. */
+int pvg_key_load_private(const char *path, struct pvg_key **key, struct pvg_msg *why);
 /* A public key (PEM "PUBLIC KEY"; a private key file is accepted as well, its public half is
  * used, without the permission check). */
-int pvg_key_load_public(const char *path, struct pvg_key **key, char **why);
+int pvg_key_load_public(const char *path, struct pvg_key **key, struct pvg_msg *why);
 /* The same, from PEM text in memory (tests, fuzzing). */
 int pvg_key_from_pem(const char *pem, size_t len, bool private_key, struct pvg_key **key,
-		     char **why);
+		     struct pvg_msg *why);
 void pvg_key_free(struct pvg_key *key);
 static inline void pvg_key_freep(struct pvg_key **k) { pvg_key_free(*k); }
 
@@ -41,9 +41,9 @@ const char *pvg_key_sslib_keyid(const struct pvg_key *key); /* securesystemslib'
  * generated and its imported keys differ by the PEM's final newline; both count). */
 bool pvg_key_has_keyid(const struct pvg_key *key, const char *keyid);
 
-/* Signs msg: 0 with a malloc'd signature, or -EIO with *why (libcrypto's reason). */
+/* Signs msg: 0 with a malloc'd signature, or -EIO with why (libcrypto's reason). */
 int pvg_key_sign(const struct pvg_key *key, const unsigned char *msg, size_t n,
-		 unsigned char **sig, size_t *sig_len, char **why);
+		 unsigned char **sig, size_t *sig_len, struct pvg_msg *why);
 /* 1 the signature verifies, 0 it does not (a malformed signature included). */
 int pvg_key_verify(const struct pvg_key *key, const unsigned char *msg, size_t n,
 		   const unsigned char *sig, size_t sig_len);

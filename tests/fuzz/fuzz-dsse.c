@@ -16,15 +16,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct pvg_key *key;
 	if (!key) {
-		char *why = NULL;
+		struct pvg_msg why = { 0 };
 		if (pvg_key_from_pem(key_pem, sizeof(key_pem) - 1, true, &key, &why) < 0)
 			abort();
 	}
 	struct pvg_dsse_envelope env;
-	char *why = NULL;
+	struct pvg_msg why = { 0 };
 	if (pvg_dsse_parse((const char *)data, size, &env, &why) == PVG_DSSE_OK)
 		pvg_dsse_envelope_clear(&env);
-	free(why);
+	pvg_msg_clear(&why);
 
 	unsigned char *dec = NULL;
 	size_t n = 0;
@@ -50,8 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			pvg_attest_verification_clear(&v);
 			free(envtext);
 		}
-		free(why);
-		why = NULL;
+		pvg_msg_clear(&why);
 		free(st);
 	}
 	return 0;

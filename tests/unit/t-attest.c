@@ -81,9 +81,9 @@ static const char good_env[] =
 
 static enum pvg_dsse_error parse(const char *text, struct pvg_dsse_envelope *env)
 {
-	_cleanup_free_ char *why = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 	enum pvg_dsse_error e = pvg_dsse_parse(text, strlen(text), env, &why);
-	CHECK((e == PVG_DSSE_OK) == (why == NULL));
+	CHECK((e == PVG_DSSE_OK) == (why.text == NULL));
 	return e;
 }
 
@@ -144,10 +144,10 @@ static void envelope_truncated_anywhere_is_not_json(void)
 		_cleanup_free_ char *p = pvg_strdup(good_env);
 		p[cut] = 0;
 		struct pvg_dsse_envelope env;
-		_cleanup_free_ char *why = NULL;
+		_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 		enum pvg_dsse_error e = pvg_dsse_parse(p, cut, &env, &why);
 		if (e != PVG_DSSE_NOT_JSON)
-			printf("#   cut at %zu: %d (%s)\n", cut, e, why ? why : "");
+			printf("#   cut at %zu: %d (%s)\n", cut, e, why.text ? why.text : "");
 		CHECK_INT(e, PVG_DSSE_NOT_JSON);
 	}
 }
@@ -179,7 +179,7 @@ static void load_pair(const char *type, struct pvg_key **priv, struct pvg_key **
 {
 	EVP_PKEY *k = gen(type);
 	_cleanup_free_ char *sp = pem_of(k, true), *pp = pem_of(k, false);
-	_cleanup_free_ char *w1 = NULL, *w2 = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg w1 = { 0 }, w2 = { 0 };
 	CHECK_INT(pvg_key_from_pem(sp, strlen(sp), true, priv, &w1), 0);
 	CHECK_INT(pvg_key_from_pem(pp, strlen(pp), false, pub, &w2), 0);
 	/* the keyid is the sha256 of the DER SubjectPublicKeyInfo */
@@ -210,7 +210,7 @@ static void keys_sign_and_verify_ed25519_and_p256(void)
 		unsigned char msg[] = "DSSEv1 3 abc 2 {}";
 		unsigned char *sig = NULL;
 		size_t sl = 0;
-		_cleanup_free_ char *why = NULL;
+		_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 		CHECK_INT(pvg_key_sign(priv, msg, sizeof(msg) - 1, &sig, &sl, &why), 0);
 		if (i == 0)
 			CHECK_INT(sl, 64);
@@ -240,9 +240,9 @@ static void keys_refuse_other_types_encrypted_and_non_pem(void)
 		_cleanup_free_ char *pem = pem_of(k, true);
 		EVP_PKEY_free(k);
 		struct pvg_key *key = NULL;
-		_cleanup_free_ char *why = NULL;
+		_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 		CHECK_INT(pvg_key_from_pem(pem, strlen(pem), true, &key, &why), -EINVAL);
-		CHECK(key == NULL && why && strstr(why, "Ed25519 or ECDSA P-256"));
+		CHECK(key == NULL && why.text && strstr(why.text, "Ed25519 or ECDSA P-256"));
 	}
 	EVP_PKEY *k = gen("ED25519");
 	BIO *b = BIO_new(BIO_s_mem());
@@ -250,21 +250,19 @@ static void keys_refuse_other_types_encrypted_and_non_pem(void)
 	char *p = NULL;
 	long n = BIO_get_mem_data(b, &p);
 	struct pvg_key *key = NULL;
-	char *why = NULL;
+	struct pvg_msg why = { 0 };
 	CHECK_INT(pvg_key_from_pem(p, (size_t)n, true, &key, &why), -EINVAL);
-	CHECK(why && strstr(why, "encrypted"));
-	free(why);
+	CHECK(why.text && strstr(why.text, "encrypted"));
+	pvg_msg_clear(&why);
 	BIO_free(b);
 	_cleanup_free_ char *pub = pem_of(k, false);
-	why = NULL;
 	CHECK_INT(pvg_key_from_pem(pub, strlen(pub), true, &key, &why), -EINVAL);
-	CHECK(why && strstr(why, "--sign-key takes the private one"));
-	free(why);
+	CHECK(why.text && strstr(why.text, "--sign-key takes the private one"));
+	pvg_msg_clear(&why);
 	EVP_PKEY_free(k);
-	why = NULL;
 	CHECK_INT(pvg_key_from_pem("hello", 5, false, &key, &why), -EINVAL);
-	CHECK(why != NULL);
-	free(why);
+	CHECK(why.text != NULL);
+	pvg_msg_clear(&why);
 }
 
 static void private_key_file_readable_by_others_is_refused(void)
@@ -283,21 +281,21 @@ static void private_key_file_readable_by_others_is_refused(void)
 	for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
 		chmod(path, modes[i]);
 		struct pvg_key *key = NULL;
-		_cleanup_free_ char *why = NULL;
+		_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 		CHECK_INT(pvg_key_load_private(path, &key, &why), -EPERM);
-		CHECK(key == NULL && why && strstr(why, "too open") && strstr(why, "chmod 600"));
+		CHECK(key == NULL && why.text && strstr(why.text, "too open") && strstr(why.text, "chmod 600"));
 		/* verification reads the public half and does not care */
-		_cleanup_free_ char *why2 = NULL;
+		_cleanup_(pvg_msg_clear) struct pvg_msg why2 = { 0 };
 		CHECK_INT(pvg_key_load_public(path, &key, &why2), 0);
 		pvg_key_free(key);
 	}
 	chmod(path, 0400);
 	struct pvg_key *key = NULL;
-	_cleanup_free_ char *why = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 	CHECK_INT(pvg_key_load_private(path, &key, &why), 0);
 	pvg_key_free(key);
 	unlink(path);
-	_cleanup_free_ char *why3 = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why3 = { 0 };
 	CHECK_INT(pvg_key_load_private(path, &key, &why3), -ENOENT);
 	rmdir(dir);
 }
@@ -335,7 +333,8 @@ static char *envelope_for(cJSON *rep, const struct pvg_key *key)
 {
 	struct pvg_subject s[2];
 	size_t n = pvg_attest_report_subjects(rep, s);
-	_cleanup_free_ char *st = NULL, *why = NULL, *why2 = NULL;
+	_cleanup_free_ char *st = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 }, why2 = { 0 };
 	CHECK_INT(pvg_attest_statement(rep, s, n, &st, &why), 0);
 	char *env = NULL;
 	CHECK_INT(pvg_attest_envelope(st, key, &env, &why2), 0);
@@ -361,16 +360,17 @@ static char *verify_codes(const char *env, const struct pvg_key *key, bool *veri
 /* Re-signs an edited Statement: what a signer with the key (or a buggy one) could write. */
 static char *resign(const char *statement, const struct pvg_key *key)
 {
-	char *env = NULL, *why = NULL;
+	char *env = NULL;
+	struct pvg_msg why = { 0 };
 	CHECK_INT(pvg_attest_envelope(statement, key, &env, &why), 0);
-	free(why);
+	pvg_msg_clear(&why);
 	return env;
 }
 
 static char *payload_of(const char *env)
 {
 	struct pvg_dsse_envelope e;
-	_cleanup_free_ char *why = NULL;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
 	if (pvg_dsse_parse(env, strlen(env), &e, &why) != PVG_DSSE_OK)
 		return pvg_strdup("");
 	char *p = pvg_asprintf("%.*s", (int)e.payload_len, (const char *)e.payload);
@@ -460,16 +460,16 @@ static void statement_needs_a_subject_and_a_known_schema(void)
 	_cleanup_json_ cJSON *rep = report(false, "", "");
 	struct pvg_subject s[2];
 	CHECK_INT(pvg_attest_report_subjects(rep, s), 0);
-	char *st = NULL, *why = NULL;
+	char *st = NULL;
+	struct pvg_msg why = { 0 };
 	CHECK_INT(pvg_attest_statement(rep, s, 0, &st, &why), -EINVAL);
-	CHECK(st == NULL && why && strstr(why, "no artifact"));
-	free(why);
+	CHECK(st == NULL && why.text && strstr(why.text, "no artifact"));
+	pvg_msg_clear(&why);
 	_cleanup_json_ cJSON *other = cJSON_Parse("{\"schema\": \"provgate.nothing/1\"}");
 	struct pvg_subject one = { "x", SHA_A };
-	why = NULL;
 	CHECK_INT(pvg_attest_statement(other, &one, 1, &st, &why), -EINVAL);
-	CHECK(why && strstr(why, "provgate.nothing/1"));
-	free(why);
+	CHECK(why.text && strstr(why.text, "provgate.nothing/1"));
+	pvg_msg_clear(&why);
 	/* the build and the installed artifact are two subjects, the installed first */
 	_cleanup_json_ cJSON *two = report(false, SHA_A, SHA_B);
 	CHECK_INT(pvg_attest_report_subjects(two, s), 2);
