@@ -208,6 +208,7 @@ test_both_nodes_clean_give_a_merged_certificate() {
 	assert_eq "$(ls reports)" "$(printf 'n1.json\nn2.json')" "one report per node, named by {node}"
 	assert_eq "$(jq -r .host.node reports/n1.json) $(jq -r .host.node reports/n2.json)" "n1 n2"
 	assert_eq "$(jq -r .host.node_from reports/n2.json)" SLURMD_NODENAME
+	assert_eq "$(jq -r .host.slurm_job_id reports/n2.json)" "$(jq -r .host.slurm_job_id reports/n1.json)"
 	# the per-node values really were per node
 	assert_eq "$(jq -r .chain.installed.path reports/n2.json)" "$T/site-n2/vllm_demo/_rocm_C.abi3.so"
 	assert_eq "$(jq -r .name reports/n1.json)" "wvsplitk-832 on n1"
@@ -235,6 +236,16 @@ test_both_nodes_clean_give_a_merged_certificate() {
 	assert_eq "$rc" 0 "merge with SLURM_JOB_NODELIST=$nodelist ($out $err)"
 	assert_contains "$out" "CLUSTER CERTIFIED"
 
+	# a report of an older provgate (no host.node) stands for its short host name
+	mkdir old
+	jq 'del(.host.node, .host.node_from)' reports/n1.json >old/n1.json
+	pg merge old/n1.json reports/n2.json --nodes "n1,n2"
+	assert_eq "$rc" 1
+	assert_contains "$out" "cluster.unexpected-node $(hostname -s): report old/n1.json"
+	assert_contains "$out" "the report has no host.node, so its host name stood for the node"
+	pg merge old/n1.json reports/n2.json --nodes "$(hostname -s),n2" --json old.json
+	assert_eq "$rc" 0 "$out"
+	assert_eq "$(jq -r '.nodes[0].node_from_hostname' old.json)" true
 	# truncated copies of a real report: each refused by name, never a crash
 	mkdir bad
 	local size cut
