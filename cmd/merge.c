@@ -239,9 +239,14 @@ static bool is_commit_hex(const char *s)
 /* "2026-11-29T12:00:00Z", as reports write it; strict. */
 static bool parse_utc(const char *s, time_t *out)
 {
-	int Y, M, D, h, mi, sec, n = 0;
-	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &Y, &M, &D, &h, &mi, &sec, &n) != 6 ||
-	    n != 20 || s[n] != '\0')
+	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+	if (!s || strlen(s) != sizeof(shape) - 1)
+		return false;
+	for (size_t i = 0; shape[i]; i++)
+		if (shape[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != shape[i])
+			return false;
+	int Y, M, D, h, mi, sec;
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ", &Y, &M, &D, &h, &mi, &sec) != 6)
 		return false;
 	if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || mi > 59 || sec > 60 || Y < 1970)
 		return false;
@@ -299,25 +304,29 @@ static void collect_failed(const cJSON *gates, const char *when, char **out, int
 	}
 }
 
-/* The node a report speaks for: host.node, else (older reports) the short host name. */
-static bool report_node(const cJSON *root, struct node_report *r)
+/* The node a report speaks for: host.node, else (older reports) the short host name. NULL,
+ * or why the report cannot say. */
+static const char *report_node(const cJSON *root, struct node_report *r)
 {
 	const cJSON *host = cJSON_GetObjectItemCaseSensitive(root, "host");
 	if (cJSON_IsObject(host) && cJSON_GetObjectItemCaseSensitive(host, "node") &&
 	    !json_str_at(root, "host", "node", NULL))
-		return false; /* host.node written but null: the node could not tell its name */
+		return "host.node is not a name (null: the SLURMD_NODENAME where it was made could "
+		       "not name a node)";
 	const char *node = json_str_at(root, "host", "node", NULL);
 	if (!node) {
 		const char *hn = json_str_at(root, "host", "hostname", NULL);
 		if (!hn)
-			return false;
+			return "no host.node or host.hostname";
 		r->node_from_hostname = true;
 		size_t n = strcspn(hn, ".");
 		r->node = pvg_utf8_sanitize(hn, n);
 	} else {
 		r->node = clean_dup(node);
 	}
-	return r->node[0] != '\0' && strlen(r->node) <= PVG_HOSTLIST_MAX_NAME;
+	if (!r->node[0] || strlen(r->node) > PVG_HOSTLIST_MAX_NAME)
+		return "its node name is empty or longer than 255 bytes";
+	return NULL;
 }
 
 /* Reads path into r. 1 when it is a cluster report (ignored in a folder), 0 when r holds a
@@ -373,10 +382,10 @@ static int read_report(struct merge *m, const char *path, bool from_dir, struct 
 			    path, cs ? "\"" : "", cs ? cs : "missing", cs ? "\"" : "");
 		return -1;
 	}
-	if (!report_node(root, r)) {
+	const char *no_node = report_node(root, r);
+	if (no_node) {
 		add_problem(m, "cluster.bad-report", NULL, path, 0, "host.node",
-			    "%s: the report does not say which node it is from (no host.node or "
-			    "host.hostname)", path);
+			    "%s: the report does not say which node it is from: %s", path, no_node);
 		node_report_clear(r);
 		memset(r, 0, sizeof(*r));
 		return -1;
@@ -410,6 +419,24 @@ static int read_report(struct merge *m, const char *path, bool from_dir, struct 
 		char *prev = r->failed;
 		r->failed = pvg_asprintf("%s; %d later gate%s blocked", prev, n_blocked,
 					 n_blocked == 1 ? "" : "s");
+		free(prev);
+	}
+	/* "certified": true stands only with its seven gates passed (a report edited by hand,
+	 * or written by something else, says so without them) */
+	unsigned passed = 0;
+	cJSON_ArrayForEach(g, gates) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(g, "id");
+		const char *status = json_str_at(g, "status", NULL, NULL);
+		if (cJSON_IsNumber(id) && id->valuedouble >= 1 && id->valuedouble <= PVG_N_GATES &&
+		    status && strcmp(status, "pass") == 0)
+			passed |= 1u << (int)id->valuedouble;
+	}
+	if (r->certified && (n_failed || n_blocked || (cJSON_IsArray(gates) &&
+					passed != (1u << (PVG_N_GATES + 1)) - 2u))) {
+		r->certified = false;
+		char *prev = r->failed;
+		r->failed = pvg_asprintf("%s%sthe report says certified, but not all seven gates "
+					 "passed", prev ? prev : "", prev ? "; " : "");
 		free(prev);
 	}
 	if (!cJSON_IsArray(gates) || cJSON_GetArraySize(gates) != PVG_N_GATES) {

@@ -236,6 +236,16 @@ test_both_nodes_clean_give_a_merged_certificate() {
 	assert_eq "$rc" 0 "merge with SLURM_JOB_NODELIST=$nodelist ($out $err)"
 	assert_contains "$out" "CLUSTER CERTIFIED"
 
+	# a report that says certified without its gates passed is not taken at its word
+	mkdir forged
+	jq '.gates[3].status = "fail"' reports/n1.json >forged/n1.json
+	pg merge forged/n1.json reports/n2.json --nodes 'n[1-2]'
+	assert_eq "$rc" 1
+	assert_contains "$out" "cluster.not-certified n1: not certified: gate 4 process-maps fail; the report says certified, but not all seven gates passed"
+	jq '.gates |= map(select(.id != 6))' reports/n1.json >forged/n1.json
+	pg merge forged/n1.json reports/n2.json --nodes 'n[1-2]'
+	assert_eq "$rc" 1
+	assert_contains "$out" "cluster.not-certified n1: not certified: the report says certified, but not all seven gates passed"
 	# a report of an older provgate (no host.node) stands for its short host name
 	mkdir old
 	jq 'del(.host.node, .host.node_from)' reports/n1.json >old/n1.json
