@@ -15,6 +15,7 @@ struct cli_verb {
 };
 
 extern const struct cli_verb verb_run, verb_certify, verb_exec, verb_inspect, verb_maps;
+extern const struct cli_verb verb_merge;
 extern const struct cli_verb verb_verify_attestation;
 
 /* Colour escape codes, or "" when stdout is not a terminal or NO_COLOR is set. */
@@ -42,6 +43,9 @@ int cli_write_json(const char *path, const struct pvg_run *run);
 /* The --json and --junit files (either may be NULL), a message on stderr for each that
  * cannot be written: EXIT_OK or EXIT_USAGE. */
 int cli_write_reports(const char *json, const char *junit, const struct pvg_run *run);
+/* Replaces the placeholders ({node}, {host}, {job}) of a report path given to flag, into
+ * buf; *path then points there. EXIT_OK, or EXIT_USAGE with a message naming the flag. */
+int cli_expand_path(const char *flag, const char **path, char *buf, size_t size);
 /* Loads the config named by -c / $PROVGATE_CONFIG / ./provgate.json; exit code or 0. */
 int cli_load_config(const char *opt_path, struct pvg_config **cfg);
 /* Parses "1,3-4" or gate names into a mask; -EINVAL with a message on stderr. */

@@ -8,8 +8,9 @@ struct run_opts {
 	enum pvg_phase phase;
 	pvg_gate_mask gates;
 	bool keep_going;
-	const char *json;
+	const char *json;  /* with placeholders replaced (cli_expand_path) */
 	const char *junit;
+	char json_buf[4096], junit_buf[4096], attest_buf[4096];
 	struct cli_attest attest; /* --attest, --sign-key */
 	int verbosity; /* -1 quiet, 0 normal, 1 verbose */
 	bool no_color;

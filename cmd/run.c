@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "run-opts.h"
+#include "sys/node.h"
 
 enum {
 	OPT_PHASE = 256,
@@ -51,6 +52,8 @@ void cli_run_opts_help(FILE *f)
 		"      --junit FILE      write a JUnit XML report (one testcase per gate)\n"
 		"      --attest FILE     write the report as the predicate of an in-toto Statement\n"
 		"                        v1; unsigned unless --sign-key is given\n"
+		"                        (in each FILE, {node} {host} {job} name this node of a job:\n"
+		"                        --out 'reports/{node}.json' under srun)\n"
 		"      --sign-key KEY    sign it in a DSSE envelope with this Ed25519 or ECDSA P-256\n"
 		"                        PEM private key, readable by its owner only\n"
 		"  -q, --quiet           print only the verdict\n"
@@ -159,6 +162,10 @@ int cli_parse_run_opts(int argc, char **argv, struct run_opts *o, bool certify)
 	}
 	o->rest = argv + optind;
 	o->n_rest = argc - optind;
+	if (cli_expand_path("--json/--out", &o->json, o->json_buf, sizeof(o->json_buf)) ||
+	    cli_expand_path("--junit", &o->junit, o->junit_buf, sizeof(o->junit_buf)) ||
+	    cli_expand_path("--attest", &o->attest.path, o->attest_buf, sizeof(o->attest_buf)))
+		return EXIT_USAGE;
 	if (certify && (phase_given || o->gates)) {
 		if (!(o->phase == PVG_PHASE_LIVE && (!o->gates || o->gates == PVG_ALL_GATES))) {
 			fprintf(stderr, "provgate: certify always evaluates all seven gates in phase "
@@ -175,6 +182,35 @@ int cli_parse_run_opts(int argc, char **argv, struct run_opts *o, bool certify)
 		fprintf(stderr, ")\n");
 		return EXIT_USAGE;
 	}
+	return EXIT_OK;
+}
+
+int cli_expand_path(const char *flag, const char **path, char *buf, size_t size)
+{
+	if (!*path || !pvg_placeholder_present(*path))
+		return EXIT_OK;
+	struct pvg_node node;
+	struct pvg_placeholder ph[PVG_NODE_PLACEHOLDERS];
+	char why[300];
+	int r = pvg_node_get(&node, why, sizeof(why));
+	pvg_node_placeholders(&node, ph);
+	if (r < 0) {
+		ph[0].value = NULL;
+		ph[0].unset = why;
+	}
+	_cleanup_free_ char *out = NULL;
+	if (pvg_placeholder_expand(*path, ph, PVG_NODE_PLACEHOLDERS, &out, why, sizeof(why)) < 0) {
+		_cleanup_free_ char *cw = pvg_utf8_sanitize(why, strlen(why));
+		fprintf(stderr, "provgate: %s: %s\n", flag, cw);
+		return EXIT_USAGE;
+	}
+	if (!out[0] || strlen(out) >= size) {
+		fprintf(stderr, "provgate: %s: the path is %s once its placeholders are replaced\n",
+			flag, out[0] ? "too long" : "empty");
+		return EXIT_USAGE;
+	}
+	memcpy(buf, out, strlen(out) + 1);
+	*path = buf;
 	return EXIT_OK;
 }
 

@@ -2,7 +2,8 @@
 """Validates provgate's JSON files against the schemas in lib/: validate-report.py FILE...
 A report against report.schema.json; an attestation (an in-toto Statement, or a DSSE
 envelope and the Statement in its payload) and a verify-attestation --json output against
-attestation.schema.json, whose predicate is a report."""
+attestation.schema.json, whose predicate is a report; provgate merge's cluster report
+against cluster.schema.json."""
 import base64
 import json
 import os
@@ -22,6 +23,7 @@ def load(name):
 
 report_schema = load("report.schema.json")
 attestation_schema = load("attestation.schema.json")
+cluster_schema = load("cluster.schema.json")
 # the predicate's $ref names the report schema by its $id; jsonschema 4.10 resolves the
 # report schema's own "#/$defs/..." against the wrong document when it follows that $ref,
 # so the predicate is validated on its own against report.schema.json
@@ -59,6 +61,8 @@ for path in sys.argv[1:]:
               " (payload)")
     elif isinstance(doc, dict) and "_type" in doc:
         check(path, doc, validator("statement"))
+    elif isinstance(doc, dict) and doc.get("schema") == "provgate.cluster/1":
+        check(path, doc, jsonschema.Draft202012Validator(cluster_schema))
     elif isinstance(doc, dict) and doc.get("schema") == "provgate.attestation-verify/1":
         check(path, doc, validator("verification"))
     else:

@@ -13,12 +13,14 @@ test_meson_install_places_every_file_and_the_api_works() {
 		usr/share/provgate/hooks/post-install usr/share/provgate/hooks/pre-benchmark \
 		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
 		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json \
-		usr/share/provgate/attestation.schema.json usr/share/man/man7/provgate-attestation.7; do
+		usr/share/provgate/attestation.schema.json usr/share/man/man7/provgate-attestation.7 \
+		usr/share/provgate/cluster.schema.json usr/share/provgate/hooks/slurm/provgate.sbatch; do
 		[ -e "dd/$f" ] || fail "not installed: $f"
 	done
 	ls dd/usr/lib/*/libprovgate.so.0* >/dev/null || fail "library not installed"
 	pc=$(ls dd/usr/lib/*/pkgconfig/provgate.pc) || fail "pkg-config file not installed"
 	[ -x dd/usr/share/provgate/hooks/post-install ] || fail "hook not executable"
+	[ -x dd/usr/share/provgate/hooks/slurm/provgate.sbatch ] || fail "sbatch hook not executable"
 	libdir=$(dirname "$(ls dd/usr/lib/*/libprovgate.so)")
 	cat >api.c <<-'C'
 	#include <provgate.h>
@@ -170,6 +172,10 @@ test_bash_completion_offers_verbs() {
 	assert_eq "$out" "--artifact"
 	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate certify --sign); COMP_CWORD=2; _provgate; echo \${COMPREPLY[*]}")
 	assert_eq "$out" "--sign-key"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate me); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "merge"
+	out=$(cd "$T" && bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate merge --max); COMP_CWORD=2; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "--max-skew"
 }
 
 run_tests
