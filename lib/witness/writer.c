@@ -353,8 +353,10 @@ static int write_file(int final)
 		return -ENOMEM;
 	struct pvg_witness_record *recs =
 		(struct pvg_witness_record *)(buf + sizeof(struct pvg_witness_header));
-	/* strings go to a second buffer: at most the name area, which already bounds them */
-	char *str = malloc(PVG_WITNESS_MAX_STRINGS);
+	/* strings go to a second buffer, grown as needed: every record's strings are distinct
+	 * pieces of the name area, so they never pass its size */
+	size_t str_cap = 64 << 10;
+	char *str = malloc(str_cap);
 	if (!str) {
 		free(buf);
 		return -ENOMEM;
@@ -373,7 +375,19 @@ static int write_file(int final)
 		uint32_t *dst_len[3] = { &r->name_len, &r->demangled_len, &r->module_len };
 		for (int k = 0; k < 3; k++) {
 			*dst_off[k] = (uint32_t)strings;
-			if (lens[k] && strings + lens[k] <= PVG_WITNESS_MAX_STRINGS) {
+			if (lens[k] && strings + lens[k] > str_cap &&
+			    strings + lens[k] <= PVG_WITNESS_MAX_STRINGS) {
+				size_t cap = 2 * str_cap < PVG_WITNESS_MAX_STRINGS ? 2 * str_cap
+										: PVG_WITNESS_MAX_STRINGS;
+				if (cap < strings + lens[k])
+					cap = strings + lens[k];
+				char *grown = realloc(str, cap);
+				if (grown) {
+					str = grown;
+					str_cap = cap;
+				}
+			}
+			if (lens[k] && strings + lens[k] <= str_cap) {
 				memcpy(str + strings, W.names + offs[k], lens[k]);
 				strings += lens[k];
 				*dst_len[k] = lens[k];
