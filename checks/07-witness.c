@@ -343,6 +343,41 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 		goto out;
 	}
 
+	/* what the live service launched, most launched first (at most 32, for the reader) */
+	{
+		const struct pvg_witness_entry *top[32];
+		size_t n_top = 0, n_all = 0;
+		for (size_t i = 0; i < dir.n; i++) {
+			const struct pvg_witness_read *f = &dir.files[i];
+			for (size_t j = 0; f->bytes && j < f->file.n; j++) {
+				const struct pvg_witness_entry *e = &f->file.entries[j];
+				n_all++;
+				size_t at = n_top < ARRAY_SIZE(top) ? n_top++ : ARRAY_SIZE(top);
+				if (at == ARRAY_SIZE(top)) {
+					if (e->count <= top[at - 1]->count)
+						continue;
+					at--;
+				}
+				while (at > 0 && top[at - 1]->count < e->count) {
+					top[at] = top[at - 1];
+					at--;
+				}
+				top[at] = e;
+			}
+		}
+		cJSON *ks = cJSON_AddArrayToObject(ev, "kernels");
+		for (size_t i = 0; i < n_top; i++) {
+			_cleanup_free_ char *nm = entry_name(top[i]);
+			cJSON *o = cJSON_CreateObject();
+			pvg_json_add_str(o, "name", nm);
+			cJSON_AddItemToObject(o, "grid", dims_json(top[i]->grid));
+			cJSON_AddItemToObject(o, "block", dims_json(top[i]->block));
+			pvg_json_add_u64(o, "count", top[i]->count);
+			cJSON_AddItemToArray(ks, o);
+		}
+		pvg_json_add_u64(ev, "kernels_total", n_all);
+	}
+
 	/* requirements, counted over every live file */
 	cJSON *req = cJSON_AddArrayToObject(ev, "required");
 	size_t satisfied = 0;

@@ -66,6 +66,9 @@ test_live_witness_passes() {
 	assert_eq "$(jq -c .chain.witness report.json)" '{"live_files":1,"required_met":2,"required":2,"forbidden_seen":0}'
 	assert_eq "$(jq -r '.gates[6].evidence.witness.live_files[0].api' report.json)" cuda
 	assert_eq "$(jq -r '.gates[6].evidence.witness.graph_launches' report.json)" 2
+	# what ran, most launched first
+	assert_eq "$(jq -r '.gates[6].evidence.witness.kernels_total' report.json)" 4
+	assert_eq "$(jq -c '.gates[6].evidence.witness.kernels[0]' report.json)" '{"name":"pvg_wit_scale(float*, float, int)","grid":[8,1,1],"block":[128,1,1],"count":"2"}'
 	validate report.json
 }
 
