@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "checks.h"
-#include "scope.h"
+#include "facts.h"
 
 #define MAX_LISTED_CHANGES 200 /* evidence stays readable on a 10,000-file rebase */
 #define MAX_PROBLEMS_PER_CODE 50

@@ -12,8 +12,8 @@
 #include <sys/sysmacros.h>
 
 #include "checks.h"
-#include "maps.h"
-#include "procs.h"
+#include "sys/maps.h"
+#include "facts.h"
 
 struct expect {
 	const char *installed;  /* as configured */

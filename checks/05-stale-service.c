@@ -8,8 +8,8 @@
  *   $PROVGATE_GPU_DEVICES).
  */
 #include "checks.h"
-#include "net-tcp.h"
-#include "procs.h"
+#include "sys/net-tcp.h"
+#include "facts.h"
 
 #define MAX_LISTED 8 /* problems listed one by one; the rest are counted */
 

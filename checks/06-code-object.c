@@ -5,7 +5,7 @@
  * code_object.require_kernels name is in the code objects that match.
  */
 #include "checks.h"
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 /* The installed artifact's code objects, read once per run (PVG_SLOT_CODEOBJ). */
 static int installed_code_objects(struct pvg_ctx *ctx, const char *path,

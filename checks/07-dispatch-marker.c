@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "checks.h"
-#include "markers.h"
+#include "facts.h"
 
 static const char *attr_name(enum pvg_attribution a)
 {

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "cli.h"
-#include "procs.h"
+#include "facts.h"
 #include "run-opts.h"
 
 #define AFTER_GATES (PVG_GATE_BIT(3) | PVG_GATE_BIT(4) | PVG_GATE_BIT(5) | PVG_GATE_BIT(7))

@@ -6,8 +6,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "pvg.h"
-#include "procs.h"
+#include "core/run.h"
+#include "facts.h"
+#include "sys/pymodule.h"
 #include "pvg-version.h"
 
 static const char *const status_names[] = {
