@@ -156,7 +156,7 @@ static void service_fields(struct field_list *l, const cJSON *svc, const cJSON *
 		    false, false);
 	}
 	bad = errored(errors, "service.cgroup");
-	const char *cg = str(svc, "cgroup");
+	_cleanup_free_ char *cg = join(get(svc, "cgroup"), " ", false);
 	add(l, "service.cgroup", bad || !cg ? NULL : cgroup_normalized(cg), bad, false);
 	bad = errored(errors, "service.devices");
 	add(l, "service.devices", bad ? NULL : join(get(svc, "devices"), ", ", false), bad, false);
@@ -529,8 +529,13 @@ static void compare_fields(struct pvg_compare *c, const cJSON *b, const cJSON *k
 		if (f->baseline_unreadable || f->candidate_unreadable) {
 			f->verdict = PVG_FIELD_UNREADABLE;
 			problem(c, "compare.unreadable",
-				"run provgate where it can read the service (as root, or as the "
-				"service's user)",
+				strncmp(f->name, "benchmark.inputs.", 17) == 0
+					? "a benchmark input is missing or unreadable: fix "
+					  "benchmark.inputs, or the file"
+				: strncmp(f->name, "fact.", 5) == 0
+					? "the fact is not in the live service's log on that side"
+					: "run provgate where it can read the service (as root, or as "
+					  "the service's user)",
 				"%s could not be read on the %s side%s: it cannot be proven equal or "
 				"different",
 				f->name,

@@ -5,7 +5,7 @@
  * their environments is equal except the declared differences, each of which really differs.
  */
 #pragma once
-#include "pvg.h"
+#include "core/result.h"
 
 enum pvg_field_verdict {
 	PVG_FIELD_EQUAL = 0,

@@ -127,6 +127,8 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 	ctx->phase = phase;
 	const char *procfs = getenv("PROVGATE_PROCFS");
 	ctx->procfs = procfs && procfs[0] ? procfs : "/proc";
+	const char *sysfs = getenv("PROVGATE_SYSFS");
+	ctx->sysfs = sysfs && sysfs[0] ? sysfs : "/sys";
 	ctx->started_ns = pvg_now_ns();
 	ctx->started_at = time(NULL);
 	ctx->chain = new_chain();
@@ -452,6 +454,8 @@ int pvg_run_execute(struct pvg_run *run)
 	int n = pvg_evaluate(&run->ctx, run->selected, run->keep_going, run->results,
 			     "not selected by --gates");
 	run->executed = true;
+	/* read while the service the gates just saw is still there, from the same snapshot */
+	run->environment = pvg_environment_collect(&run->ctx);
 	return n > 0 ? 1 : 0;
 }
 
@@ -497,6 +501,8 @@ void pvg_run_free(struct pvg_run *run)
 	}
 	if (run->exec_info)
 		cJSON_Delete(run->exec_info);
+	if (run->environment)
+		cJSON_Delete(run->environment);
 	pvg_ctx_done(&run->ctx);
 	free(run);
 }

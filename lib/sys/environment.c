@@ -9,8 +9,8 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 
-#include "maps.h"
 #include "sys/environment.h"
+#include "sys/maps.h"
 
 const char *const pvg_ns_names[PVG_NS__MAX] = {
 	[PVG_NS_CGROUP] = "cgroup", [PVG_NS_IPC] = "ipc", [PVG_NS_MNT] = "mnt",
@@ -21,15 +21,6 @@ const char *const pvg_ns_names[PVG_NS__MAX] = {
 #define SMALL_MAX (64u << 10)
 #define ENVIRON_MAX (8u << 20)
 #define CMDLINE_MAX (1u << 20)
-
-void pvg_strv_clear(struct pvg_strv *v)
-{
-	for (size_t i = 0; i < v->n; i++)
-		free(v->v[i]);
-	free(v->v);
-	v->v = NULL;
-	v->n = 0;
-}
 
 static void strv_push(struct pvg_strv *v, char *s)
 {
@@ -86,10 +77,23 @@ static void read_fact(const char *path, bool one_line, struct pvg_fact *f)
 	if (r == -ENOENT || r == -ENOTDIR)
 		return;
 	if (r < 0) {
-		f->err = -r;
+		f->err = r;
 		return;
 	}
-	f->value = trimmed(text, len, one_line);
+	if (one_line) {
+		f->value = trimmed(text, len, true);
+		return;
+	}
+	/* several lines: each sanitized, the newlines kept */
+	size_t cap = len * 4 + 1, o = 0;
+	f->value = pvg_xcalloc(cap, 1);
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+		_cleanup_free_ char *line = trimmed(text + i, n, true);
+		o += (size_t)snprintf(f->value + o, cap - o, "%s%s", o ? "\n" : "", line);
+		i += n + 1;
+	}
 }
 
 void pvg_host_facts_read(const struct pvg_roots *roots, struct pvg_host_facts *out)
@@ -198,7 +202,7 @@ void pvg_gpu_facts_read(const struct pvg_roots *roots, struct pvg_gpu_facts *out
 	int r = gpu_ids_from(kfd, "properties", "unique_id", ' ', "kfd:", true, &out->ids);
 	_cleanup_free_ char *gpus = pvg_asprintf("%s/driver/nvidia/gpus", roots->procfs);
 	int r2 = gpu_ids_from(gpus, "information", "GPU UUID", ':', "nvidia:", false, &out->ids);
-	out->ids_err = -(r ? r : r2);
+	out->ids_err = r ? r : r2;
 	strv_sort_unique(&out->ids);
 }
 
@@ -397,7 +401,7 @@ static void read_objects(const struct pvg_roots *roots, pid_t pid, bool build_id
 	struct pvg_maps maps = { 0 };
 	int r = pvg_maps_read(roots->procfs, pid, &maps);
 	if (r < 0) {
-		s->maps_err = -r;
+		s->maps_err = r;
 		return;
 	}
 	for (size_t i = 0; i < maps.n; i++) {
@@ -418,7 +422,7 @@ static void read_objects(const struct pvg_roots *roots, pid_t pid, bool build_id
 		if (fd == -EAGAIN) {
 			o.err = 0; /* not read: names only */
 		} else if (fd < 0) {
-			o.err = -fd;
+			o.err = fd;
 		} else {
 			struct stat st;
 			if (fstat(fd, &st) == 0)
@@ -428,7 +432,7 @@ static void read_objects(const struct pvg_roots *roots, pid_t pid, bool build_id
 			if (b == -ENOEXEC)
 				continue; /* a mapped data file (locale archive, weights): not code */
 			if (b < 0) {
-				o.err = -b;
+				o.err = b;
 				o.why = b == -ENOENT ? "no build-id note"
 					: b == -EINVAL ? "malformed ELF"
 						       : "read";
@@ -460,7 +464,7 @@ static void read_namespaces(const struct pvg_roots *roots, pid_t pid, struct pvg
 							 pvg_ns_names[i]);
 		ssize_t n = readlink(p, link, sizeof(link) - 1);
 		if (n < 0) {
-			s->ns[i].err = errno;
+			s->ns[i].err = -errno;
 			continue;
 		}
 		link[n] = '\0';
@@ -485,7 +489,7 @@ int pvg_service_facts_read(const struct pvg_roots *roots, pid_t pid, bool build_
 	if (r == -ENOENT)
 		return -ESRCH;
 	if (r < 0) {
-		s->argv_err = -r;
+		s->argv_err = r;
 	} else {
 		for (size_t o = 0; o < len;) {
 			const char *z = memchr(text + o, '\0', len - o);
@@ -494,14 +498,14 @@ int pvg_service_facts_read(const struct pvg_roots *roots, pid_t pid, bool build_
 			o += n + 1;
 		}
 		if (!s->argv.n)
-			s->argv_err = ESRCH; /* a zombie or kernel thread: nothing to describe */
+			s->argv_err = -ESRCH; /* a zombie or kernel thread: nothing to describe */
 	}
 	free(text);
 	text = NULL;
 	_cleanup_free_ char *ev = pvg_asprintf("%s/%d/environ", roots->procfs, (int)pid);
 	r = pvg_read_proc_text(ev, ENVIRON_MAX, &text, &len);
 	if (r < 0)
-		s->env_err = -r;
+		s->env_err = r;
 	else
 		pvg_environ_parse(text, len, &s->env, &s->n_env);
 	read_namespaces(roots, pid, s);

@@ -7,8 +7,8 @@
  * and -errno, and never decides anything.
  */
 #pragma once
-#include "pvg.h"
 #include "formats/elf-note.h"
+#include "util/util.h"
 
 struct pvg_roots {
 	const char *procfs; /* "/proc" or $PROVGATE_PROCFS */
@@ -17,7 +17,8 @@ struct pvg_roots {
 };
 
 /* One fact: value set; or value NULL and err 0 (absent: no such driver, no such file);
- * or err set (it exists but could not be read). */
+ * or err < 0, a negative errno (it exists but could not be read). Every err below is 0 or a
+ * negative errno. */
 struct pvg_fact {
 	char *value;
 	int err;
@@ -105,4 +106,3 @@ void pvg_env_vars_free(struct pvg_env_var *v, size_t n);
  * headers and of the note segments, never the whole file. 0; -ENOENT (ELF without a
  * build-id); -ENOEXEC (not ELF); -EINVAL (malformed); -errno. */
 int pvg_build_id_fd(int fd, char hex[PVG_BUILD_ID_HEX]);
-void pvg_strv_clear(struct pvg_strv *v);

@@ -389,3 +389,12 @@ void pvg_json_add_bool(cJSON *obj, const char *key, bool v)
 {
 	cJSON_AddBoolToObject(obj, key, v);
 }
+
+void pvg_strv_clear(struct pvg_strv *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		free(v->v[i]);
+	free(v->v);
+	v->v = NULL;
+	v->n = 0;
+}

@@ -85,4 +85,6 @@ struct pvg_strv {
 	char **v;
 	size_t n;
 };
+/* Frees every string and the list; leaves it empty. */
+void pvg_strv_clear(struct pvg_strv *v);
 

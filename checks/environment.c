@@ -4,8 +4,9 @@
  * no such file), or named in "errors" (it exists and could not be read): compare refuses a
  * field it cannot see on both sides, and nothing here guesses.
  */
-#include "core/environment.h"
-#include "procs.h"
+#include "core/run.h"
+#include "environment.h"
+#include "facts.h"
 
 /* Tool libraries: loaded only by a profiler or tracer (nsys, ncu, rocprof, rocprofv3,
  * rocprof-sys / omnitrace) into the process it profiles. */
@@ -96,8 +97,8 @@ static void add_error(cJSON *errors, const char *field, int err, const char *why
 {
 	if (!err)
 		return;
-	_cleanup_free_ char *msg = why ? pvg_asprintf("%s: %s", why, strerror(err))
-				       : pvg_strdup(strerror(err));
+	_cleanup_free_ char *msg = why ? pvg_asprintf("%s: %s", why, strerror(-err))
+				       : pvg_strdup(strerror(-err));
 	pvg_json_add_str(errors, field, msg);
 }
 
@@ -148,8 +149,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static cJSON *service_json(struct pvg_ctx *ctx, const struct pvg_roots *roots,
-			   const struct pvg_targets *t, cJSON *errors)
+static cJSON *service_json(const struct pvg_roots *roots, const struct pvg_targets *t,
+			   cJSON *errors)
 {
 	const struct pvg_proc *p = pvg_targets_find(t, t->primary);
 	struct pvg_service_facts s;
@@ -181,7 +182,16 @@ static cJSON *service_json(struct pvg_ctx *ctx, const struct pvg_roots *roots,
 		pvg_json_add_u64(n, "inode", s.ns[i].ino);
 		pvg_json_add_bool(n, "shared_with_provgate", s.ns[i].shared);
 	}
-	add_fact(o, "cgroup", &s.cgroup, errors, "service.cgroup");
+	/* one line per hierarchy (cgroup v1), or the single "0::/..." line of v2 */
+	if (s.cgroup.value) {
+		cJSON *cg = cJSON_AddArrayToObject(o, "cgroup");
+		char *save = NULL;
+		for (char *l = strtok_r(s.cgroup.value, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			cJSON_AddItemToArray(cg, pvg_json_string(l));
+	} else {
+		cJSON_AddNullToObject(o, "cgroup");
+	}
+	add_error(errors, "service.cgroup", s.cgroup.err, NULL);
 
 	/* devices and profilers of the whole tree: vLLM's GPU workers are the engine's children */
 	size_t n_tree = 0;
@@ -192,7 +202,7 @@ static cJSON *service_json(struct pvg_ctx *ctx, const struct pvg_roots *roots,
 	struct pvg_strv devices = { 0 };
 	int r = pvg_held_devices(roots->procfs, tree, n_tree, pvg_gpu_device_globs(), &devices);
 	cJSON_AddItemToObject(o, "devices", strv_json(&devices));
-	add_error(errors, "service.devices", -r, NULL);
+	add_error(errors, "service.devices", r, NULL);
 	pvg_strv_clear(&devices);
 
 	struct pvg_strv attached = { 0 };
@@ -222,17 +232,16 @@ static cJSON *service_json(struct pvg_ctx *ctx, const struct pvg_roots *roots,
 		if (so->deleted)
 			pvg_json_add_bool(j, "deleted", true);
 		if (so->err) {
-			_cleanup_free_ char *msg = so->err == ENOENT && so->why
+			_cleanup_free_ char *msg = so->err == -ENOENT && so->why
 							   ? pvg_strdup(so->why)
 							   : pvg_asprintf("%s: %s", so->why ? so->why : "read",
-									  strerror(so->err));
+									  strerror(-so->err));
 			pvg_json_add_str(j, "error", msg);
 		}
 		cJSON_AddItemToArray(objs, j);
 	}
 	add_error(errors, "service.shared_objects", s.maps_err, NULL);
 	pvg_json_add_u64(o, "file_mappings", s.n_mappings);
-	(void)ctx;
 	pvg_service_facts_clear(&s);
 	return o;
 }
@@ -297,7 +306,7 @@ cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 		why = "the process table could not be read";
 	else if (t->err)
 		why = t->why ? t->why : "no service process was selected";
-	else if (!(svc = service_json(ctx, &roots, t, errors)))
+	else if (!(svc = service_json(&roots, t, errors)))
 		why = "the service process exited while it was read";
 	if (svc)
 		cJSON_AddItemToObject(env, "service", svc);

@@ -5,7 +5,7 @@
  * (gate 5 refuses a benchmark service with one attached).
  */
 #pragma once
-#include "pvg.h"
+#include "core/ctx.h"
 #include "sys/environment.h"
 
 enum pvg_profiler_kind {
@@ -28,7 +28,3 @@ void pvg_profilers_find(const struct pvg_service_facts *s, struct pvg_strv *atta
 
 /* The roots the reads go through: ctx->procfs, ctx->sysfs and /etc. */
 void pvg_ctx_roots(const struct pvg_ctx *ctx, struct pvg_roots *roots);
-
-/* Collects the report's "environment" object (host, GPU, service, benchmark inputs).
- * Uses the run's process snapshot when the phase has a live service. */
-cJSON *pvg_environment_collect(struct pvg_ctx *ctx);
