@@ -193,12 +193,34 @@ static cJSON *service_json(const struct pvg_roots *roots, const struct pvg_targe
 	}
 	add_error(errors, "service.cgroup", s.cgroup.err, NULL);
 
-	/* devices and profilers of the whole tree: vLLM's GPU workers are the engine's children */
+	/* devices and profilers of the whole tree: vLLM's GPU workers are the engine's children;
+	 * and every command line of it: the engine retitles itself ("VLLM::EngineCore"), the
+	 * flags are on the API server's ("vllm serve MODEL --enable-prefix-caching") */
 	size_t n_tree = 0;
 	_cleanup_free_ pid_t *tree = pvg_xcalloc(t->n ? t->n : 1, sizeof(pid_t));
-	for (size_t i = 0; i < t->n; i++)
-		if (t->procs[i].in_tree && !t->procs[i].zombie)
-			tree[n_tree++] = t->procs[i].pid;
+	cJSON *tj = cJSON_AddArrayToObject(o, "tree");
+	for (size_t i = 0; i < t->n; i++) {
+		if (!t->procs[i].in_tree || t->procs[i].zombie)
+			continue;
+		tree[n_tree++] = t->procs[i].pid;
+		struct pvg_strv argv = { 0 };
+		int ar = pvg_cmdline_read(roots->procfs, t->procs[i].pid, &argv);
+		if (ar == -ENOENT || ar == -ESRCH) {
+			pvg_strv_clear(&argv);
+			continue; /* exited since the snapshot */
+		}
+		cJSON *pj = cJSON_CreateObject();
+		cJSON_AddNumberToObject(pj, "pid", (double)t->procs[i].pid);
+		cJSON_AddNumberToObject(pj, "ppid", (double)t->procs[i].ppid);
+		if (ar < 0) {
+			cJSON_AddNullToObject(pj, "cmdline");
+			add_error(errors, "service.tree", ar, NULL);
+		} else {
+			cJSON_AddItemToObject(pj, "cmdline", strv_json(&argv));
+		}
+		pvg_strv_clear(&argv);
+		cJSON_AddItemToArray(tj, pj);
+	}
 	struct pvg_strv devices = { 0 };
 	int r = pvg_held_devices(roots->procfs, tree, n_tree, pvg_gpu_device_globs(), &devices);
 	cJSON_AddItemToObject(o, "devices", strv_json(&devices));

@@ -126,10 +126,114 @@ static void split_fact(const char *text, char **name, char **value)
 		(*value)[--vl] = '\0';
 }
 
+struct arg {
+	char *flag, *value;
+};
+
+static int cmp_arg(const void *a, const void *b)
+{
+	const struct arg *x = a, *y = b;
+	int c = strcmp(x->flag, y->flag);
+	return c ? c : strcmp(x->value, y->value);
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *quoted(const char *s)
+{
+	return !s[0] || strpbrk(s, " \t'\"\\") ? pvg_asprintf("'%s'", s) : pvg_strdup(s);
+}
+
+/* The service tree's command lines as fields: each flag its own ("service.args.--block-size"
+ * = "832"; a flag without a value is "set"), and what is left of each command line, the
+ * program and its positional arguments, as one sorted list ("service.commands"). A flag
+ * given different values in two processes holds both. */
+static void tree_fields(struct field_list *l, const cJSON *tree)
+{
+	struct arg *args = NULL;
+	size_t n_args = 0;
+	struct pvg_strv cmds = { 0 };
+	const cJSON *p;
+	cJSON_ArrayForEach(p, tree) {
+		const cJSON *argv = get(p, "cmdline");
+		size_t n = (size_t)cJSON_GetArraySize(argv);
+		char *cmd = pvg_strdup("");
+		for (size_t i = 0; i < n; i++) {
+			const cJSON *a = cJSON_GetArrayItem(argv, (int)i);
+			const char *s = cJSON_IsString(a) ? a->valuestring : "";
+			if (s[0] != '-' || !s[1] || i == 0) {
+				_cleanup_free_ char *q = quoted(s);
+				char *next = pvg_asprintf("%s%s%s", cmd, cmd[0] ? " " : "", q);
+				free(cmd);
+				cmd = next;
+				continue;
+			}
+			const char *eq = strchr(s, '=');
+			const cJSON *nx = i + 1 < n ? cJSON_GetArrayItem(argv, (int)i + 1) : NULL;
+			const char *nv = cJSON_IsString(nx) ? nx->valuestring : NULL;
+			args = pvg_xrealloc(args, n_args + 1, sizeof(*args));
+			struct arg *g = &args[n_args++];
+			if (eq) {
+				g->flag = pvg_asprintf("%.*s", (int)(eq - s), s);
+				g->value = pvg_strdup(eq + 1);
+			} else if (nv && nv[0] != '-') {
+				g->flag = pvg_strdup(s);
+				g->value = pvg_strdup(nv);
+				i++;
+			} else {
+				g->flag = pvg_strdup(s);
+				g->value = pvg_strdup("set");
+			}
+		}
+		cmds.v = pvg_xrealloc(cmds.v, cmds.n + 1, sizeof(char *));
+		cmds.v[cmds.n++] = cmd;
+	}
+	if (cmds.n > 1)
+		qsort(cmds.v, cmds.n, sizeof(char *), cmp_cstr);
+	size_t len = 1;
+	for (size_t i = 0; i < cmds.n; i++)
+		len += strlen(cmds.v[i]) + 3;
+	char *all = pvg_xcalloc(len, 1);
+	for (size_t i = 0; i < cmds.n; i++) {
+		if (i)
+			strcat(all, " | ");
+		strcat(all, cmds.v[i]);
+	}
+	add(l, "service.commands", all, false, false);
+	pvg_strv_clear(&cmds);
+	if (n_args > 1)
+		qsort(args, n_args, sizeof(*args), cmp_arg);
+	for (size_t i = 0; i < n_args;) {
+		size_t k = i;
+		char *value = pvg_strdup(args[i].value);
+		for (k = i + 1; k < n_args && strcmp(args[k].flag, args[i].flag) == 0; k++) {
+			if (strcmp(args[k].value, args[k - 1].value) == 0)
+				continue;
+			char *next = pvg_asprintf("%s, %s", value, args[k].value);
+			free(value);
+			value = next;
+		}
+		_cleanup_free_ char *name = pvg_asprintf("service.args.%s", args[i].flag);
+		add(l, name, value, false, false);
+		i = k;
+	}
+	for (size_t i = 0; i < n_args; i++) {
+		free(args[i].flag);
+		free(args[i].value);
+	}
+	free(args);
+}
+
 static void service_fields(struct field_list *l, const cJSON *svc, const cJSON *errors)
 {
-	bool bad = errored(errors, "service.cmdline");
-	add(l, "service.cmdline", bad ? NULL : join(get(svc, "cmdline"), " ", true), bad, false);
+	bool bad = errored(errors, "service.tree");
+	if (bad)
+		add(l, "service.commands", NULL, true, false);
+	else
+		tree_fields(l, get(svc, "tree"));
 
 	const cJSON *env = get(svc, "env");
 	if (errored(errors, "service.env")) {
@@ -297,7 +401,9 @@ static const struct {
 	  "the GPU driver changed between the runs (a reboot or an upgrade): rerun the baseline" },
 	{ "gpu.devices", "compare.gpu-differs", "run both sides on the same GPUs" },
 	{ "container", "compare.container-differs", "run both sides in the same container image" },
-	{ "service.cmdline", "compare.cmdline-differs",
+	{ "service.commands", "compare.cmdline-differs",
+	  "start both services with the same command line, or declare the difference" },
+	{ "service.args.", "compare.cmdline-differs",
 	  "start both services with the same command line (a flag such as "
 	  "--enable-prefix-caching changes what is measured), or declare it" },
 	{ "service.env", "compare.env-differs",

@@ -477,6 +477,27 @@ static void read_namespaces(const struct pvg_roots *roots, pid_t pid, struct pvg
 	}
 }
 
+int pvg_cmdline_read(const char *procfs, pid_t pid, struct pvg_strv *argv)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	_cleanup_free_ char *cl = pvg_asprintf("%s/%d/cmdline", procfs, (int)pid);
+	int r = pvg_read_proc_text(cl, CMDLINE_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	/* a process that rewrote its title (setproctitle, vLLM's VLLM::EngineCore) leaves the
+	 * rest of its argument area zeroed: padding, not empty arguments */
+	while (len && text[len - 1] == '\0')
+		len--;
+	for (size_t o = 0; o < len;) {
+		const char *z = memchr(text + o, '\0', len - o);
+		size_t n = z ? (size_t)(z - (text + o)) : len - o;
+		strv_push(argv, pvg_utf8_sanitize(text + o, n));
+		o += n + 1;
+	}
+	return argv->n ? 0 : -ESRCH; /* a zombie or kernel thread: nothing to describe */
+}
+
 int pvg_service_facts_read(const struct pvg_roots *roots, pid_t pid, bool build_ids,
 			   struct pvg_service_facts *s)
 {
@@ -484,24 +505,10 @@ int pvg_service_facts_read(const struct pvg_roots *roots, pid_t pid, bool build_
 	s->pid = pid;
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
-	_cleanup_free_ char *cl = pvg_asprintf("%s/%d/cmdline", roots->procfs, (int)pid);
-	int r = pvg_read_proc_text(cl, CMDLINE_MAX, &text, &len);
+	int r = pvg_cmdline_read(roots->procfs, pid, &s->argv);
 	if (r == -ENOENT)
 		return -ESRCH;
-	if (r < 0) {
-		s->argv_err = r;
-	} else {
-		for (size_t o = 0; o < len;) {
-			const char *z = memchr(text + o, '\0', len - o);
-			size_t n = z ? (size_t)(z - (text + o)) : len - o;
-			strv_push(&s->argv, pvg_utf8_sanitize(text + o, n));
-			o += n + 1;
-		}
-		if (!s->argv.n)
-			s->argv_err = -ESRCH; /* a zombie or kernel thread: nothing to describe */
-	}
-	free(text);
-	text = NULL;
+	s->argv_err = r;
 	_cleanup_free_ char *ev = pvg_asprintf("%s/%d/environ", roots->procfs, (int)pid);
 	r = pvg_read_proc_text(ev, ENVIRON_MAX, &text, &len);
 	if (r < 0)

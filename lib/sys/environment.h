@@ -95,6 +95,9 @@ void pvg_gpu_facts_clear(struct pvg_gpu_facts *g);
 int pvg_service_facts_read(const struct pvg_roots *roots, pid_t pid, bool build_ids,
 			   struct pvg_service_facts *out);
 void pvg_service_facts_clear(struct pvg_service_facts *s);
+/* The arguments of <procfs>/PID/cmdline (the zero padding a retitled process leaves cut).
+ * 0; -ESRCH when it has none (zombie, kernel thread); -errno. */
+int pvg_cmdline_read(const char *procfs, pid_t pid, struct pvg_strv *argv);
 /* The devices (paths matching globs) any of pids holds open, sorted, each once.
  * Returns 0 or the first -errno met (EACCES: another user's process). */
 int pvg_held_devices(const char *procfs, const pid_t *pids, size_t n, const struct pvg_strv *globs,
