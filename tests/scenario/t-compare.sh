@@ -345,4 +345,55 @@ test_bad_input_is_a_clear_refusal() {
 	assert_eq "$(codes cmp-old.json)" compare.no-environment
 }
 
+test_ab_hook_runs_both_sides_and_compares() {
+	setup
+	port=$(( 20000 + RANDOM % 12000 ))
+	while ss -tanH "sport = :$port" | grep -q .; do port=$(( 20000 + RANDOM % 12000 )); done
+	config 784
+	mv provgate.json base-cfg.json
+	config 832
+	mv provgate.json cand-cfg.json
+	# a start command as a user writes one: the service on that build, ready, left running
+	cat >start.sh <<-SH
+	#!/bin/sh
+	rm -f run/serve.pid run/engine.pid
+	setsid "$svc" --server --workers 2 --port $port --lib "$W/site/vllm_demo/_rocm_C.abi3.so" \
+		--pidfile run/serve.pid --engine-pidfile run/engine.pid --log "$W/logs/server.log" \
+		--tag "$scenario_tag" --serve-args "--block-size \$1" </dev/null >/dev/null 2>&1 &
+	while [ ! -s run/serve.pid ] || [ ! -s run/engine.pid ]; do sleep 0.05; done
+	before=\$(grep -c 'request [0-9]* done' logs/server.log)
+	echo "4096 5120 torch.bfloat16" >logs/server.log.request
+	kill -USR1 "\$(cat run/engine.pid)"
+	while [ "\$(grep -c 'request [0-9]* done' logs/server.log)" -le "\$before" ]; do sleep 0.05; done
+	SH
+	cat >stop.sh <<-'SH'
+	#!/bin/sh
+	[ -s run/serve.pid ] || exit 0
+	p=$(cat run/serve.pid)
+	kill "$p" 2>/dev/null || exit 0
+	while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+	SH
+	chmod +x start.sh stop.sh
+	set +e
+	PROVGATE=$PROVGATE "$PVG_SRC/hooks/ab" --baseline base-cfg.json --candidate cand-cfg.json \
+		--start-baseline "./start.sh 784" --start-candidate "./start.sh 832" --stop ./stop.sh \
+		"${declared[@]}" --out ab -- sh -c 'echo bench-ran' >ab.txt 2>&1
+	rc=$?
+	set -e
+	[ "$rc" = 0 ] || { cat ab.txt; fail "ab exit $rc"; }
+	assert_eq "$(grep -cx bench-ran ab.txt)" 2 "the benchmark ran on each side"
+	assert_eq "$(jq -r .like_for_like ab/compare.json)" true
+	assert_eq "$(jq -r .exec.exit_status ab/baseline.json)" 0
+	[ ! -s run/serve.pid ] || ! kill -0 "$(cat run/serve.pid)" 2>/dev/null || fail "ab left the service running"
+	# the same, candidate started like the baseline: the declared change is not there
+	set +e
+	PROVGATE=$PROVGATE "$PVG_SRC/hooks/ab" --baseline base-cfg.json --candidate base-cfg.json \
+		--start-baseline "./start.sh 784" --start-candidate "./start.sh 784" --stop ./stop.sh \
+		"${declared[@]}" --out ab2 -- true >ab2.txt 2>&1
+	rc=$?
+	set -e
+	assert_eq "$rc" 1 "refused ($(tail -n 3 ab2.txt))"
+	assert_eq "$(jq -r '[.problems[].code] | unique | join(" ")' ab2/compare.json)" compare.declared-equal
+}
+
 run_tests

@@ -13,7 +13,7 @@ test_meson_install_places_every_file_and_the_api_works() {
 		usr/share/provgate/hooks/post-install usr/share/provgate/hooks/pre-benchmark \
 		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
 		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json \
-		usr/share/provgate/compare.schema.json; do
+		usr/share/provgate/compare.schema.json usr/share/provgate/hooks/ab; do
 		[ -e "dd/$f" ] || fail "not installed: $f"
 	done
 	ls dd/usr/lib/*/libprovgate.so.0* >/dev/null || fail "library not installed"
