@@ -32,7 +32,7 @@ static cJSON *file_json(const struct pvg_file_id *id, bool full)
 static enum pvg_status side_problem(struct pvg_result *res, const char *side,
 				    const struct pvg_file_id *id)
 {
-	int e = id->err;
+	int e = -id->err; /* positive, for the comparisons below */
 	if (e == ENOENT || e == ENOTDIR) {
 		pvg_problem(res,
 			    strcmp(side, "build") == 0 ? "artifact-hash.build-missing"
@@ -178,6 +178,8 @@ static void start_artifact_hash(struct pvg_ctx *ctx)
 const struct pvg_check pvg_check_artifact_hash = {
 	.id = 3,
 	.name = "artifact-hash",
+	.phases = PVG_IN_ALL_PHASES,
+	.rechecked = true,
 	.run = run_artifact_hash,
 	.start = start_artifact_hash,
 };

@@ -313,7 +313,7 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		pvg_summary(res, "no digest to compare the mapped bytes with");
 		pvg_problem(res, "process-maps.no-digest", "check gate 3 (artifact-hash)",
 			    "cannot hash %s: %s", bad ? bad->path : "?",
-			    bad && bad->err ? strerror(bad->err) : "unknown error");
+			    bad && bad->err ? strerror(-bad->err) : "unknown error");
 		return PVG_UNVERIFIABLE;
 	}
 	pvg_json_add_str(res->evidence, "installed", ex.canon);
@@ -426,5 +426,8 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 const struct pvg_check pvg_check_process_maps = {
 	.id = 4,
 	.name = "process-maps",
+	.phases = PVG_IN_PHASE(PVG_PHASE_LIVE),
+	.rechecked = true,
 	.run = run_process_maps,
+	.pin = pvg_targets_pin,
 };

@@ -258,6 +258,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 const struct pvg_check pvg_check_code_object = {
 	.id = 6,
 	.name = "code-object",
+	.phases = PVG_IN_ALL_PHASES,
 	.run = run_code_object,
 	.prepare = prepare_code_object,
 };

@@ -4,7 +4,6 @@
  * no such file), or named in "errors" (it exists and could not be read): compare refuses a
  * field it cannot see on both sides, and nothing here guesses.
  */
-#include "core/run.h"
 #include "environment.h"
 #include "facts.h"
 
@@ -327,7 +326,7 @@ cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 	else if (pvg_targets_get(ctx, &t) < 0)
 		why = "the process table could not be read";
 	else if (t->err)
-		why = t->why ? t->why : "no service process was selected";
+		why = t->msg.text ? t->msg.text : "no service process was selected";
 	else if (!(svc = service_json(&roots, t, errors)))
 		why = "the service process exited while it was read";
 	if (svc)

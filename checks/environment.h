@@ -28,3 +28,7 @@ void pvg_profilers_find(const struct pvg_service_facts *s, struct pvg_strv *atta
 
 /* The roots the reads go through: ctx->procfs, ctx->sysfs and /etc. */
 void pvg_ctx_roots(const struct pvg_ctx *ctx, struct pvg_roots *roots);
+
+/* The report's "environment" object: host, GPU, container (null here), the service (phase
+ * live, from the run's process snapshot) and the benchmark inputs. */
+cJSON *pvg_environment_collect(struct pvg_ctx *ctx);

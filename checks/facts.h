@@ -15,6 +15,10 @@
  * in (*out)->err / why. */
 int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out);
 
+/* A gate's prepare_here step for gates that prepare from the process list: reads it on the
+ * evaluating thread (see struct pvg_check). */
+void pvg_targets_prepare(struct pvg_ctx *ctx);
+
 /* Remembers the run's selected service process (pid and start time) in ctx->pinned*, so
  * that a later evaluation on the same ctx can tell a restarted service. 0 or -ESRCH. */
 int pvg_targets_pin(struct pvg_ctx *ctx);

@@ -19,41 +19,13 @@ struct side_input {
 
 /* Reads and parses one report. EXIT_USAGE when the file cannot be read at all; content that
  * is not a report is left for the comparison to refuse (in->report NULL, in->why). */
-static int read_report(const char *path, char **text, size_t *len)
-{
-	struct stat st;
-	_cleanup_close_ int fd = pvg_open_regular(path, &st);
-	if (fd < 0)
-		return fd;
-	if ((uint64_t)st.st_size > REPORT_MAX)
-		return -EFBIG;
-	size_t cap = (size_t)st.st_size + 1, have = 0;
-	_cleanup_free_ char *buf = pvg_xcalloc(cap + 1, 1);
-	for (;;) {
-		ssize_t r = read(fd, buf + have, cap - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		have += (size_t)r;
-		if (have == cap)
-			return -EFBIG; /* it grew while read: not a finished report */
-	}
-	*text = TAKE_PTR(buf);
-	*len = have;
-	return 0;
-}
-
 static int load(const char *path, struct side_input *in)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
-	int r = read_report(path, &text, &len);
+	int r = pvg_read_file(path, REPORT_MAX, &text, &len);
 	if (r == -EFBIG) {
-		in->why = pvg_asprintf("larger than %u MiB, or growing: not a finished provgate "
-				       "report", REPORT_MAX >> 20);
+		in->why = pvg_asprintf("larger than %u MiB: not a provgate report", REPORT_MAX >> 20);
 		return 0;
 	}
 	if (r < 0) {

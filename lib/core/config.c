@@ -625,7 +625,7 @@ int pvg_config_load(const char *path, struct pvg_config **out, struct pvg_error 
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
-	int r = pvg_read_small_file(path, 4u << 20, &text, &len);
+	int r = pvg_read_file(path, 4u << 20, &text, &len);
 	if (r < 0) {
 		if (r == -EFBIG)
 			set_err(err, "%s: larger than 4 MiB; not a provgate config", path);

@@ -91,3 +91,9 @@ cJSON *pvg_report_build(const struct pvg_run *run)
 		cJSON_AddItemToObject(rep, "exec", cJSON_Duplicate(run->exec_info, true));
 	return rep;
 }
+
+char *pvg_run_report_json(const struct pvg_run *run)
+{
+	_cleanup_json_ cJSON *report = pvg_report_build(run);
+	return cJSON_Print(report);
+}

@@ -23,9 +23,9 @@ struct pvg_run {
 };
 
 /* Collects the report's "environment" after the gates ran, from their facts (the process
- * snapshot). Declared here, defined by checks/ (checks/environment.c), which owns the
- * facts, the way checks/table.c defines the gates the runner drives. */
-cJSON *pvg_environment_collect(struct pvg_ctx *ctx);
+ * snapshot). Declared here, set in checks/table.c beside the gates the runner drives (the
+ * reader is checks/environment.c, which shares the gates' facts). */
+extern cJSON *(*const pvg_environment_reader)(struct pvg_ctx *ctx);
 
 /* Evaluates `selected` gates into results[] (stop at first non-pass unless keep_going).
  * Returns the number of selected gates that did not pass. */
@@ -33,3 +33,14 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 		 struct pvg_result results[PVG_N_GATES], const char *why_skipped);
 cJSON *pvg_report_build(const struct pvg_run *run);
 cJSON *pvg_result_json(const struct pvg_result *r);
+
+/* exec's record of the command (created on first use; the report's "exec" object). */
+cJSON *pvg_run_exec_info(struct pvg_run *run);
+/* While the command runs: the report says so and is never certified. */
+void pvg_run_set_in_progress(struct pvg_run *run, bool in_progress);
+
+static inline void pvg_run_freep(struct pvg_run **run)
+{
+	pvg_run_free(*run);
+}
+#define _cleanup_run_ _cleanup_(pvg_run_freep)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Dispatch markers (gate 7): marker lines "PREFIX key=value ..." in the service's log, which
+ * Dispatch markers: marker lines "PREFIX key=value ..." in the service's log, which
  * lines belong to the live service, and a streaming scan of the log in bounded memory.
  */
 #pragma once
@@ -17,7 +17,7 @@ struct pvg_require {
 	size_t n;
 };
 
-/* ---- the live service, as gate 7 needs to see it --------------------------------------------- */
+/* ---- the live service, as attribution needs to see it ---------------------------------------- */
 
 /* The target process tree and its start; filled by whoever discovers the service. */
 struct pvg_service_view {

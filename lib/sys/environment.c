@@ -71,7 +71,7 @@ static void read_fact(const char *path, bool one_line, struct pvg_fact *f)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
-	int r = pvg_read_proc_text(path, SMALL_MAX, &text, &len);
+	int r = pvg_read_file(path, SMALL_MAX, &text, &len);
 	f->value = NULL;
 	f->err = 0;
 	if (r == -ENOENT || r == -ENOTDIR)
@@ -165,7 +165,7 @@ static int gpu_ids_from(const char *dir, const char *file, const char *key, char
 		_cleanup_free_ char *path = pvg_asprintf("%s/%s/%s", dir, ents[i]->d_name, file);
 		_cleanup_free_ char *text = NULL;
 		size_t len = 0;
-		int r = pvg_read_proc_text(path, SMALL_MAX, &text, &len);
+		int r = pvg_read_file(path, SMALL_MAX, &text, &len);
 		free(ents[i]);
 		if (r == -ENOENT)
 			continue;
@@ -482,7 +482,7 @@ int pvg_cmdline_read(const char *procfs, pid_t pid, struct pvg_strv *argv)
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	_cleanup_free_ char *cl = pvg_asprintf("%s/%d/cmdline", procfs, (int)pid);
-	int r = pvg_read_proc_text(cl, CMDLINE_MAX, &text, &len);
+	int r = pvg_read_file(cl, CMDLINE_MAX, &text, &len);
 	if (r < 0)
 		return r;
 	/* a process that rewrote its title (setproctitle, vLLM's VLLM::EngineCore) leaves the
@@ -510,7 +510,7 @@ int pvg_service_facts_read(const struct pvg_roots *roots, pid_t pid, bool build_
 		return -ESRCH;
 	s->argv_err = r;
 	_cleanup_free_ char *ev = pvg_asprintf("%s/%d/environ", roots->procfs, (int)pid);
-	r = pvg_read_proc_text(ev, ENVIRON_MAX, &text, &len);
+	r = pvg_read_file(ev, ENVIRON_MAX, &text, &len);
 	if (r < 0)
 		s->env_err = r;
 	else

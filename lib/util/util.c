@@ -295,39 +295,46 @@ int pvg_open_regular(const char *path, struct stat *st)
 	return fd;
 }
 
-int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len)
+int pvg_read_file(const char *path, size_t max, char **out, size_t *len)
 {
+	*out = NULL;
+	if (len)
+		*len = 0;
 	struct stat st;
 	_cleanup_close_ int fd = pvg_open_regular(path, &st);
 	if (fd < 0)
 		return fd;
-	char *buf = pvg_xcalloc(max + 1, 1);
-	size_t have = 0;
+	/* /proc files report size 0: start small and grow as we read, up to max */
+	size_t cap = max < 16384 ? max : 16384, have = 0;
+	_cleanup_free_ char *buf = pvg_xcalloc(cap + 1, 1);
 	for (;;) {
+		if (have == cap && cap < max) {
+			cap = cap * 2 > max ? max : cap * 2;
+			buf = pvg_xrealloc(buf, cap + 1, 1);
+		}
 		if (have == max) {
 			/* one more byte tells "exactly max" from "too big" */
 			char c;
-			ssize_t r = read(fd, &c, 1);
-			if (r > 0) {
-				free(buf);
+			ssize_t r;
+			do
+				r = read(fd, &c, 1);
+			while (r < 0 && errno == EINTR);
+			if (r > 0)
 				return -EFBIG;
-			}
 			break;
 		}
-		ssize_t r = read(fd, buf + have, max - have);
+		ssize_t r = read(fd, buf + have, cap - have);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			int e = -errno;
-			free(buf);
-			return e;
+			return -errno;
 		}
 		if (r == 0)
 			break;
 		have += (size_t)r;
 	}
 	buf[have] = '\0';
-	*out = buf;
+	*out = TAKE_PTR(buf);
 	if (len)
 		*len = have;
 	return 0;
@@ -397,4 +404,33 @@ void pvg_strv_clear(struct pvg_strv *v)
 	free(v->v);
 	v->v = NULL;
 	v->n = 0;
+}
+
+const char *pvg_procfs_root(void)
+{
+	const char *procfs = getenv("PROVGATE_PROCFS");
+	return procfs && procfs[0] ? procfs : "/proc";
+}
+
+const char *pvg_sysfs_root(void)
+{
+	const char *sysfs = getenv("PROVGATE_SYSFS");
+	return sysfs && sysfs[0] ? sysfs : "/sys";
+}
+
+void pvg_msg_set(struct pvg_msg *m, const char *hint, const char *fmt, ...)
+{
+	pvg_msg_clear(m);
+	va_list ap;
+	va_start(ap, fmt);
+	m->text = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+	m->hint = hint ? pvg_strdup(hint) : NULL;
+}
+
+void pvg_msg_clear(struct pvg_msg *m)
+{
+	free(m->text);
+	free(m->hint);
+	m->text = m->hint = NULL;
 }

@@ -42,6 +42,41 @@ test_meson_install_places_every_file_and_the_api_works() {
 	grep -q '^Libs: .*-lprovgate' "$pc" || fail "pkg-config Libs"
 }
 
+# The public API can say "re-check": pvg_run_recheck evaluates the re-checked gates again on
+# the system as it is now, and the run is no longer certified when one of them fails.
+test_api_recheck_sees_a_change_after_the_run() {
+	need cc
+	cat >api.c <<-'C'
+	#include <provgate.h>
+	#include <stdio.h>
+	#include <stdlib.h>
+	int main(int argc, char **argv) {
+		struct pvg_config *cfg; struct pvg_error err;
+		(void)argc;
+		if (pvg_config_load(argv[1], &cfg, &err) < 0) { fprintf(stderr, "%s\n", err.message); return 2; }
+		struct pvg_run *run = pvg_run_new(cfg, PVG_PHASE_INSTALL, PVG_GATE_BIT(3), false);
+		int first = pvg_run_execute(run);
+		int pin = pvg_run_pin(run);
+		if (system(argv[2]) != 0) return 3;
+		int again = pvg_run_recheck(run);
+		char *json = pvg_run_report_json(run);
+		printf("%d %d %d %d %s\n", first, pin, again, (int)pvg_run_certified(run),
+		       (pvg_recheck_gates() & PVG_GATE_BIT(3)) ? "3-rechecked" : "3-not-rechecked");
+		fputs(json, stderr);
+		free(json);
+		pvg_run_free(run); pvg_config_free(cfg);
+		return 0;
+	}
+	C
+	cc -Wall -Werror -fsanitize=address,undefined -o api api.c -I "$PVG_SRC/lib" \
+		-L "$PVG_BUILD" -lprovgate -Wl,-rpath,"$PVG_BUILD" || fail "compile against the build tree"
+	head -c 100 /dev/urandom >x.so; cp x.so y.so
+	echo '{"build": {"artifact": "x.so"}, "install": {"artifact": "y.so"}}' >c.json
+	out=$(./api c.json 'echo changed >>y.so' 2>report.json)
+	assert_eq "$out" "0 0 1 0 3-rechecked" "first run, pin, re-check, certified"
+	assert_eq "$(jq -r '.after.gates[2].status' report.json)" fail "gate 3 after"
+}
+
 test_man_pages_render_without_warnings() {
 	need man scdoc
 	for page in provgate.1.scd provgate.json.5.scd; do
