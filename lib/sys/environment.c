@@ -369,26 +369,34 @@ static int cmp_object(const void *a, const void *b)
 }
 
 /* Opens what the mapping maps: the path inside the process's root (its mount namespace),
- * checked to be the mapped inode, else the mapping itself through map_files. */
+ * checked to be the mapped inode, else the mapping itself through map_files. What is not a
+ * regular file (a GPU's /dev/nvidia0, /dev/kfd mapped by its driver) is never opened: it
+ * is -ENOTSUP, not a shared object. */
 static int open_mapped(const char *procfs, pid_t pid, const struct pvg_mapping *m,
 		       const char **why)
 {
 	_cleanup_free_ char *in_root = pvg_asprintf("%s/%d/root%s", procfs, (int)pid, m->path);
 	struct stat st;
-	int fd = m->deleted ? -1 : open(in_root, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd >= 0) {
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == m->inode)
+	if (!m->deleted && stat(in_root, &st) == 0 && (uint64_t)st.st_ino == m->inode) {
+		if (!S_ISREG(st.st_mode))
+			return -ENOTSUP;
+		int fd = open(in_root, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		/* still the same file once open: it may have been replaced in between */
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (uint64_t)st.st_ino == m->inode)
 			return fd;
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 	}
 	_cleanup_free_ char *mf = pvg_map_files_path(procfs, pid, m);
-	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (stat(mf, &st) == 0 && !S_ISREG(st.st_mode))
+		return -ENOTSUP;
+	int fd = open(mf, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd >= 0) {
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 			return fd;
 		close(fd);
-		*why = "not a regular file";
-		return -EINVAL;
+		return -ENOTSUP;
 	}
 	int e = errno;
 	*why = m->deleted ? "deleted, and map_files unreadable" : "replaced or unreadable";
@@ -419,7 +427,9 @@ static void read_objects(const struct pvg_roots *roots, pid_t pid, bool build_id
 			continue;
 		struct pvg_shared_object o = { .dev = dev, .ino = m->inode, .deleted = m->deleted };
 		int fd = !build_ids ? -EAGAIN : open_mapped(roots->procfs, pid, m, &o.why);
-		if (fd == -EAGAIN) {
+		if (fd == -ENOTSUP) {
+			continue; /* a device's memory, not code */
+		} else if (fd == -EAGAIN) {
 			o.err = 0; /* not read: names only */
 		} else if (fd < 0) {
 			o.err = fd;

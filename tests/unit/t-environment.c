@@ -314,6 +314,59 @@ static void a_real_child_is_read_as_a_service(void)
 	CHECK_INT(pvg_service_facts_read(&roots, pid, true, &s), -ESRCH);
 }
 
+/* A maps text in a fixture procfs (root -> /): a GPU driver's device mapping is not a shared
+ * object and is never opened; a library is read through the process's root. */
+static void device_mappings_are_not_shared_objects(void)
+{
+	char tmp[] = "/tmp/pvg-envmaps-XXXXXX";
+	CHECK(mkdtemp(tmp) != NULL);
+	const char *libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+	struct stat dn, lc;
+	CHECK_INT(stat("/dev/null", &dn), 0);
+	if (stat(libc, &lc) != 0)
+		return;
+	char dir[512], path[600], root[600];
+	snprintf(dir, sizeof(dir), "%s/4242", tmp);
+	CHECK_INT(mkdir(dir, 0755), 0);
+	snprintf(root, sizeof(root), "%s/root", dir);
+	CHECK_INT(symlink("/", root), 0);
+	snprintf(path, sizeof(path), "%s/maps", dir);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	/* as the NVIDIA driver's mappings look: the device file, with its inode */
+	fprintf(f, "7f0000000000-7f0000200000 rw-s 00000000 00:05 %lu /dev/null\n",
+		(unsigned long)dn.st_ino);
+	fprintf(f, "7f0000400000-7f0000428000 r--p 00000000 fe:01 %lu %s\n",
+		(unsigned long)lc.st_ino, libc);
+	fprintf(f, "7f0000428000-7f00005bd000 r-xp 00028000 fe:01 %lu %s\n",
+		(unsigned long)lc.st_ino, libc);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/cmdline", dir);
+	f = fopen(path, "w");
+	static const char argv_area[] = "python3\0serve.py\0\0\0"; /* a retitle's zero padding */
+	fwrite(argv_area, 1, sizeof(argv_area) - 1, f);
+	fclose(f);
+	struct pvg_roots roots = { .procfs = tmp, .sysfs = tmp, .etc = tmp };
+	struct pvg_service_facts s;
+	CHECK_INT(pvg_service_facts_read(&roots, 4242, true, &s), 0);
+	CHECK_INT(s.argv.n, 2);
+	CHECK_INT(s.n_mappings, 3);
+	CHECK_INT(s.n_objects, 1);
+	if (s.n_objects == 1) {
+		char want[256];
+		readelf_build_id(libc, want, sizeof(want));
+		CHECK_STR(s.objects[0].path, libc);
+		CHECK_STR(s.objects[0].build_id, want);
+	}
+	CHECK(s.env_err < 0); /* no environ in the tree: unreadable, said so */
+	pvg_service_facts_clear(&s);
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+	CHECK_INT(system(cmd), 0);
+}
+
 static void profiler_libraries_are_told_from_tools(void)
 {
 	CHECK_INT(pvg_profiler_library("/opt/nsys/target-linux-x64/libToolsInjection64.so"),
@@ -391,6 +444,7 @@ int main(void)
 	RUN(environ_keeps_steering_variables_and_redacts_secrets);
 	RUN(host_and_gpu_read_from_fixture_trees);
 	RUN(a_real_child_is_read_as_a_service);
+	RUN(device_mappings_are_not_shared_objects);
 	RUN(profiler_libraries_are_told_from_tools);
 	RUN(compare_refuses_malformed_documents);
 	TAP_EXIT();
