@@ -131,6 +131,8 @@ pg compare "$W/A.json" "$W/B.json" --differ 'service.shared_objects.*/pvgext/_C.
 	--json "$W/compare-AB.json" >"$RES/compare-AB.txt" 2>&1
 echo "compare A B: exit $?" | tee -a "$RES/verdicts.txt"
 cat "$RES/compare-AB.txt"
+pg compare "$W/A.json" "$W/B.json" --differ 'service.shared_objects.*/pvgext/_C.so' -v \
+	>"$RES/compare-AB-all-fields.txt" 2>&1
 say "compare A B, nothing declared"
 pg compare "$W/A.json" "$W/B.json" --json "$W/compare-AB-undeclared.json" >"$RES/compare-AB-undeclared.txt" 2>&1
 echo "compare A B undeclared: exit $?" | tee -a "$RES/verdicts.txt"
@@ -151,6 +153,7 @@ verdict "$W/B-profiled.json"
 pg compare "$W/A.json" "$W/B-profiled.json" --differ 'service.shared_objects.*/pvgext/_C.so' \
 	--json "$W/compare-A-Bprofiled.json" >"$RES/compare-A-Bprofiled.txt" 2>&1
 echo "compare A B-profiled: exit $?" | tee -a "$RES/verdicts.txt"
+cat "$RES/compare-A-Bprofiled.txt"
 config B ', "allow_profiler": true'
 pg exec -c B.cfg.json --out "$W/B-profiled-allowed.json" -- "$W/bench.sh" >"$RES/B-profiled-allowed.txt" 2>&1
 echo "exec B under ${prof[0]}, allow_profiler: exit $?" | tee -a "$RES/verdicts.txt"
