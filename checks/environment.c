@@ -37,6 +37,13 @@ static bool has_prefix(const char *s, const char *p)
 	return strncmp(s, p, strlen(p)) == 0;
 }
 
+/* Nsight Systems / Compute set these in every process they inject into (seen under ncu
+ * 2025.3 on the H200: NV_NSIGHT_INJECTION_TRANSPORT_TYPE, NVIDIA_PROCESS_INJECTION_*) */
+static bool nsight_injection_var(const char *name)
+{
+	return has_prefix(name, "NV_NSIGHT_INJECTION_") || has_prefix(name, "NVIDIA_PROCESS_INJECTION_");
+}
+
 enum pvg_profiler_kind pvg_profiler_library(const char *path)
 {
 	const char *b = pvg_basename(path);
@@ -70,7 +77,7 @@ void pvg_profilers_find(const struct pvg_service_facts *s, struct pvg_strv *atta
 		bool inject = false;
 		for (size_t k = 0; k < ARRAY_SIZE(injection_vars); k++)
 			inject |= strcmp(v->name, injection_vars[k]) == 0;
-		if (inject && v->value[0]) {
+		if ((inject && v->value[0]) || nsight_injection_var(v->name)) {
 			push(attached, pvg_asprintf("pid %d has %s=%s", (int)s->pid, v->name, v->value));
 			continue;
 		}

@@ -217,6 +217,8 @@ void pvg_gpu_facts_clear(struct pvg_gpu_facts *g)
 static const char *const steering_prefixes[] = {
 	"VLLM_", "HIP_",  "HSA_",   "ROCM_",   "ROCR_",  "AMD_", "CUDA_", "PYTORCH_", "NCCL_",
 	"RCCL_", "TORCH_", "TRITON_", "MIOPEN_", "NVTX_", "ROCP_",
+	/* what Nsight tools set in the processes they inject into */
+	"NV_NSIGHT_", "NVIDIA_PROCESS_INJECTION_", "NV_COMPUTE_PROFILER_",
 };
 static const char *const steering_names[] = { "LD_PRELOAD", "LD_LIBRARY_PATH" };
 
