@@ -87,6 +87,10 @@ void pvg_json_add_u64(cJSON *obj, const char *key, uint64_t v);
 void pvg_json_add_i64(cJSON *obj, const char *key, int64_t v);
 void pvg_json_add_int(cJSON *obj, const char *key, int v);
 void pvg_json_add_bool(cJSON *obj, const char *key, bool v);
+/* The name of a member that appears twice in one object of item (and, when recursive, in
+ * the objects and arrays inside it), or NULL. Signed JSON with such a member is refused:
+ * readers that take the first and those that take the last would read different documents. */
+const char *pvg_json_find_duplicate(const cJSON *item, bool recursive);
 
 /* What went wrong, in words: what was seen and, where one helps, what to do. A lower layer
  * hands it up beside its -errno; the gate that reads it turns it into a problem. Owned by

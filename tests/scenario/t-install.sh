@@ -13,12 +13,15 @@ test_meson_install_places_every_file_and_the_api_works() {
 		usr/share/provgate/hooks/post-install usr/share/provgate/hooks/pre-benchmark \
 		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
 		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json \
+		usr/share/provgate/attestation.schema.json usr/share/man/man7/provgate-attestation.7 \
+		usr/share/provgate/cluster.schema.json usr/share/provgate/hooks/slurm/provgate.sbatch \
 		usr/share/provgate/compare.schema.json usr/share/provgate/hooks/ab; do
 		[ -e "dd/$f" ] || fail "not installed: $f"
 	done
 	ls dd/usr/lib/*/libprovgate.so.0* >/dev/null || fail "library not installed"
 	pc=$(ls dd/usr/lib/*/pkgconfig/provgate.pc) || fail "pkg-config file not installed"
 	[ -x dd/usr/share/provgate/hooks/post-install ] || fail "hook not executable"
+	[ -x dd/usr/share/provgate/hooks/slurm/provgate.sbatch ] || fail "sbatch hook not executable"
 	libdir=$(dirname "$(ls dd/usr/lib/*/libprovgate.so)")
 	cat >api.c <<-'C'
 	#include <provgate.h>
@@ -79,7 +82,7 @@ test_api_recheck_sees_a_change_after_the_run() {
 
 test_man_pages_render_without_warnings() {
 	need man scdoc
-	for page in provgate.1.scd provgate.json.5.scd; do
+	for page in provgate.1.scd provgate.json.5.scd provgate-attestation.7.scd; do
 		"$PVG_SRC/man/assemble.sh" "$T/page" "$PVG_SRC/man/$page" "$PVG_SRC/man/codes"
 		warn=$(MANWIDTH=80 man --warnings -l "$T/page" 2>&1 >/dev/null)
 		assert_eq "$warn" "" "man warnings for $page"
@@ -89,7 +92,7 @@ test_man_pages_render_without_warnings() {
 }
 
 test_every_problem_code_in_the_code_is_documented() {
-	codes=$(grep -rhoE '"(build-log|install-scope|artifact-hash|process-maps|stale-service|code-object|dispatch-marker|compare)\.[a-z0-9-]+"' \
+	codes=$(grep -rhoE '"(build-log|install-scope|artifact-hash|process-maps|stale-service|code-object|dispatch-marker|attestation|compare)\.[a-z0-9-]+"' \
 		"$PVG_SRC/checks" "$PVG_SRC/lib" | tr -d '"' | sort -u)
 	[ -n "$codes" ] || fail "no codes found"
 	for c in $codes; do
@@ -164,6 +167,16 @@ test_bash_completion_offers_verbs() {
 	assert_eq "$out" "certify"
 	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate run --phase p); COMP_CWORD=3; _provgate; echo \${COMPREPLY[*]}")
 	assert_eq "$out" "prestart"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate ver); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "verify-attestation"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate verify-attestation a.json --ar); COMP_CWORD=3; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "--artifact"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate certify --sign); COMP_CWORD=2; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "--sign-key"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate me); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "merge"
+	out=$(cd "$T" && bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate merge --max); COMP_CWORD=2; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "--max-skew"
 }
 
 run_tests
