@@ -39,6 +39,7 @@ struct pvg_config {
 		char *python; /* default "python3" */
 	} install;
 	struct pvg_service_spec service;
+	bool allow_profiler; /* service.allow_profiler: a run meant to profile (gate 5) */
 	struct {
 		struct pvg_strv require_kernels;
 	} code_object;
@@ -60,6 +61,9 @@ struct pvg_config {
 		char *api;      /* "cuda" or "hsa"; NULL: from arch */
 		char *library;  /* libprovgate-witness.so to start the service with; NULL: installed */
 	} witness;
+	struct {
+		struct pvg_strv inputs; /* dataset and prompt files, hashed into the report */
+	} benchmark;
 };
 
 /* A config with every default and no keys set (tests, and the base of loading). */
