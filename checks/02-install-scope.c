@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "checks.h"
-#include "scope.h"
+#include "facts.h"
 
 #define MAX_LISTED_CHANGES 200 /* evidence stays readable on a 10,000-file rebase */
 #define MAX_PROBLEMS_PER_CODE 50
@@ -403,5 +403,6 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 const struct pvg_check pvg_check_install_scope = {
 	.id = 2,
 	.name = "install-scope",
+	.phases = PVG_IN_ALL_PHASES,
 	.run = run_install_scope,
 };

@@ -178,6 +178,8 @@ static void start_artifact_hash(struct pvg_ctx *ctx)
 const struct pvg_check pvg_check_artifact_hash = {
 	.id = 3,
 	.name = "artifact-hash",
+	.phases = PVG_IN_ALL_PHASES,
+	.rechecked = true,
 	.run = run_artifact_hash,
 	.start = start_artifact_hash,
 };

@@ -12,8 +12,8 @@
 #include <sys/sysmacros.h>
 
 #include "checks.h"
-#include "maps.h"
-#include "procs.h"
+#include "sys/maps.h"
+#include "facts.h"
 
 struct expect {
 	const char *installed;  /* as configured */
@@ -426,5 +426,8 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 const struct pvg_check pvg_check_process_maps = {
 	.id = 4,
 	.name = "process-maps",
+	.phases = PVG_IN_PHASE(PVG_PHASE_LIVE),
+	.rechecked = true,
 	.run = run_process_maps,
+	.pin = pvg_targets_pin,
 };

@@ -8,8 +8,8 @@
  *   $PROVGATE_GPU_DEVICES).
  */
 #include "checks.h"
-#include "net-tcp.h"
-#include "procs.h"
+#include "sys/net-tcp.h"
+#include "facts.h"
 
 #define MAX_LISTED 8 /* problems listed one by one; the rest are counted */
 
@@ -364,6 +364,9 @@ static enum pvg_status run_stale_service(struct pvg_ctx *ctx, struct pvg_result 
 const struct pvg_check pvg_check_stale_service = {
 	.id = 5,
 	.name = "stale-service",
+	.phases = PVG_IN_PHASE(PVG_PHASE_PRESTART) | PVG_IN_PHASE(PVG_PHASE_LIVE),
+	.rechecked = true,
 	.run = run_stale_service,
+	.prepare_here = pvg_targets_prepare,
 	.prepare = prepare_stale_service,
 };

@@ -5,7 +5,7 @@
  * code_object.require_kernels name is in the code objects that match.
  */
 #include "checks.h"
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 /* The installed artifact's code objects, read once per run (PVG_SLOT_CODEOBJ). */
 static int installed_code_objects(struct pvg_ctx *ctx, const char *path,
@@ -258,6 +258,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 const struct pvg_check pvg_check_code_object = {
 	.id = 6,
 	.name = "code-object",
+	.phases = PVG_IN_ALL_PHASES,
 	.run = run_code_object,
 	.prepare = prepare_code_object,
 };

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "checks.h"
-#include "markers.h"
+#include "facts.h"
 
 static const char *attr_name(enum pvg_attribution a)
 {
@@ -411,6 +411,9 @@ out:
 const struct pvg_check pvg_check_dispatch_marker = {
 	.id = 7,
 	.name = "dispatch-marker",
+	.phases = PVG_IN_PHASE(PVG_PHASE_LIVE),
+	.rechecked = true,
 	.run = run_dispatch_marker,
+	.prepare_here = pvg_targets_prepare,
 	.prepare = prepare_dispatch_marker,
 };

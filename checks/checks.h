@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* checks: the seven gates. Each NN-name.c owns its gate's decision; table.c orders them. */
 #pragma once
-#include "pvg.h"
+#include "core/ctx.h"
 
 extern const struct pvg_check pvg_check_build_log;
 extern const struct pvg_check pvg_check_install_scope;

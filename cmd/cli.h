@@ -2,7 +2,7 @@
 /* Shared by the verbs of cmd/: rendering and report files. No gate logic lives here. */
 #pragma once
 #include <signal.h>
-#include "pvg.h"
+#include "core/run.h"
 
 enum { EXIT_OK = 0, EXIT_NOT_CERTIFIED = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 

@@ -9,10 +9,8 @@
 #include <sys/wait.h>
 
 #include "cli.h"
-#include "procs.h"
 #include "run-opts.h"
 
-#define AFTER_GATES (PVG_GATE_BIT(3) | PVG_GATE_BIT(4) | PVG_GATE_BIT(5) | PVG_GATE_BIT(7))
 
 /*
  * Runs CMD and waits for it. The forwarded signals and SIGCHLD are blocked before the fork
@@ -120,7 +118,7 @@ static int exec_main(int argc, char **argv)
 		fprintf(stderr, "provgate exec: the command owns stdout; write the report with --out FILE\n");
 		return EXIT_USAGE;
 	}
-	struct pvg_config *cfg = NULL;
+	_cleanup_config_ struct pvg_config *cfg = NULL;
 	rc = cli_open_config(&o, &cfg);
 	if (rc)
 		return rc;
@@ -128,12 +126,10 @@ static int exec_main(int argc, char **argv)
 	cli_style_init(&st, stdout, o.no_color);
 	pvg_hash_set_progress(cli_progress);
 
-	struct pvg_run *run = pvg_run_new(cfg, PVG_PHASE_LIVE, 0, o.keep_going);
+	_cleanup_run_ struct pvg_run *run = pvg_run_new(cfg, PVG_PHASE_LIVE, 0, o.keep_going);
 	int r = pvg_run_execute(run);
 	if (r < 0) {
 		fprintf(stderr, "provgate: internal error: %s\n", strerror(-r));
-		pvg_run_free(run);
-		pvg_config_free(cfg);
 		return EXIT_INTERNAL;
 	}
 	bool certified = pvg_run_certified(run);
@@ -141,8 +137,8 @@ static int exec_main(int argc, char **argv)
 		cli_print_header(stdout, run, &st);
 		cli_print_gates(stdout, run->results, 0, o.verbosity, &st);
 	}
-	run->exec_info = cJSON_CreateObject();
-	cJSON *argv_json = cJSON_AddArrayToObject(run->exec_info, "command");
+	cJSON *info = pvg_run_exec_info(run);
+	cJSON *argv_json = cJSON_AddArrayToObject(info, "command");
 	for (int i = 0; i < o.n_rest; i++)
 		cJSON_AddItemToArray(argv_json, pvg_json_string(o.rest[i]));
 
@@ -151,30 +147,28 @@ static int exec_main(int argc, char **argv)
 	if (!certified && !run_anyway) {
 		fprintf(stdout, "%sNOT CERTIFIED%s before the command: not running it "
 				"(--run-anyway runs it regardless)\n", st.fail, st.reset);
-		pvg_json_add_bool(run->exec_info, "ran", false);
+		pvg_json_add_bool(info, "ran", false);
 	} else {
-		(void)pvg_targets_pin(&run->ctx);
+		(void)pvg_run_pin(run);
 		time_t t0 = time(NULL);
 		uint64_t ns0 = pvg_now_ns();
 		char ts[40];
 		pvg_format_time(t0, -1, ts, sizeof(ts));
-		pvg_json_add_bool(run->exec_info, "ran", true);
-		cJSON_AddStringToObject(run->exec_info, "started_at", ts);
-		cJSON_AddStringToObject(run->exec_info, "state", "running");
+		pvg_json_add_bool(info, "ran", true);
+		cJSON_AddStringToObject(info, "started_at", ts);
+		cJSON_AddStringToObject(info, "state", "running");
 		/* The report is written before the command too: a benchmark whose provenance
 		 * cannot be recorded is not started (a bad --out path would otherwise surface only
 		 * after hours of benchmark), and a provgate killed while it runs still leaves
 		 * the certification it made ("state": "running", never certified). */
 		if (o.json) {
-			run->in_progress = true;
+			pvg_run_set_in_progress(run, true);
 			r = cli_write_json(o.json, run);
-			run->in_progress = false;
+			pvg_run_set_in_progress(run, false);
 			if (r < 0) {
 				fprintf(stderr, "provgate exec: cannot write report %s: %s; not running "
 						"the command, whose provenance could not be recorded\n",
 					o.json, strerror(-r));
-				pvg_run_free(run);
-				pvg_config_free(cfg);
 				return EXIT_USAGE;
 			}
 		}
@@ -183,8 +177,6 @@ static int exec_main(int argc, char **argv)
 		if (o.junit && (r = cli_check_writable(o.junit)) < 0) {
 			fprintf(stderr, "provgate exec: cannot write JUnit report %s: %s; not running "
 					"the command\n", o.junit, strerror(-r));
-			pvg_run_free(run);
-			pvg_config_free(cfg);
 			return EXIT_USAGE;
 		}
 		fprintf(stdout, "%s-- running:%s", st.dim, st.reset);
@@ -194,29 +186,25 @@ static int exec_main(int argc, char **argv)
 		_cleanup_free_ char *why = NULL;
 		if (run_command(o.rest, &cmd_status, &why) < 0) {
 			fprintf(stderr, "provgate exec: %s\n", why);
-			pvg_run_free(run);
-			pvg_config_free(cfg);
 			return EXIT_INTERNAL;
 		}
 		ran = true;
-		cJSON_ReplaceItemInObject(run->exec_info, "state", cJSON_CreateString("finished"));
+		cJSON_ReplaceItemInObject(info, "state", cJSON_CreateString("finished"));
 		char secs[32];
 		snprintf(secs, sizeof(secs), "%.3f", (double)(pvg_now_ns() - ns0) / 1e9);
-		cJSON_AddStringToObject(run->exec_info, "duration_s", secs);
-		pvg_json_add_int(run->exec_info, "exit_status", exit_code_of(cmd_status));
+		cJSON_AddStringToObject(info, "duration_s", secs);
+		pvg_json_add_int(info, "exit_status", exit_code_of(cmd_status));
 		if (WIFSIGNALED(cmd_status))
-			pvg_json_add_int(run->exec_info, "signal", WTERMSIG(cmd_status));
+			pvg_json_add_int(info, "signal", WTERMSIG(cmd_status));
 
-		/* The after-check sees the system anew: nothing cached from before may vouch,
-		 * except which service process was certified (a restart must not pass). */
-		pvg_ctx_forget(&run->ctx);
-		run->after = pvg_xcalloc(PVG_N_GATES, sizeof(*run->after));
-		run->after_selected = AFTER_GATES;
-		pvg_evaluate(&run->ctx, AFTER_GATES, true, run->after,
-			     "not re-checked after the command");
+		r = pvg_run_recheck(run);
+		if (r < 0) {
+			fprintf(stderr, "provgate: internal error: %s\n", strerror(-r));
+			return EXIT_INTERNAL;
+		}
 		if (o.verbosity >= 0) {
 			fprintf(stdout, "%safter the command:%s\n", st.bold, st.reset);
-			cli_print_gates(stdout, run->after, AFTER_GATES, o.verbosity, &st);
+			cli_print_gates(stdout, run->after, run->after_selected, o.verbosity, &st);
 		}
 	}
 	pvg_hash_set_progress(NULL);
@@ -230,8 +218,6 @@ static int exec_main(int argc, char **argv)
 		else
 			rc = ran ? exit_code_of(cmd_status) : EXIT_NOT_CERTIFIED;
 	}
-	pvg_run_free(run);
-	pvg_config_free(cfg);
 	return rc;
 }
 

@@ -4,7 +4,7 @@
 #include <getopt.h>
 
 #include "cli.h"
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 static void human_size(uint64_t n, char *out, size_t size)
 {

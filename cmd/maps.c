@@ -8,8 +8,8 @@
 #include <sys/sysmacros.h>
 
 #include "cli.h"
-#include "maps.h"
-#include "procs.h"
+#include "sys/maps.h"
+#include "sys/procs.h"
 
 static const char *file_state(const struct pvg_mapped_file *f)
 {
@@ -163,7 +163,7 @@ static int maps_main(int argc, char **argv)
 		cfg->service.match.n = 1;
 	}
 	struct pvg_targets *t = NULL;
-	int r = pvg_targets_scan(cfg, &t);
+	int r = pvg_targets_scan(&cfg->service, &t);
 	pvg_config_free(cfg);
 	if (r < 0) {
 		fprintf(stderr, "provgate maps: cannot list processes: %s\n", strerror(-r));

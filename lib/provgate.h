@@ -72,6 +72,17 @@ PVG_EXPORT struct pvg_run *pvg_run_new(const struct pvg_config *cfg, enum pvg_ph
 PVG_EXPORT int pvg_run_execute(struct pvg_run *run);
 PVG_EXPORT enum pvg_status pvg_run_gate_status(const struct pvg_run *run, int id);
 PVG_EXPORT bool pvg_run_certified(const struct pvg_run *run);
+/* Remembers the service process the run certified (its pid and start time), so that a later
+ * pvg_run_recheck refuses a restarted service that would otherwise pass. 0, or -ESRCH when
+ * the run selected no service process. */
+PVG_EXPORT int pvg_run_pin(struct pvg_run *run);
+/* After the benchmark: evaluates again, with nothing cached from before but the pinned
+ * service, every gate that must still hold (pvg_recheck_gates(): same bytes, same mapping,
+ * no stale process, markers still attributable), keeping going past a failure. The report
+ * then has an "after" part, and certification needs it to pass too. Returns 0 when every
+ * re-checked gate passed, 1 when one did not, negative errno on an internal error. */
+PVG_EXPORT int pvg_run_recheck(struct pvg_run *run);
+PVG_EXPORT pvg_gate_mask pvg_recheck_gates(void);
 /* The report as JSON text (caller frees). */
 PVG_EXPORT char *pvg_run_report_json(const struct pvg_run *run);
 PVG_EXPORT void pvg_run_free(struct pvg_run *run);

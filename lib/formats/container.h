@@ -5,7 +5,7 @@
  * Kubernetes), and the "ns:[INODE]" text of /proc/PID/ns links. Pure parsers: bytes in.
  */
 #pragma once
-#include "pvg.h"
+#include "util/util.h"
 
 /* A process's pid at each pid-namespace level that the reading /proc can see, outermost
  * first: the last one is the pid in the process's own namespace (what getpid() returns

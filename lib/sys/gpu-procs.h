@@ -9,7 +9,7 @@
  * from inside a container. Data and -errno only.
  */
 #pragma once
-#include "pvg.h"
+#include "util/util.h"
 
 struct pvg_gpu_procs {
 	const char *source; /* "kfd" or "nvml" */

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 
-#include "maps.h"
+#include "sys/maps.h"
 #include "sys/ns.h"
 
 static int ns_link(const char *procfs, pid_t pid, const char *kind, uint64_t *ino)

@@ -6,7 +6,7 @@
  */
 #pragma once
 #include "formats/container.h"
-#include "pvg.h"
+#include "util/util.h"
 
 /* The kernel's fixed inode number of the initial pid namespace (PROC_PID_INIT_INO): a
  * process whose pid namespace has another number runs inside a container (or unshare). */

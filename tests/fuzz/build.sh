@@ -15,11 +15,12 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 printf '#define PVG_VERSION "fuzz"\n' >"$out/pvg-version.h"
 # the whole library (the gates' decisions are fuzzed too), instrumented but without main
 objs=()
-for c in "$src"/lib/*.c "$src"/checks/*.c; do
-	o="$out/$(basename "$(dirname "$c")")-$(basename "${c%.c}").o"
+while IFS= read -r c; do
+	rel=${c#"$src"/}
+	o="$out/$(printf '%s' "${rel%.c}" | tr / -).o"
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
-done
+done < <(find "$src/lib" "$src/checks" -name '*.c' | sort)
 targets=(offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config)
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: an AMDGPU code object (ELF header, notes) and, separately, the input as a
  * NT_AMDGPU_METADATA msgpack blob. */
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

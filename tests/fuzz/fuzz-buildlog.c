@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the build-log parser and gate 1's decision on arbitrary bytes. */
 /* Built by tests/fuzz/build.sh. */
-#include "buildlog.h"
+#include "01-build-log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

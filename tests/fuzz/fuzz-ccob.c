@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: CCOB header and bounded decompression. Declared sizes above 16 MiB are
  * skipped here (the reader's own cap is 512 MiB) so that runs stay fast. */
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

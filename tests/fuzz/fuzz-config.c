@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the strict config loader (comments, JSON, every key's checks). */
 /* Built by tests/fuzz/build.sh. */
-#include "pvg.h"
+#include "core/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

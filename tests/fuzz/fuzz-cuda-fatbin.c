@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: CUDA fatbin containers and their entries, and the input as a cubin. */
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: the whole file path: host ELF (libelf) or raw container, then every parser. */
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

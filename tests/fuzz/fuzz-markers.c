@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: marker fields, line heads and the streaming scan on arbitrary bytes. */
 /* Built by tests/fuzz/build.sh. */
-#include "markers.h"
+#include "formats/markers.h"
 
 static bool in_tree(void *opaque, pid_t pid)
 {

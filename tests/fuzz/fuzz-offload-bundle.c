@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: every offload bundle (plain or CCOB) in a .hip_fatbin-like byte run. */
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: /proc/<pid>/maps and /proc/net/tcp{,6} text on arbitrary bytes. */
 /* Built by tests/fuzz/build.sh. */
-#include "maps.h"
-#include "net-tcp.h"
+#include "sys/maps.h"
+#include "sys/net-tcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -3,7 +3,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "buildlog.h"
+#include "01-build-log.h"
+#include "core/config.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/pvg-t-buildlog.XXXXXX";

@@ -2,7 +2,7 @@
 /* The code-object parsers on hand-made bytes: every length is checked, every rule named. */
 #include <zlib.h>
 
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 #include "tap.h"
 
 static bool accepts(const char *want, const char *have)

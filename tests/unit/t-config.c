@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "pvg.h"
+#include "core/config.h"
 #include "tap.h"
 
 static int parse(const char *text, struct pvg_config **out, struct pvg_error *err)

@@ -2,7 +2,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "pvg.h"
+#include "util/hash.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/pvg-t-hash.XXXXXX";

@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "maps.h"
+#include "sys/maps.h"
 #include "tap.h"
 
 static void parses_every_kind_of_line(void)

@@ -2,7 +2,7 @@
 /* Marker lines, vLLM line heads, attribution and the bounded streaming scan. */
 #include <sys/stat.h>
 
-#include "markers.h"
+#include "formats/markers.h"
 #include "tap.h"
 
 /* A fake service: pids 100..199 are its tree; it started at `start`. */

@@ -5,8 +5,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "maps.h"
-#include "net-tcp.h"
+#include "sys/maps.h"
+#include "sys/net-tcp.h"
 #include "tap.h"
 
 static void parses_kernel_format(void)

@@ -6,7 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "procs.h"
+#include "core/config.h"
 #include "tap.h"
 
 static void pattern_matches_cut_comm(void)
@@ -64,7 +64,7 @@ static void selects_by_pid_and_builds_tree(void)
 	struct pvg_config *cfg = pvg_config_new();
 	cfg->service.pid = c;
 	struct pvg_targets *t = NULL;
-	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
 	CHECK_INT(t->err, 0);
 	CHECK_INT(t->primary, c);
 	CHECK_INT(t->root, c); /* the parent (this test) is not a service process */
@@ -95,7 +95,7 @@ static void dead_pid_is_not_running(void)
 	struct pvg_config *cfg = pvg_config_new();
 	cfg->service.pid = c;
 	struct pvg_targets *t = NULL;
-	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
 	CHECK_INT(t->err, -ESRCH);
 	CHECK(t->why && strstr(t->why, "not running"));
 	pvg_targets_free(t);
@@ -107,7 +107,7 @@ static void self_is_never_a_target(void)
 	struct pvg_config *cfg = pvg_config_new();
 	cfg->service.pid = getpid();
 	struct pvg_targets *t = NULL;
-	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
 	CHECK_INT(t->err, -ESRCH);
 	pvg_targets_free(t);
 	pvg_config_free(cfg);
@@ -127,7 +127,7 @@ static void match_picks_newest_and_marks_family(void)
 	cfg->service.match.v[0] = pvg_strdup(name);
 	cfg->service.match.n = 1;
 	struct pvg_targets *t = NULL;
-	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
 	CHECK_INT(t->err, 0);
 	/* children and grandchildren all carry the name; the newest tree's top wins */
 	CHECK_INT(t->primary, c2);
@@ -156,12 +156,12 @@ static void pidfile_older_than_process_is_reuse(void)
 	struct pvg_config *cfg = pvg_config_new();
 	cfg->service.pidfile = pvg_strdup(path);
 	struct pvg_targets *t = NULL;
-	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
 	CHECK_INT(t->err, 0); /* written after the start: fine */
 	pvg_targets_free(t);
 	struct timespec old[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
 	CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
-	CHECK_INT(pvg_targets_scan(cfg, &t), 0);
+	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
 	CHECK_INT(t->err, -ESRCH);
 	CHECK(t->why && strstr(t->why, "reused"));
 	pvg_targets_free(t);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Classification of changed paths (lib/scope.c): precedence and install locations. */
-#include "scope.h"
+#include "core/config.h"
 #include "tap.h"
 
 static struct pvg_config *config(const char *source_json)
@@ -20,7 +20,7 @@ static void expect(const struct pvg_config *cfg, const char *path, enum pvg_scop
 		   const char *install)
 {
 	char *where = (char *)"unset";
-	enum pvg_scope_class got = pvg_scope_classify(cfg, path, &where);
+	enum pvg_scope_class got = pvg_scope_classify(&cfg->source, path, &where);
 	if (got != cls) {
 		printf("#   %s: class %s, expected %s\n", path, pvg_scope_class_name(got),
 		       pvg_scope_class_name(cls));
@@ -115,7 +115,7 @@ static void whole_repo_map(void)
 static void missing_repository_is_reported(void)
 {
 	struct pvg_config *cfg = config("{\"repo\": \"/nonexistent-provgate-repo\"}");
-	struct pvg_scope *s = pvg_scope_compute(cfg);
+	struct pvg_scope *s = pvg_scope_compute(&cfg->source, cfg->dir, NULL, 0);
 	CHECK_INT(s->err, -ENOTDIR);
 	CHECK_STR(s->reason, "not-a-repo");
 	CHECK(s->why && strstr(s->why, "/nonexistent-provgate-repo"));

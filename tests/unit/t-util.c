@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "pvg.h"
+#include "util/util.h"
 #include "tap.h"
 
 static void glob_double_star_spans_folders(void)

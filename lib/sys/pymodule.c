@@ -12,7 +12,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "pvg.h"
+#include "sys/pymodule.h"
 
 static const char finder_script[] =
 	"import sys\n"

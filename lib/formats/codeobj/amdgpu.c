@@ -6,7 +6,7 @@
  * Processors missing from the public EF_AMDGPU_MACH table (Hygon gfx936 and its siblings)
  * keep their raw value; their target comes from the note.
  */
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 static const struct {
 	unsigned mach;

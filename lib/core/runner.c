@@ -6,8 +6,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "pvg.h"
-#include "procs.h"
+#include "core/run.h"
+#include "sys/pymodule.h"
 #include "pvg-version.h"
 
 static const char *const status_names[] = {
@@ -51,16 +51,22 @@ int pvg_phase_from_name(const char *name, enum pvg_phase *out)
 
 pvg_gate_mask pvg_phase_gates(enum pvg_phase p)
 {
-	switch (p) {
-	case PVG_PHASE_INSTALL:
-		return PVG_GATE_BIT(1) | PVG_GATE_BIT(2) | PVG_GATE_BIT(3) | PVG_GATE_BIT(6);
-	case PVG_PHASE_PRESTART:
-		return PVG_GATE_BIT(1) | PVG_GATE_BIT(2) | PVG_GATE_BIT(3) | PVG_GATE_BIT(5) |
-		       PVG_GATE_BIT(6);
-	case PVG_PHASE_LIVE:
-		return PVG_ALL_GATES;
-	}
-	return 0;
+	pvg_gate_mask m = 0;
+	if ((unsigned)p >= ARRAY_SIZE(phase_names))
+		return 0;
+	for (int i = 0; i < PVG_N_GATES; i++)
+		if (pvg_checks[i]->phases & PVG_IN_PHASE(p))
+			m |= PVG_GATE_BIT(pvg_checks[i]->id);
+	return m;
+}
+
+pvg_gate_mask pvg_recheck_gates(void)
+{
+	pvg_gate_mask m = 0;
+	for (int i = 0; i < PVG_N_GATES; i++)
+		if (pvg_checks[i]->rechecked)
+			m |= PVG_GATE_BIT(pvg_checks[i]->id);
+	return m;
 }
 
 const char *pvg_gate_name(int id)
@@ -296,11 +302,12 @@ static void *help_thread(void *arg)
  * used by one thread at a time. */
 static void help_niced(struct pvg_ctx *ctx, struct pvg_pair_job *job)
 {
-	/* libproc2 keeps read buffers per thread and a finished thread leaks them: the
-	 * process list that gates 5 and 7 prepare from is read here, on the evaluating thread. */
-	const struct pvg_targets *targets;
-	if (ctx->to_prepare & (PVG_GATE_BIT(5) | PVG_GATE_BIT(7)))
-		(void)pvg_targets_get(ctx, &targets);
+	for (int k = 0; k < PVG_N_GATES; k++) {
+		const struct pvg_check *c = pvg_checks[k];
+		if (c->prepare_here && (ctx->to_prepare & PVG_GATE_BIT(c->id)) &&
+		    c->id > ctx->current_gate)
+			c->prepare_here(ctx);
+	}
 	pthread_t t;
 	struct help h = { ctx, job };
 	if (pthread_create(&t, NULL, help_thread, &h) == 0)
@@ -452,6 +459,47 @@ int pvg_run_execute(struct pvg_run *run)
 			     "not selected by --gates");
 	run->executed = true;
 	return n > 0 ? 1 : 0;
+}
+
+int pvg_run_pin(struct pvg_run *run)
+{
+	int ret = 0;
+	for (int i = 0; i < PVG_N_GATES; i++) {
+		const struct pvg_check *c = pvg_checks[i];
+		if (c->pin && (run->selected & PVG_GATE_BIT(c->id))) {
+			int r = c->pin(&run->ctx);
+			if (r < 0 && !ret)
+				ret = r;
+		}
+	}
+	return ret;
+}
+
+int pvg_run_recheck(struct pvg_run *run)
+{
+	if (!run->executed)
+		return -EINVAL;
+	/* The after-check sees the system anew: nothing cached from before may vouch, except
+	 * which service process was certified (a restart must not pass). */
+	pvg_ctx_forget(&run->ctx);
+	if (!run->after)
+		run->after = pvg_xcalloc(PVG_N_GATES, sizeof(*run->after));
+	run->after_selected = pvg_recheck_gates();
+	int n = pvg_evaluate(&run->ctx, run->after_selected, true, run->after,
+			     "not re-checked after the command");
+	return n > 0 ? 1 : 0;
+}
+
+cJSON *pvg_run_exec_info(struct pvg_run *run)
+{
+	if (!run->exec_info)
+		run->exec_info = cJSON_CreateObject();
+	return run->exec_info;
+}
+
+void pvg_run_set_in_progress(struct pvg_run *run, bool in_progress)
+{
+	run->in_progress = in_progress;
 }
 
 enum pvg_status pvg_run_gate_status(const struct pvg_run *run, int id)

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <git2.h>
 
-#include "scope.h"
+#include "sys/scope.h"
 
 /* ---- classification ------------------------------------------------------------------------- */
 
@@ -61,15 +61,15 @@ static long map_match(const struct pvg_install_map *map, const char *path, const
 	return -1;
 }
 
-enum pvg_scope_class pvg_scope_classify(const struct pvg_config *cfg, const char *path,
+enum pvg_scope_class pvg_scope_classify(const struct pvg_source_spec *src, const char *path,
 					char **install_path)
 {
 	if (install_path)
 		*install_path = NULL;
 	/* Compiled first: such a file is proven through the artifact (gates 1, 3, 6), and gate 1
 	 * needs to see it whatever else matches. */
-	for (size_t i = 0; i < cfg->source.compiled.n; i++)
-		if (pvg_glob_match(cfg->source.compiled.v[i], path))
+	for (size_t i = 0; i < src->compiled.n; i++)
+		if (pvg_glob_match(src->compiled.v[i], path))
 			return PVG_SCOPE_COMPILED;
 	/* install_map before ignore: a file under an install prefix is a runtime file, and a
 	 * broad ignore pattern (any *.md) must not silently exempt it from the byte check. */
@@ -77,12 +77,12 @@ enum pvg_scope_class pvg_scope_classify(const struct pvg_config *cfg, const char
 	const char *best_rest = NULL;
 	bool best_whole = false;
 	long best_len = -1;
-	for (size_t i = 0; i < cfg->source.n_install_map; i++) {
+	for (size_t i = 0; i < src->n_install_map; i++) {
 		const char *rest;
 		bool whole;
-		long l = map_match(&cfg->source.install_map[i], path, &rest, &whole);
+		long l = map_match(&src->install_map[i], path, &rest, &whole);
 		if (l > best_len) {
-			best = &cfg->source.install_map[i];
+			best = &src->install_map[i];
 			best_len = l;
 			best_rest = rest;
 			best_whole = whole;
@@ -104,8 +104,8 @@ enum pvg_scope_class pvg_scope_classify(const struct pvg_config *cfg, const char
 		}
 		return PVG_SCOPE_MAPPED;
 	}
-	for (size_t i = 0; i < cfg->source.ignore.n; i++)
-		if (pvg_glob_match(cfg->source.ignore.v[i], path))
+	for (size_t i = 0; i < src->ignore.n; i++)
+		if (pvg_glob_match(src->ignore.v[i], path))
 			return PVG_SCOPE_IGNORED;
 	return PVG_SCOPE_UNKNOWN;
 }
@@ -416,8 +416,7 @@ static int find_renames(git_diff *diff)
 	return git_diff_find_similar(diff, &fo);
 }
 
-static void compute(struct pvg_scope *s, const struct pvg_config *cfg, git_repository *repo,
-		    struct table *t)
+static void compute(struct pvg_scope *s, git_repository *repo, struct table *t)
 {
 	const char *wd = git_repository_workdir(repo);
 	if (!wd) {
@@ -527,7 +526,6 @@ static void compute(struct pvg_scope *s, const struct pvg_config *cfg, git_repos
 		}
 		fold_uncommitted(t, uncommitted);
 	}
-	(void)cfg;
 }
 
 /* provgate's own inputs (the config, the build and service logs) often live in the
@@ -537,11 +535,10 @@ struct input_id {
 	ino_t ino;
 };
 
-static size_t provgate_inputs(const struct pvg_config *cfg, struct input_id out[3])
+static size_t provgate_inputs(const char *const *paths, size_t n_paths, struct input_id *out)
 {
-	const char *paths[] = { cfg->path, cfg->build.log, cfg->markers.log };
 	size_t n = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+	for (size_t i = 0; i < n_paths; i++) {
 		struct stat st;
 		if (paths[i] && stat(paths[i], &st) == 0 && S_ISREG(st.st_mode))
 			out[n++] = (struct input_id){ st.st_dev, st.st_ino };
@@ -561,12 +558,13 @@ static bool is_input(const struct input_id *in, size_t n, const char *workdir, c
 	return false;
 }
 
-struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg)
+struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const char *default_repo,
+				     const char *const *inputs, size_t n_inputs)
 {
 	struct pvg_scope *s = pvg_xcalloc(1, sizeof(*s));
-	s->repo = pvg_strdup(cfg->source.repo ? cfg->source.repo : cfg->dir ? cfg->dir : ".");
-	s->baseline = pvg_strdup(cfg->source.baseline);
-	s->include_uncommitted = cfg->source.include_uncommitted;
+	s->repo = pvg_strdup(src->repo ? src->repo : default_repo ? default_repo : ".");
+	s->baseline = pvg_strdup(src->baseline);
+	s->include_uncommitted = src->include_uncommitted;
 
 	git_libgit2_init();
 	/* provgate only reads the repository and runs none of its hooks or filters, so a
@@ -581,7 +579,7 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg)
 			  "no git repository at %s: %s", s->repo, git_msg());
 	} else {
 		s->shallow = git_repository_is_shallow(repo) == 1;
-		compute(s, cfg, repo, &t);
+		compute(s, repo, &t);
 		git_repository_free(repo);
 	}
 	git_libgit2_shutdown();
@@ -590,8 +588,8 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg)
 		return s;
 	}
 
-	struct input_id inputs[3];
-	size_t n_inputs = provgate_inputs(cfg, inputs);
+	struct input_id *ids = pvg_xcalloc(n_inputs ? n_inputs : 1, sizeof(*ids));
+	size_t n_ids = provgate_inputs(inputs, n_inputs, ids);
 	s->changes = pvg_xcalloc(t.n, sizeof(*s->changes));
 	for (size_t i = 0; i < t.n; i++) {
 		if (t.e[i].dead) {
@@ -600,18 +598,19 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg)
 		}
 		struct pvg_change *c = &s->changes[s->n++];
 		*c = t.e[i].c;
-		c->cls = pvg_scope_classify(cfg, c->path, &c->install_path);
+		c->cls = pvg_scope_classify(src, c->path, &c->install_path);
 		/* only ever turns unknown into ignored: never exempts a mapped or compiled file */
 		if (c->cls == PVG_SCOPE_UNKNOWN && c->kind != 'D' &&
-		    is_input(inputs, n_inputs, s->workdir, c->path)) {
+		    is_input(ids, n_ids, s->workdir, c->path)) {
 			c->cls = PVG_SCOPE_IGNORED;
 			c->provgate_input = true;
 		}
 		c->old_cls = c->cls;
 		if (c->old_path)
-			c->old_cls = pvg_scope_classify(cfg, c->old_path, &c->old_install_path);
+			c->old_cls = pvg_scope_classify(src, c->old_path, &c->old_install_path);
 		s->count[c->cls]++;
 	}
+	free(ids);
 	free(t.e);
 	free(t.slot);
 	qsort(s->changes, s->n, sizeof(*s->changes), cmp_change);
@@ -631,22 +630,6 @@ void pvg_scope_free(struct pvg_scope *s)
 	free(s->baseline);
 	free(s->repo);
 	free(s);
-}
-
-static void scope_free_void(void *p)
-{
-	pvg_scope_free(p);
-}
-
-int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out)
-{
-	struct pvg_scope *s = pvg_ctx_slot(ctx, PVG_SLOT_SCOPE);
-	if (!s) {
-		s = pvg_scope_compute(ctx->cfg);
-		pvg_ctx_set_slot(ctx, PVG_SLOT_SCOPE, s, scope_free_void);
-	}
-	*out = s;
-	return s->err;
 }
 
 const struct pvg_change *pvg_scope_find(const struct pvg_scope *s, const char *path)

@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include "pvg.h"
+#include "util/util.h"
 
 /* ---- byte source ------------------------------------------------------------------------ */
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <openssl/evp.h>
 
-#include "pvg.h"
+#include "core/config.h"
 
 enum field_kind {
 	F_STRING,  /* plain string */

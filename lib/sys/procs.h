@@ -2,10 +2,19 @@
 /*
  * Processes, through libproc2: one snapshot of every process per run, the service's targets
  * selected from it (service.pid, service.pidfile or service.match), and the service tree.
- * Gates 4, 5 and 7 share the snapshot through PVG_SLOT_TARGETS.
+ * Gates 4, 5 and 7 share one snapshot (checks/facts.h).
  */
 #pragma once
-#include "pvg.h"
+#include "util/util.h"
+
+/* How the service is found (the config's "service" section). */
+struct pvg_service_spec {
+	struct pvg_strv match;
+	long pid; /* -1 unset */
+	char *pidfile;
+	long port; /* -1 unset */
+	struct pvg_strv family;
+};
 
 struct pvg_proc {
 	pid_t pid, ppid;
@@ -42,20 +51,13 @@ struct pvg_targets {
 	uint64_t scan_ns; /* how long the snapshot took */
 };
 
-/* The run's snapshot and selection (scanned once, cached in PVG_SLOT_TARGETS). Returns 0 or
- * a negative errno when the process table could not be read at all; selection failures are
- * in (*out)->err / why. */
-int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out);
 const struct pvg_proc *pvg_targets_find(const struct pvg_targets *t, pid_t pid);
 bool pvg_targets_in_tree(const struct pvg_targets *t, pid_t pid);
 void pvg_targets_free(void *t);
 
-/* Remembers the run's selected service process (pid and start time) in ctx->pinned*, so
- * that a later evaluation on the same ctx can tell a restarted service. 0 or -ESRCH. */
-int pvg_targets_pin(struct pvg_ctx *ctx);
 
 /* Builds the snapshot and selection from the live system (no caching). */
-int pvg_targets_scan(const struct pvg_config *cfg, struct pvg_targets **out);
+int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **out);
 
 /* A service.match / service.family pattern against a process: glob when the pattern holds
  * '*', '?' or '[', else a substring, tried on the command line and on comm; a pattern longer
@@ -92,9 +94,3 @@ void pvg_fd_scan_clear(struct pvg_fd_scan *s);
 /* Time as "2026-11-29T12:00:00.123456789Z". */
 void pvg_proc_format_start(const struct pvg_proc *p, char *out, size_t size);
 
-/* Records why no target was selected as res's problem ("<gate>.no-target", ...) and returns
- * the status that follows: fail when the evidence says the service is not there, else
- * unverifiable. */
-enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_result *res);
-/* Evidence object describing the selection (how, primary, root, targets, strays). */
-cJSON *pvg_targets_json(const struct pvg_targets *t);

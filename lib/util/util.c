@@ -3,7 +3,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "pvg.h"
+#include "util/util.h"
 
 static void oom(void)
 {

@@ -3,7 +3,7 @@
  * Process discovery through libproc2 (procps-ng 4.0). One reap per run: every later question
  * (which process is the target, which are its descendants, who is a stale service process) is
  * answered from that snapshot, so that gates 4, 5 and 7 agree on one view of the system.
- * libproc2 always reads the real /proc; the text readers use ctx->procfs.
+ * libproc2 always reads the real /proc; the text readers take a procfs root.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 
 #include <libproc2/pids.h>
 
-#include "maps.h"
-#include "procs.h"
+#include "sys/maps.h"
+#include "sys/procs.h"
 
 /* Only items from stat and cmdline: asking for a uid makes libproc2 read status too, a
  * third file per process; the uid is taken from /proc/<pid> for the few processes reported. */
@@ -257,7 +257,7 @@ static void fill_uids(struct pvg_targets *t)
 	}
 }
 
-static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
+static void select_targets(const struct pvg_service_spec *svc, struct pvg_targets *t)
 {
 	struct stat self_exe_st;
 	bool have_self = stat("/proc/self/exe", &self_exe_st) == 0;
@@ -266,8 +266,8 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 
 	for (size_t i = 0; i < t->n; i++) {
 		struct pvg_proc *p = &t->procs[i];
-		bool fam = pvg_proc_matches_any(p, &cfg->service.family) ||
-			   pvg_proc_matches_any(p, &cfg->service.match);
+		bool fam = pvg_proc_matches_any(p, &svc->family) ||
+			   pvg_proc_matches_any(p, &svc->match);
 		if (p->zombie)
 			fam = false; /* holds nothing: no memory, no port, no device */
 		if (fam && is_provgate(p, have_self ? &self_exe_st : NULL, self_comm)) {
@@ -279,12 +279,12 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 		p->family = fam;
 	}
 
-	if (cfg->service.pid > 0 || cfg->service.pidfile) {
-		pid_t pid = (pid_t)cfg->service.pid;
+	if (svc->pid > 0 || svc->pidfile) {
+		pid_t pid = (pid_t)svc->pid;
 		struct timespec pidfile_mtime = { 0 };
-		t->how = cfg->service.pid > 0 ? PVG_SELECT_PID : PVG_SELECT_PIDFILE;
+		t->how = svc->pid > 0 ? PVG_SELECT_PID : PVG_SELECT_PIDFILE;
 		if (t->how == PVG_SELECT_PIDFILE) {
-			int r = read_pidfile(cfg->service.pidfile, &pid, &pidfile_mtime, &t->why);
+			int r = read_pidfile(svc->pidfile, &pid, &pidfile_mtime, &t->why);
 			if (r < 0) {
 				t->err = r;
 				return;
@@ -296,7 +296,7 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 			t->why = t->how == PVG_SELECT_PID
 					 ? pvg_asprintf("service.pid %d is not running", (int)pid)
 					 : pvg_asprintf("pidfile %s names pid %d, which is not running",
-							cfg->service.pidfile, (int)pid);
+							svc->pidfile, (int)pid);
 			return;
 		}
 		/* a process that started after the pidfile was written did not write it */
@@ -305,7 +305,7 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 			t->err = -ESRCH;
 			t->why = pvg_asprintf("pidfile %s names pid %d, but that process started after "
 					      "the pidfile was written: the pid was reused",
-					      cfg->service.pidfile, (int)pid);
+					      svc->pidfile, (int)pid);
 			return;
 		}
 		if (p->self) {
@@ -315,12 +315,12 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 		}
 		p->matched = true;
 		t->primary = pid;
-	} else if (cfg->service.match.n) {
+	} else if (svc->match.n) {
 		t->how = PVG_SELECT_MATCH;
 		const struct pvg_proc *newest = NULL;
 		for (size_t i = 0; i < t->n; i++) {
 			struct pvg_proc *p = &t->procs[i];
-			if (p->self || p->zombie || !pvg_proc_matches_any(p, &cfg->service.match))
+			if (p->self || p->zombie || !pvg_proc_matches_any(p, &svc->match))
 				continue;
 			p->matched = true;
 			if (!newest || p->start_ticks > newest->start_ticks ||
@@ -331,8 +331,8 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 			t->err = -ESRCH;
 			t->why = pvg_asprintf("no process matches service.match (%zu pattern%s, "
 					      "first \"%s\")",
-					      cfg->service.match.n, cfg->service.match.n == 1 ? "" : "s",
-					      cfg->service.match.v[0]);
+					      svc->match.n, svc->match.n == 1 ? "" : "s",
+					      svc->match.v[0]);
 			return;
 		}
 		/* The newest match is the live service; within its tree prefer the topmost match,
@@ -377,7 +377,7 @@ static void select_targets(const struct pvg_config *cfg, struct pvg_targets *t)
 	}
 }
 
-int pvg_targets_scan(const struct pvg_config *cfg, struct pvg_targets **out)
+int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **out)
 {
 	struct pvg_targets *t = pvg_xcalloc(1, sizeof(*t));
 	uint64_t t0 = pvg_now_ns();
@@ -386,22 +386,9 @@ int pvg_targets_scan(const struct pvg_config *cfg, struct pvg_targets **out)
 		pvg_targets_free(t);
 		return r;
 	}
-	select_targets(cfg, t);
+	select_targets(svc, t);
 	fill_uids(t);
 	t->scan_ns = pvg_now_ns() - t0;
-	*out = t;
-	return 0;
-}
-
-int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out)
-{
-	struct pvg_targets *t = pvg_ctx_slot(ctx, PVG_SLOT_TARGETS);
-	if (!t) {
-		int r = pvg_targets_scan(ctx->cfg, &t);
-		if (r < 0)
-			return r;
-		pvg_ctx_set_slot(ctx, PVG_SLOT_TARGETS, t, pvg_targets_free);
-	}
 	*out = t;
 	return 0;
 }
@@ -562,80 +549,5 @@ int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t 
 		free(s->hits);
 		free(s->denied);
 	}
-	return 0;
-}
-
-/* ---- shared by the gates -------------------------------------------------------------------- */
-
-enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_result *res)
-{
-	const char *reason, *hint;
-	enum pvg_status st = PVG_FAIL;
-	switch (t->err) {
-	case -EDESTADDRREQ:
-		reason = "not-configured";
-		hint = "set service.match, service.pid or service.pidfile";
-		st = PVG_UNVERIFIABLE;
-		break;
-	case -ENOENT:
-		reason = "pidfile-missing";
-		hint = "start the service, or point service.pidfile at the file it writes";
-		break;
-	case -EACCES:
-		reason = "pidfile-unreadable";
-		hint = "run provgate as a user that can read the pidfile";
-		st = PVG_UNVERIFIABLE;
-		break;
-	case -EINVAL:
-		reason = "pidfile-invalid";
-		hint = "the pidfile must hold one decimal pid";
-		break;
-	default:
-		reason = t->how == PVG_SELECT_MATCH ? "no-target" : "target-not-running";
-		hint = t->how == PVG_SELECT_MATCH
-			       ? "start the service (and check service.match against ps -eo pid,cmd)"
-			       : "the service is not running: start it, or update the pid/pidfile";
-		break;
-	}
-	_cleanup_free_ char *code = pvg_asprintf("%s.%s", res->name, reason);
-	pvg_problem(res, code, hint, "%s", t->why ? t->why : "no target process");
-	pvg_summary(res, "%s", t->why ? t->why : "no target process");
-	return st;
-}
-
-cJSON *pvg_targets_json(const struct pvg_targets *t)
-{
-	static const char *how[] = { "none", "pid", "pidfile", "match" };
-	cJSON *o = cJSON_CreateObject();
-	pvg_json_add_str(o, "selected_by", how[t->how]);
-	if (t->err) {
-		pvg_json_add_str(o, "error", t->why);
-	} else {
-		cJSON_AddNumberToObject(o, "primary", t->primary);
-		cJSON_AddNumberToObject(o, "tree_root", t->root);
-		cJSON *a = cJSON_AddArrayToObject(o, "targets");
-		for (size_t i = 0; i < t->n_targets; i++)
-			cJSON_AddItemToArray(a, cJSON_CreateNumber(t->targets[i]));
-		a = cJSON_AddArrayToObject(o, "strays");
-		for (size_t i = 0; i < t->n_strays; i++)
-			cJSON_AddItemToArray(a, cJSON_CreateNumber(t->strays[i]));
-	}
-	pvg_json_add_int(o, "processes_scanned", (int)t->n);
-	pvg_json_add_u64(o, "scan_us", t->scan_ns / 1000);
-	return o;
-}
-
-int pvg_targets_pin(struct pvg_ctx *ctx)
-{
-	const struct pvg_targets *t;
-	int r = pvg_targets_get(ctx, &t);
-	if (r < 0)
-		return r;
-	const struct pvg_proc *p = t->err ? NULL : pvg_targets_find(t, t->primary);
-	if (!p)
-		return -ESRCH;
-	ctx->pinned = true;
-	ctx->pinned_pid = p->pid;
-	ctx->pinned_start_ticks = p->start_ticks;
 	return 0;
 }

@@ -6,8 +6,8 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
-#include "maps.h"
-#include "net-tcp.h"
+#include "sys/maps.h"
+#include "sys/net-tcp.h"
 
 /* Next whitespace-separated token of [*p, end). */
 static bool token(const char **p, const char *end, const char **t, size_t *tlen)

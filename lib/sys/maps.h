@@ -3,7 +3,7 @@
 #pragma once
 #include <sys/stat.h>
 
-#include "pvg.h"
+#include "util/util.h"
 
 enum pvg_mapping_kind {
 	PVG_MAPPING_ANON = 0, /* no path */

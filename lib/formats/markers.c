@@ -8,7 +8,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "markers.h"
+#include "formats/markers.h"
 
 /* ---- marker fields --------------------------------------------------------------------------- */
 

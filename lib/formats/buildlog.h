@@ -8,7 +8,7 @@
  * bound; what it had to drop is counted and makes the log unverifiable, never a pass.
  */
 #pragma once
-#include "pvg.h"
+#include "util/util.h"
 
 /* Lines longer than this are cut (the rest is skipped and the line counted as overlong). */
 #define PVG_BUILDLOG_LINE_MAX (1u << 20)
@@ -92,19 +92,9 @@ bool pvg_command_has_arch(const char *command, const char *arch, bool cuda, char
 /* Does the command name path (repo-relative, or absolute) as one of its arguments? */
 bool pvg_command_mentions(const char *command, const char *path);
 
-/* Everything gate 1 decides, given the parsed log and the changed compiled sources. */
-struct pvg_buildlog_request {
-	const struct pvg_buildlog *log;
-	const char *const *changed; /* repo-relative paths of changed compiled sources */
-	size_t n_changed;
-	const char *workdir;        /* repo root, for the hipified files' times; may be NULL */
-	const char *arch;
-	bool cuda;                  /* pvg_arch_is_cuda(arch) */
-	const char *artifact_name;  /* basename of build.artifact */
-	long max_unsupported_calls;
-	struct timespec artifact_mtime; /* {0, 0}: unknown, sources are not compared with it */
-};
-
-/* Records problems in res; returns pass, fail or unverifiable. Fills res->evidence.files. */
-enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req,
-				   struct pvg_result *res);
+/* The last hipify line for the repo-relative source rel (the latest hipify run wins). */
+const struct pvg_hipify_line *pvg_buildlog_find_hipify(const struct pvg_buildlog *log,
+						       const char *rel);
+/* Whether a link command (or cmake's "Linking ..." line) writes a file named name; *lineno
+ * is the last such line. */
+bool pvg_buildlog_links(const struct pvg_buildlog *log, const char *name, size_t *lineno);

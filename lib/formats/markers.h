@@ -4,7 +4,18 @@
  * lines belong to the live service, and a streaming scan of the log in bounded memory.
  */
 #pragma once
-#include "pvg.h"
+#include "util/util.h"
+
+/* A marker requirement: every key must have exactly this value (markers.require). */
+struct pvg_kv {
+	char *key;
+	char *value;
+};
+
+struct pvg_require {
+	struct pvg_kv *kv;
+	size_t n;
+};
 
 /* ---- the live service, as gate 7 needs to see it --------------------------------------------- */
 
@@ -18,10 +29,6 @@ struct pvg_service_view {
 	const char *why; /* when no view: what the discovery said (owned by the run) */
 };
 
-/* The live service of this run (the service tree of gates 4 and 5). 0, or -EDESTADDRREQ
- * when no service is configured, -ESRCH when there is no live service, other -errno. */
-int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view);
-void pvg_service_view_release(struct pvg_service_view *view);
 
 /* ---- marker lines ------------------------------------------------------------------------------ */
 

@@ -6,7 +6,23 @@
  * the changed kernel sources.
  */
 #pragma once
-#include "pvg.h"
+#include "util/util.h"
+
+struct pvg_install_map {
+	char *from; /* repo-relative prefix ("vllm/") or file */
+	char *to;   /* absolute install location */
+};
+
+/* The source tree and its install layout (the config's "source" section). */
+struct pvg_source_spec {
+	char *repo;
+	char *baseline;
+	bool include_uncommitted; /* default true */
+	struct pvg_strv compiled;
+	struct pvg_install_map *install_map;
+	size_t n_install_map;
+	struct pvg_strv ignore;
+};
 
 enum pvg_scope_class {
 	PVG_SCOPE_COMPILED, /* matches source.compiled: proven by gates 1, 3, 6 */
@@ -56,19 +72,17 @@ struct pvg_scope {
  * -EIO any other libgit2 failure.
  */
 
-/* The run's change set (computed on first use, kept until pvg_ctx_forget). Returns 0 or
- * scope->err; *out is always set (read why/hint/reason on error). A path changed by commits
- * and again in the work tree is one entry; its kind describes merge base -> work tree. */
-int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out);
-
-/* The same computation without a run context (tests, benchmarks). Never NULL. */
-struct pvg_scope *pvg_scope_compute(const struct pvg_config *cfg);
+/* The change set of src (default_repo when src->repo is unset). inputs are the files
+ * provgate itself reads (config, logs): an untracked or changed one is counted as ignored,
+ * never as an unknown runtime file. Never NULL; a failure is in err / why / reason / hint. */
+struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const char *default_repo,
+				     const char *const *inputs, size_t n_inputs);
 void pvg_scope_free(struct pvg_scope *scope);
 
 /* Class of one repo-relative path. For PVG_SCOPE_MAPPED, *install_path (when install_path is
  * not NULL) receives the install location (caller frees). Precedence, first match wins:
  * compiled, install_map (the longest "from" wins), ignore; otherwise unknown. */
-enum pvg_scope_class pvg_scope_classify(const struct pvg_config *cfg, const char *path,
+enum pvg_scope_class pvg_scope_classify(const struct pvg_source_spec *src, const char *path,
 					char **install_path);
 const char *pvg_scope_class_name(enum pvg_scope_class cls);
 /* The change whose (new) path is path, or NULL. */

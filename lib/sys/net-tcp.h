@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* /proc/net/tcp and /proc/net/tcp6: a pure line parser and the listener lookup built on it. */
 #pragma once
-#include "pvg.h"
+#include "util/util.h"
 
 #define PVG_TCP_LISTEN 0x0A
 

@@ -5,7 +5,7 @@
  * section holds several bundles back to back, each starting 4096-aligned (Debian's
  * librocsparse has 111), and any of them may be a compressed CCOB bundle instead.
  */
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 void pvg_bundle_clear(struct pvg_bundle *b)
 {
@@ -97,18 +97,6 @@ int pvg_bundle_parse(const struct pvg_src *src, uint64_t off, uint64_t limit,
 bad:
 	pvg_bundle_clear(b);
 	return -EBADMSG;
-}
-
-const char *pvg_target_id_of(const char *s)
-{
-	if (!s)
-		return NULL;
-	for (const char *p = s; *p; p++) {
-		if ((p == s || p[-1] == '-') &&
-		    (strncmp(p, "gfx", 3) == 0 || strncmp(p, "sm_", 3) == 0))
-			return p;
-	}
-	return NULL;
 }
 
 /* Adds the entries of the bundle at off; data_src may be a decompressed CCOB in memory,

@@ -16,7 +16,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 #define FATBIN_KIND_PTX 1
 #define FATBIN_KIND_ELF 2

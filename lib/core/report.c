@@ -2,7 +2,7 @@
 /* The report (SPEC §5): all seven gates in order, 64-bit values as strings, text sanitized. */
 #include <sys/utsname.h>
 
-#include "pvg.h"
+#include "core/run.h"
 
 cJSON *pvg_result_json(const struct pvg_result *r)
 {

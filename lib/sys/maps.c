@@ -9,7 +9,7 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 
-#include "maps.h"
+#include "sys/maps.h"
 
 static bool hex_field(const char **p, const char *end, uint64_t *v, char stop)
 {

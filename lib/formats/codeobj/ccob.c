@@ -12,7 +12,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "codeobj.h"
+#include "formats/codeobj/codeobj.h"
 
 const char *pvg_ccob_method_name(unsigned method)
 {

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <openssl/evp.h>
 
-#include "pvg.h"
+#include "util/hash.h"
 
 #define HASH_CHUNK (1u << 20)
 

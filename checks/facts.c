@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Facts that several gates share, computed once per evaluation and kept in the context's
+ * slots: the target processes (gates 4, 5, 7), the change set (gates 1, 2) and the live
+ * service as gate 7 sees it, so that markers are attributed to exactly the processes the
+ * other gates proved.
+ */
+#include "facts.h"
+
+int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out)
+{
+	struct pvg_targets *t = pvg_ctx_slot(ctx, PVG_SLOT_TARGETS);
+	if (!t) {
+		int r = pvg_targets_scan(&ctx->cfg->service, &t);
+		if (r < 0)
+			return r;
+		pvg_ctx_set_slot(ctx, PVG_SLOT_TARGETS, t, pvg_targets_free);
+	}
+	*out = t;
+	return 0;
+}
+
+void pvg_targets_prepare(struct pvg_ctx *ctx)
+{
+	const struct pvg_targets *t;
+	(void)pvg_targets_get(ctx, &t);
+}
+
+static bool targets_in_tree(void *opaque, pid_t pid)
+{
+	return pvg_targets_in_tree(opaque, pid);
+}
+
+int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view)
+{
+	memset(view, 0, sizeof(*view));
+	const struct pvg_targets *t;
+	int r = pvg_targets_get(ctx, &t);
+	if (r < 0)
+		return r;
+	if (t->err) {
+		view->why = t->why;
+		return t->err == -EDESTADDRREQ ? -EDESTADDRREQ : -ESRCH;
+	}
+	const struct pvg_proc *root = pvg_targets_find(t, t->root);
+	if (!root) {
+		view->why = "the service's root process exited during the scan";
+		return -ESRCH;
+	}
+	view->in_tree = targets_in_tree;
+	view->opaque = (void *)t;
+	view->start = root->start;
+	view->root = t->root;
+	return 0;
+}
+
+void pvg_service_view_release(struct pvg_service_view *view)
+{
+	if (view->release)
+		view->release(view->opaque);
+	memset(view, 0, sizeof(*view));
+}
+
+enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_result *res)
+{
+	const char *reason, *hint;
+	enum pvg_status st = PVG_FAIL;
+	switch (t->err) {
+	case -EDESTADDRREQ:
+		reason = "not-configured";
+		hint = "set service.match, service.pid or service.pidfile";
+		st = PVG_UNVERIFIABLE;
+		break;
+	case -ENOENT:
+		reason = "pidfile-missing";
+		hint = "start the service, or point service.pidfile at the file it writes";
+		break;
+	case -EACCES:
+		reason = "pidfile-unreadable";
+		hint = "run provgate as a user that can read the pidfile";
+		st = PVG_UNVERIFIABLE;
+		break;
+	case -EINVAL:
+		reason = "pidfile-invalid";
+		hint = "the pidfile must hold one decimal pid";
+		break;
+	default:
+		reason = t->how == PVG_SELECT_MATCH ? "no-target" : "target-not-running";
+		hint = t->how == PVG_SELECT_MATCH
+			       ? "start the service (and check service.match against ps -eo pid,cmd)"
+			       : "the service is not running: start it, or update the pid/pidfile";
+		break;
+	}
+	_cleanup_free_ char *code = pvg_asprintf("%s.%s", res->name, reason);
+	pvg_problem(res, code, hint, "%s", t->why ? t->why : "no target process");
+	pvg_summary(res, "%s", t->why ? t->why : "no target process");
+	return st;
+}
+
+cJSON *pvg_targets_json(const struct pvg_targets *t)
+{
+	static const char *how[] = { "none", "pid", "pidfile", "match" };
+	cJSON *o = cJSON_CreateObject();
+	pvg_json_add_str(o, "selected_by", how[t->how]);
+	if (t->err) {
+		pvg_json_add_str(o, "error", t->why);
+	} else {
+		cJSON_AddNumberToObject(o, "primary", t->primary);
+		cJSON_AddNumberToObject(o, "tree_root", t->root);
+		cJSON *a = cJSON_AddArrayToObject(o, "targets");
+		for (size_t i = 0; i < t->n_targets; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(t->targets[i]));
+		a = cJSON_AddArrayToObject(o, "strays");
+		for (size_t i = 0; i < t->n_strays; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(t->strays[i]));
+	}
+	pvg_json_add_int(o, "processes_scanned", (int)t->n);
+	pvg_json_add_u64(o, "scan_us", t->scan_ns / 1000);
+	return o;
+}
+
+int pvg_targets_pin(struct pvg_ctx *ctx)
+{
+	const struct pvg_targets *t;
+	int r = pvg_targets_get(ctx, &t);
+	if (r < 0)
+		return r;
+	const struct pvg_proc *p = t->err ? NULL : pvg_targets_find(t, t->primary);
+	if (!p)
+		return -ESRCH;
+	ctx->pinned = true;
+	ctx->pinned_pid = p->pid;
+	ctx->pinned_start_ticks = p->start_ticks;
+	return 0;
+}
+
+/* ---- change set ------------------------------------------------------------------------------ */
+
+static void scope_free_void(void *p)
+{
+	pvg_scope_free(p);
+}
+
+int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out)
+{
+	struct pvg_scope *s = pvg_ctx_slot(ctx, PVG_SLOT_SCOPE);
+	if (!s) {
+		const struct pvg_config *cfg = ctx->cfg;
+		/* provgate's own inputs are not runtime files of the change */
+		const char *inputs[] = { cfg->path, cfg->build.log, cfg->markers.log };
+		s = pvg_scope_compute(&cfg->source, cfg->dir, inputs, ARRAY_SIZE(inputs));
+		pvg_ctx_set_slot(ctx, PVG_SLOT_SCOPE, s, scope_free_void);
+	}
+	*out = s;
+	return s->err;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * checks: the facts that gates share, each computed once per evaluation and cached in a
+ * context slot (pvg_ctx_forget drops them for exec's after-check).
+ */
+#pragma once
+
+#include "core/ctx.h"
+#include "formats/markers.h"
+#include "sys/procs.h"
+#include "sys/scope.h"
+
+/* The run's snapshot and selection (scanned once, cached in PVG_SLOT_TARGETS). Returns 0 or
+ * a negative errno when the process table could not be read at all; selection failures are
+ * in (*out)->err / why. */
+int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out);
+
+/* A gate's prepare_here step for gates that prepare from the process list: reads it on the
+ * evaluating thread (see struct pvg_check). */
+void pvg_targets_prepare(struct pvg_ctx *ctx);
+
+/* Remembers the run's selected service process (pid and start time) in ctx->pinned*, so
+ * that a later evaluation on the same ctx can tell a restarted service. 0 or -ESRCH. */
+int pvg_targets_pin(struct pvg_ctx *ctx);
+
+/* Records why no target was selected as res's problem ("<gate>.no-target", ...) and returns
+ * the status that follows: fail when the evidence says the service is not there, else
+ * unverifiable. */
+enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_result *res);
+/* Evidence object describing the selection (how, primary, root, targets, strays). */
+cJSON *pvg_targets_json(const struct pvg_targets *t);
+
+/* The run's change set (computed on first use, kept until pvg_ctx_forget). Returns 0 or
+ * scope->err; *out is always set (read why/hint/reason on error). A path changed by commits
+ * and again in the work tree is one entry; its kind describes merge base -> work tree. */
+int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out);
+
+/* The live service of this run (the service tree of gates 4 and 5). 0, or -EDESTADDRREQ
+ * when no service is configured, -ESRCH when there is no live service, other -errno. */
+int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view);
+void pvg_service_view_release(struct pvg_service_view *view);

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/core: the run context that gates share: the config, caches of file identities and of
+ * facts computed once (slots), the chain object of the report, and the gate interface the
+ * runner drives.
+ */
+#pragma once
+
+#include "core/config.h"
+#include "core/result.h"
+#include "util/hash.h"
+
+
+/* Facts computed once and shared by gates (gate 1 needs gate 2's change set, gate 4 the
+ * build digest of gate 3, ...). Each area owns its slot's type. */
+enum pvg_slot {
+	PVG_SLOT_SCOPE = 0, /* git change set (install-scope) */
+	PVG_SLOT_TARGETS,   /* target processes (process-maps, stale-service) */
+	PVG_SLOT_CODEOBJ,   /* code objects of the installed artifact */
+	PVG_SLOT_MARKERS,   /* gate 7's read of the service log */
+	PVG_SLOT_STALE,     /* gate 5's read of listeners and fds */
+	PVG_SLOT_EXTRA,
+	PVG_SLOT__MAX,
+};
+
+#define PVG_MAX_CACHED_FILES 16
+
+struct pvg_ctx {
+	const struct pvg_config *cfg;
+	enum pvg_phase phase;
+	const char *procfs; /* "/proc", or $PROVGATE_PROCFS for parser tests on a fixture tree */
+	uint64_t started_ns;
+	time_t started_at;
+
+	/* install.artifact, or what install.python_module resolved to */
+	bool installed_resolved;
+	int installed_err;
+	char *installed_path;
+	char *installed_why;
+
+	struct pvg_file_id files[PVG_MAX_CACHED_FILES];
+	size_t n_files;
+	size_t evict_next; /* the entry a full cache gives up next */
+
+	cJSON *chain; /* the report's "chain" object; gates fill their part */
+
+	/* exec's after-check: the service must still be the process that was certified
+	 * (same pid, same start time), not a restarted one that happens to pass. */
+	bool pinned;
+	pid_t pinned_pid;
+	uint64_t pinned_start_ticks; /* since boot: exact, unlike an epoch conversion */
+
+	void *slot[PVG_SLOT__MAX];
+	void (*slot_free[PVG_SLOT__MAX])(void *);
+
+	/* during pvg_evaluate: the gate running now, and the later ones still to prepare */
+	int current_gate;
+	pvg_gate_mask to_prepare;
+	uint64_t prepared_ns[PVG_N_GATES];
+	/* build and installed artifact, compared and hashed since the evaluation began
+	 * (gate 3's start) */
+	struct pvg_pair_job *early_pair;
+};
+
+void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_phase phase);
+void pvg_ctx_done(struct pvg_ctx *ctx);
+/* Forget cached facts so that a second evaluation (exec's after-check) sees the system anew. */
+void pvg_ctx_forget(struct pvg_ctx *ctx);
+void *pvg_ctx_slot(struct pvg_ctx *ctx, enum pvg_slot s);
+void pvg_ctx_set_slot(struct pvg_ctx *ctx, enum pvg_slot s, void *p, void (*free_fn)(void *));
+/* The installed artifact path (config or python module). 0, or -errno with *why set. */
+int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why);
+/* Hashes the given paths (concurrently when several are not cached yet) and returns the
+ * cached identities; a file whose dev/inode/size/mtime/ctime still match is not rehashed. */
+int pvg_ctx_hash(struct pvg_ctx *ctx, const char *const *paths, size_t n,
+		 const struct pvg_file_id **out);
+/* The build and the installed artifact (pvg_pair_start, begun early by gate 3's start when
+ * it could be); this thread prepares later gates (pvg_ctx_help) meanwhile. Equal bytes give
+ * the build the installed digest; only when they differ (or cannot be compared) is the build
+ * hashed as well. Cached like pvg_ctx_hash. */
+int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *installed,
+		      const struct pvg_file_id *out[2], uint64_t *diff_at);
+/* Runs the prepare step of the selected gates after the current one, on this thread: work
+ * that would otherwise wait for a slow read. A prepare only fills caches (slots); it never
+ * decides or reports anything. */
+void pvg_ctx_help(struct pvg_ctx *ctx);
+/* Begins pvg_ctx_hash_pair's work in the background. */
+void pvg_ctx_hash_early(struct pvg_ctx *ctx, const char *build, const char *installed);
+/* Hands over a slot's content (the caller frees it) and empties the slot. */
+void *pvg_ctx_take_slot(struct pvg_ctx *ctx, enum pvg_slot s);
+void pvg_chain_set(struct pvg_ctx *ctx, const char *key, cJSON *value);
+
+/* The phases a gate belongs to (struct pvg_check.phases). */
+#define PVG_IN_PHASE(p) (1u << (p))
+#define PVG_IN_ALL_PHASES (PVG_IN_PHASE(PVG_PHASE_INSTALL) | PVG_IN_PHASE(PVG_PHASE_PRESTART) | \
+			   PVG_IN_PHASE(PVG_PHASE_LIVE))
+
+/* One gate, as the runner and exec see it: what it is, when it runs, and its steps. The
+ * runner reads these fields and never a gate's number. */
+struct pvg_check {
+	int id;
+	const char *name;
+	unsigned phases; /* PVG_IN_PHASE bits */
+	bool rechecked;  /* exec evaluates it again after the command (it must still hold) */
+	enum pvg_status (*run)(struct pvg_ctx *ctx, struct pvg_result *res);
+	/* optional: work that run() would do, done earlier while an earlier gate waits, on a
+	 * helper thread of low priority; it may only fill the ctx caches that run() then uses
+	 * (pvg_ctx_help) */
+	void (*prepare)(struct pvg_ctx *ctx);
+	/* optional: the part of the preparation that must stay on the evaluating thread (it is
+	 * called there just before the helper thread starts): libproc2 keeps read buffers per
+	 * thread, and a finished thread leaks them */
+	void (*prepare_here)(struct pvg_ctx *ctx);
+	/* optional: remembers what its re-check must find again (pvg_run_pin): 0 or -errno */
+	int (*pin)(struct pvg_ctx *ctx);
+	/* optional: background work begun when the evaluation begins (the gate is selected);
+	 * what run() does not collect is cancelled when the evaluation ends */
+	void (*start)(struct pvg_ctx *ctx);
+};
+
+extern const struct pvg_check *const pvg_checks[PVG_N_GATES];
+
+

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* lib/core: a run (phase, selection, results, exec's after-check) and its report. */
+#pragma once
+
+#include "core/ctx.h"
+
+struct pvg_run {
+	const struct pvg_config *cfg;
+	enum pvg_phase phase;
+	pvg_gate_mask selected;
+	bool keep_going;
+	struct pvg_ctx ctx;
+	struct pvg_result results[PVG_N_GATES];
+	bool executed;
+	/* exec: the after-check, when one ran */
+	struct pvg_result *after;
+	pvg_gate_mask after_selected;
+	cJSON *exec_info;
+	/* exec: the command is still running (the interim report); never certified */
+	bool in_progress;
+};
+
+/* Evaluates `selected` gates into results[] (stop at first non-pass unless keep_going).
+ * Returns the number of selected gates that did not pass. */
+int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
+		 struct pvg_result results[PVG_N_GATES], const char *why_skipped);
+cJSON *pvg_report_build(const struct pvg_run *run);
+cJSON *pvg_result_json(const struct pvg_result *r);
+
+/* exec's record of the command (created on first use; the report's "exec" object). */
+cJSON *pvg_run_exec_info(struct pvg_run *run);
+/* While the command runs: the report says so and is never certified. */
+void pvg_run_set_in_progress(struct pvg_run *run, bool in_progress);
+
+static inline void pvg_run_freep(struct pvg_run **run)
+{
+	pvg_run_free(*run);
+}
+#define _cleanup_run_ _cleanup_(pvg_run_freep)

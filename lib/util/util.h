@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/util: what every layer may use. Strings, paths, globs, UTF-8, bounded file reads, time,
+ * JSON helpers and the cleanup macros. Knows nothing of a run, a gate or a status.
+ *
+ * Conventions of every layer below core/ (util, formats, sys):
+ * - a function that can fail returns 0 (or a count) or a negative errno; a struct field that
+ *   records a failure holds the negative errno too (err < 0), never a positive one;
+ * - allocation failure aborts (pvg_xcalloc and friends): no caller checks for NULL.
+ */
+#pragma once
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+/* ---- cleanup helpers (kmod / systemd style) ------------------------------------------- */
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+static inline void freep(void *p) { free(*(void **)p); }
+static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
+static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
+static inline void cjson_deletep(cJSON **j) { if (*j) cJSON_Delete(*j); }
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_json_ _cleanup_(cjson_deletep)
+
+#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define PVG_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* ---- util.c ----------------------------------------------------------------------------- */
+
+char *pvg_strdup(const char *s);                       /* aborts on OOM */
+char *pvg_asprintf(const char *fmt, ...) PVG_PRINTF(1, 2);
+char *pvg_vasprintf(const char *fmt, va_list ap);
+void *pvg_xcalloc(size_t n, size_t size);
+void *pvg_xrealloc(void *p, size_t n, size_t size);
+/* dir + "/" + rel, or rel itself when absolute. */
+char *pvg_path_join(const char *dir, const char *rel);
+/* Absolute form of path relative to the working directory, without resolving links. */
+char *pvg_path_absolute(const char *path);
+const char *pvg_basename(const char *path);
+/* Shell-style glob on '/'-separated paths: '*' and '?' stay within one component,
+ * a double star spans components (docs/ then double star; double star, '/', '*.md'),
+ * "[abc]" classes; a pattern ending in '/' covers the folder. */
+bool pvg_glob_match(const char *pattern, const char *path);
+/* Copy of s with every byte that is not part of valid UTF-8 (and every control byte
+ * other than tab) written as the four characters "\xNN". */
+char *pvg_utf8_sanitize(const char *s, size_t len);
+void pvg_hex(const unsigned char *bytes, size_t n, char *out /* 2n+1 */);
+/* Opens a regular file for reading without ever blocking on a FIFO: fstat fills *st;
+ * a directory is -EISDIR, any other non-regular file -EINVAL. Returns the fd (blocking
+ * reads from here on) or -errno. */
+int pvg_open_regular(const char *path, struct stat *st);
+/* Reads at most max bytes of a small file (config, pidfile, /proc text). */
+int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len);
+/* "2026-11-29T12:00:00Z" (UTC) or with nanoseconds when ns >= 0. */
+void pvg_format_time(time_t t, long ns, char *out, size_t size);
+uint64_t pvg_now_ns(void);
+
+/* JSON helpers: every string goes through pvg_utf8_sanitize; 64-bit values are strings. */
+cJSON *pvg_json_string(const char *s);
+void pvg_json_add_str(cJSON *obj, const char *key, const char *s); /* NULL -> null */
+void pvg_json_add_u64(cJSON *obj, const char *key, uint64_t v);
+void pvg_json_add_i64(cJSON *obj, const char *key, int64_t v);
+void pvg_json_add_int(cJSON *obj, const char *key, int v);
+void pvg_json_add_bool(cJSON *obj, const char *key, bool v);
+
+/* A list of strings (config globs, patterns). */
+struct pvg_strv {
+	char **v;
+	size_t n;
+};
+
