@@ -132,6 +132,8 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 	ctx->phase = phase;
 	const char *procfs = getenv("PROVGATE_PROCFS");
 	ctx->procfs = procfs && procfs[0] ? procfs : "/proc";
+	const char *sysfs = getenv("PROVGATE_SYSFS");
+	ctx->sysfs = sysfs && sysfs[0] ? sysfs : "/sys";
 	ctx->started_ns = pvg_now_ns();
 	ctx->started_at = time(NULL);
 	ctx->chain = new_chain();

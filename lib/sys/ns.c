@@ -129,3 +129,23 @@ int pvg_self_view_read(const char *procfs, const char *root, struct pvg_self_vie
 	}
 	return 0;
 }
+
+const char *pvg_port_forwarder_engine(const char *comm)
+{
+	static const struct {
+		const char *comm; /* as the kernel cuts it: 15 bytes */
+		const char *engine;
+	} forwarders[] = {
+		{ "conmon", "podman" },           /* rootful podman keeps the port open in conmon */
+		{ "rootlessport", "podman" },     /* rootless podman with slirp4netns */
+		{ "rootlessport-ch", "podman" },  /* rootlessport-child */
+		{ "pasta", "podman" },            /* rootless podman 5 */
+		{ "pasta.avx2", "podman" },
+		{ "slirp4netns", "podman" },
+		{ "docker-proxy", "docker" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(forwarders); i++)
+		if (strcmp(comm, forwarders[i].comm) == 0)
+			return forwarders[i].engine;
+	return NULL;
+}

@@ -36,3 +36,7 @@ struct pvg_self_view {
 /* root: "/" (or a fixture tree) for /run/.containerenv and /.dockerenv. 0 or -errno when
  * not even /proc/self/ns/pid can be read. */
 int pvg_self_view_read(const char *procfs, const char *root, struct pvg_self_view *out);
+
+/* The container engines' port forwarders: the process that holds the host side of a
+ * published port (-p 8000:8000). The engine's name for a comm that is one, else NULL. */
+const char *pvg_port_forwarder_engine(const char *comm);

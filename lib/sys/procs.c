@@ -48,6 +48,18 @@ bool pvg_targets_in_tree(const struct pvg_targets *t, pid_t pid)
 	return p && p->in_tree;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+bool pvg_targets_tree_has_ns_pid(const struct pvg_targets *t, pid_t pid)
+{
+	return t && t->n_tree_ns_pids &&
+	       bsearch(&pid, t->tree_ns_pids, t->n_tree_ns_pids, sizeof(pid_t), cmp_pid);
+}
+
 void pvg_targets_free(void *ptr)
 {
 	struct pvg_targets *t = ptr;
@@ -59,6 +71,7 @@ void pvg_targets_free(void *ptr)
 	free(t->why);
 	free(t->targets);
 	free(t->strays);
+	free(t->tree_ns_pids);
 	free(t);
 }
 
@@ -257,6 +270,95 @@ static void fill_uids(struct pvg_targets *t)
 	}
 }
 
+/* Namespaces and own-namespace pids of the processes the gates report on. A process whose
+ * NSpid cannot be read (gone, a kernel before 4.1) keeps pid as its own-namespace pid only
+ * when it shares provgate's pid namespace. */
+static void fill_ns(struct pvg_targets *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		if (!(p->family || p->matched || p->in_tree) || p->ns_pid)
+			continue;
+		(void)pvg_ns_read("/proc", p->pid, &p->ns);
+		struct pvg_nspid n;
+		if (pvg_proc_nspid("/proc", p->pid, &n) == 0)
+			p->ns_pid = pvg_nspid_inner(&n);
+		else if (p->ns.pid && p->ns.pid == t->self_pidns)
+			p->ns_pid = p->pid;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (t->procs[i].in_tree && t->procs[i].ns_pid)
+			add_pid(&t->tree_ns_pids, &t->n_tree_ns_pids, t->procs[i].ns_pid);
+	if (t->n_tree_ns_pids)
+		qsort(t->tree_ns_pids, t->n_tree_ns_pids, sizeof(pid_t), cmp_pid);
+}
+
+static bool kernel_thread(const struct pvg_proc *p)
+{
+	return p->pid == 2 || p->ppid == 2;
+}
+
+/*
+ * A pidfile's pid is a pid of the namespace its writer ran in: a service in a container
+ * writes 1 or 57, which on the host is init or a kernel thread. Every process whose pid in
+ * its own namespace is that number is a candidate (a process of provgate's namespace is one
+ * when its pid is the number); one that started after the pidfile was written did not
+ * write it; among several, the service processes (service.family / match) are kept.
+ */
+static struct pvg_proc *resolve_pidfile(struct pvg_targets *t, pid_t pid, const char *pidfile,
+					struct timespec mtime)
+{
+	struct pvg_proc **cand = NULL;
+	size_t n = 0, reused = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		if (p->zombie || kernel_thread(p))
+			continue;
+		pid_t own = 0;
+		struct pvg_ns_ids ns;
+		if (pvg_ns_read("/proc", p->pid, &ns) < 0 || ns.pid == t->self_pidns || !ns.pid) {
+			own = p->pid;
+		} else {
+			struct pvg_nspid np;
+			if (pvg_proc_nspid("/proc", p->pid, &np) == 0)
+				own = pvg_nspid_inner(&np);
+		}
+		if (own != pid)
+			continue;
+		if (mtime.tv_sec && ts_ns(p->start) > ts_ns(mtime) + t->tick_ns) {
+			reused++;
+			continue;
+		}
+		cand = pvg_xrealloc(cand, n + 1, sizeof(*cand));
+		cand[n++] = p;
+	}
+	if (n > 1) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (cand[i]->family && !cand[i]->self)
+				cand[k++] = cand[i];
+		if (k)
+			n = k;
+	}
+	struct pvg_proc *found = n == 1 ? cand[0] : NULL;
+	if (n > 1) {
+		t->err = -ENOTUNIQ;
+		t->why = pvg_asprintf("pidfile %s names pid %d, which is the pid of %zu processes in "
+				      "different pid namespaces (first %d and %d on provgate's view)",
+				      pidfile, (int)pid, n, (int)cand[0]->pid, (int)cand[1]->pid);
+	} else if (!n) {
+		t->err = -ESRCH;
+		t->why = reused ? pvg_asprintf("pidfile %s names pid %d, but that process started "
+					       "after the pidfile was written: the pid was reused",
+					       pidfile, (int)pid)
+				: pvg_asprintf("pidfile %s names pid %d, which is not running (in "
+					       "any pid namespace provgate can see)",
+					       pidfile, (int)pid);
+	}
+	free(cand);
+	return found;
+}
+
 static void select_targets(const struct pvg_service_spec *svc, struct pvg_targets *t)
 {
 	struct stat self_exe_st;
@@ -290,22 +392,15 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 				return;
 			}
 		}
-		struct pvg_proc *p = (struct pvg_proc *)pvg_targets_find(t, pid);
-		if (!p) {
+		struct pvg_proc *p;
+		if (t->how == PVG_SELECT_PIDFILE) {
+			p = resolve_pidfile(t, pid, svc->pidfile, pidfile_mtime);
+			if (!p)
+				return;
+			pid = p->pid;
+		} else if (!(p = (struct pvg_proc *)pvg_targets_find(t, pid))) {
 			t->err = -ESRCH;
-			t->why = t->how == PVG_SELECT_PID
-					 ? pvg_asprintf("service.pid %d is not running", (int)pid)
-					 : pvg_asprintf("pidfile %s names pid %d, which is not running",
-							svc->pidfile, (int)pid);
-			return;
-		}
-		/* a process that started after the pidfile was written did not write it */
-		if (t->how == PVG_SELECT_PIDFILE && pidfile_mtime.tv_sec &&
-		    ts_ns(p->start) > ts_ns(pidfile_mtime) + t->tick_ns) {
-			t->err = -ESRCH;
-			t->why = pvg_asprintf("pidfile %s names pid %d, but that process started after "
-					      "the pidfile was written: the pid was reused",
-					      svc->pidfile, (int)pid);
+			t->why = pvg_asprintf("service.pid %d is not running", (int)pid);
 			return;
 		}
 		if (p->self) {
@@ -357,7 +452,9 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 	const struct pvg_proc *root = pvg_targets_find(t, t->primary);
 	for (;;) {
 		const struct pvg_proc *parent = pvg_targets_find(t, root->ppid);
-		if (!parent || parent == root || parent->pid <= 1 || parent->self ||
+		/* pid 1 is the service's own top process in a container's pid namespace; the
+		 * host's init is never a service process */
+		if (!parent || parent == root || parent->ppid == parent->pid || parent->self ||
 		    !(parent->family || parent->matched))
 			break;
 		root = parent;
@@ -386,8 +483,12 @@ int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **ou
 		pvg_targets_free(t);
 		return r;
 	}
+	struct pvg_ns_ids self;
+	if (pvg_ns_read("/proc", 0, &self) == 0)
+		t->self_pidns = self.pid;
 	select_targets(svc, t);
 	fill_uids(t);
+	fill_ns(t);
 	t->scan_ns = pvg_now_ns() - t0;
 	*out = t;
 	return 0;
@@ -440,11 +541,14 @@ void pvg_fd_scan_clear(struct pvg_fd_scan *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static void add_hit(struct pvg_fd_scan *s, pid_t pid, uint64_t inode, const char *path)
+static void add_hit(struct pvg_fd_scan *s, const struct pvg_proc *p, uint64_t inode,
+		    const char *path)
 {
+	pid_t pid = p->pid;
 	s->hits = pvg_xrealloc(s->hits, s->n_hits + 1, sizeof(*s->hits));
 	s->hits[s->n_hits++] = (struct pvg_fd_holder){
 		.pid = pid,
+		.in_tree = p->in_tree,
 		.socket_inode = inode,
 		.path = path ? pvg_strdup(path) : NULL,
 	};
@@ -469,7 +573,7 @@ static void *fd_scan_range(void *arg)
 	char link[4096];
 	for (size_t i = job->from; i < job->to; i++) {
 		const struct pvg_proc *p = &t->procs[i];
-		bool want_dev = job->devices && !p->in_tree;
+		bool want_dev = job->devices != NULL;
 		if (p->self || p->zombie || (!want_dev && job->n_inodes == 0))
 			continue;
 		if (p->pid == 2 || p->ppid == 2)
@@ -494,11 +598,11 @@ static void *fd_scan_range(void *arg)
 				uint64_t ino = strtoull(link + 8, NULL, 10);
 				for (size_t k = 0; k < job->n_inodes; k++)
 					if (job->inodes[k] == ino) {
-						add_hit(out, p->pid, ino, NULL);
+						add_hit(out, p, ino, NULL);
 						break;
 					}
 			} else if (want_dev && link[0] == '/' && device_matches(job->devices, link)) {
-				add_hit(out, p->pid, 0, link);
+				add_hit(out, p, 0, link);
 			}
 		}
 		closedir(d);

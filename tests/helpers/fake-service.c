@@ -225,8 +225,6 @@ static void engine(int ready_fd)
 	}
 	if (opt.port && !opt.server)
 		listen_on(opt.port);
-	if (opt.device && open(opt.device, O_RDONLY) < 0)
-		die(opt.device);
 	int p[2];
 	if (pipe(p) < 0)
 		die("pipe");
@@ -247,6 +245,10 @@ static void engine(int ready_fd)
 			die("worker did not start");
 	}
 	close(p[0]);
+	/* after the fork: the engine holds the GPU, as vLLM's in-process executor does, and the
+	 * driver lists it once (workers that inherited the fd would not be listed) */
+	if (opt.device && open(opt.device, O_RDONLY) < 0)
+		die(opt.device);
 	if (opt.log) {
 		FILE *f = fopen(opt.log, "a");
 		if (!f)

@@ -66,7 +66,7 @@ request_in() {
 	fail "the engine did not answer"
 }
 
-host_pid_of() { pgrep -f "^$1 $scenario_tag" | head -n1; } # TITLE -> host pid
+host_pid_of() { pgrep -n -f "^$1 $scenario_tag"; } # TITLE -> host pid of the newest
 ctr_id() { podman_ inspect -f '{{.Id}}' "$1-$CTR_TAG"; }
 
 # pg_inside CTR ARGS...: provgate run inside the container by podman exec
@@ -207,19 +207,28 @@ test_bridge_network_published_port_certified() {
 	local netns; netns=$(readlink /proc/"$engine"/ns/net | tr -dc 0-9)
 	[ "$netns" != "$(readlink /proc/self/ns/net | tr -dc 0-9)" ] || fail "own netns"
 	assert_eq "$(jq -r '.gates[4].evidence.listeners_netns' r.json)" "$netns" "netns read"
-	assert_eq "$(jq -r '[.gates[4].evidence.port_owners[] | select(.in_tree)] | length' r.json)" 1 \
-		"the API server owns the port inside"
+	# the API server's socket (its children inherit it), in the tree
+	assert_eq "$(jq -r '[.gates[4].evidence.port_owners[] | select(.in_tree | not)] | length' r.json)" 0 \
+		"no foreign owner inside"
+	assert_contains "$(jq -r '.gates[4].evidence.port_owners[].pid' r.json)" \
+		"$(host_pid_of 'vllm serve fixture')" "the API server owns the port inside"
+}
+
+# start_stale: an engine of an earlier run, left in its own container, holding the GPU
+start_stale() {
+	ctr_run --name stale-"$CTR_TAG" -v "$PVG_BUILD:$PVG_BUILD:ro" -v "$T:$T" -- \
+		"$SVC" --device "$T/gpu0" --tag "$scenario_tag" --engine-pidfile "$T/run/stale.pid" \
+		>/dev/null
+	local i; for i in $(seq 250); do [ -s run/stale.pid ] && return 0; sleep 0.02; done
+	fail "the stale engine did not start"
 }
 
 test_stale_engine_in_sibling_container_fails_gate_5() {
 	setup
+	start_stale
+	sleep 0.03 # the service starts later: it is the newest match
 	start_service svc
 	request_in svc "4096 5120 torch.bfloat16"
-	# an engine of an earlier run, left in its own container, holding the GPU
-	ctr_run --name stale-"$CTR_TAG" -v "$PVG_BUILD:$PVG_BUILD:ro" -v "$T:$T" -- \
-		"$SVC" --device "$T/gpu0" --tag "$scenario_tag" --engine-pidfile "$T/run/stale.pid" \
-		>/dev/null
-	local i; for i in $(seq 250); do [ -s run/stale.pid ] && break; sleep 0.02; done
 	pg certify --keep-going --json r.json
 	show r.json
 	assert_eq "$rc" 1 "not certified"
@@ -227,8 +236,9 @@ test_stale_engine_in_sibling_container_fails_gate_5() {
 	local codes; codes=$(problem_codes r.json 5)
 	assert_contains "$codes" stale-service.gpu-holder "gate 5 codes"
 	assert_contains "$codes" stale-service.orphan "gate 5 codes"
-	local stale; stale=$(pgrep -f "^VLLM::EngineCore $scenario_tag" | sort -n |
-		while read -r p; do [ "$p" != "$(jq -r '.gates[4].evidence.selection.primary' r.json)" ] && echo "$p"; done)
+	local stale; stale=$(pgrep -f "^VLLM::EngineCore $scenario_tag" |
+		grep -vx "$(jq -r '.gates[4].evidence.selection.primary' r.json)")
+	assert_eq "$(cat run/stale.pid)" 1 "the stale engine is pid 1 of its container"
 	assert_contains "$(jq -r '.gates[4].problems[].message' r.json)" "process $stale " "stale pid"
 }
 
@@ -276,12 +286,10 @@ test_inside_the_container_certified_with_driver_list() {
 
 test_inside_sibling_stale_not_certified() {
 	setup
+	start_stale
+	sleep 0.03
 	start_service svc --network host -v "$T:$T" --cap-add SYS_PTRACE
 	request_in svc "4096 5120 torch.bfloat16"
-	ctr_run --name stale-"$CTR_TAG" -v "$PVG_BUILD:$PVG_BUILD:ro" -v "$T:$T" -- \
-		"$SVC" --device "$T/gpu0" --tag "$scenario_tag" --engine-pidfile "$T/run/stale.pid" \
-		>/dev/null
-	local i; for i in $(seq 250); do [ -s run/stale.pid ] && break; sleep 0.02; done
 	local stale; stale=$(pgrep -f "^VLLM::EngineCore $scenario_tag" | grep -vx "$(host_pid_of VLLM::EngineCore)")
 	kfd_tree "$(host_pid_of VLLM::EngineCore)" "$stale"
 	pg_inside svc certify --keep-going --json "$T/r.json"
@@ -318,7 +326,12 @@ test_overlay_root_inside_then_copy_up_fails_gate_4() {
 	show r2.json
 	assert_eq "$rc" 1 "not certified after the copy-up"
 	assert_eq "$(gate_status r2.json 4)" fail "gate 4"
-	assert_contains "$(problem_codes r2.json 4)" process-maps.replaced "gate 4 codes"
+	# overlayfs keeps the inode number across a copy-up: the kernel reports it as the same
+	# file written after the start (its change time), or as another file
+	case "$(problem_codes r2.json 4)" in
+	*process-maps.overwritten-after-start*|*process-maps.replaced*) ;;
+	*) fail "gate 4 codes: $(problem_codes r2.json 4)";;
+	esac
 }
 
 run_tests
