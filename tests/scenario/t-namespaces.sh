@@ -125,4 +125,33 @@ test_colliding_pid_from_another_namespace_is_not_attributed() {
 	[ "$(jq -r '.gates[6].evidence.markers.foreign_pid' r.json)" -ge 1 ] || fail "foreign not counted"
 }
 
+# start_collider ARGS...: a stand-in engine in a pid namespace of its own whose pid there is
+# the service engine's host pid, appending to the service's log
+start_collider() {
+	local engine; engine=$(host_pid_of VLLM::EngineCore)
+	timeout -k 5 60 unshare --pid --fork --mount-proc -- /bin/sh -c \
+		"echo $((engine - 1)) >/proc/sys/kernel/ns_last_pid && $SVC --tag other-$scenario_tag \
+		--log $T/logs/server.log --engine-pidfile $T/run/other.pid $*" >/dev/null 2>&1 &
+	local i; for i in $(seq 250); do [ -s run/other.pid ] && break; sleep 0.02; done
+	assert_eq "$(cat run/other.pid)" "$engine" "the other writer's pid collides"
+}
+
+# Only the other namespace's process wrote matching markers: not the service's, and the hint
+# says another process writes the log, not that the service writes its output elsewhere
+# (its stdout goes to another file here, svc.out).
+test_markers_only_from_a_colliding_pid_fail_with_a_true_hint() {
+	setup
+	start_in --pid --fork --mount-proc -- ":;"
+	start_collider
+	printf '%s\n' "4096 5120 torch.bfloat16" >logs/server.log.request
+	kill -USR1 "$(pgrep -f "^VLLM::EngineCore other-$scenario_tag")"
+	local i; for i in $(seq 250); do grep -q 'selected=True' logs/server.log && break; sleep 0.02; done
+	pg run --gates 7 --json r.json
+	assert_eq "$(gate_status r.json 7)" fail "gate 7"
+	assert_contains "$(problem_codes r.json 7)" dispatch-marker.unattributed "codes"
+	local hints; hints=$(jq -r '.gates[6].problems[].hint' r.json)
+	assert_not_contains "$hints" "writes its stdout" "hint"
+	assert_contains "$hints" "another process writes markers to this log" "hint"
+}
+
 run_tests
