@@ -431,8 +431,9 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 	free(tree_holders);
 	st = pvg_status_worst(st, denied_problem(res, &fs, "a GPU holder outside the tree"));
 
-	/* From inside a pid namespace the processes outside it are invisible: the driver's
-	 * list covers the machine. Its pids are the host's, so only the count compares. */
+	/* From inside a pid namespace the processes outside it are invisible. KFD's list covers
+	 * the machine, by host pids: only its count compares. NVML's list holds this
+	 * namespace's processes only, but the memory in use is the machine's. */
 	bool gpu_checked = true;
 	struct pvg_self_view self;
 	if (pvg_self_view_read(ctx->procfs, "/", &self) == 0 && self.in_container) {
@@ -457,6 +458,7 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 			pvg_json_add_str(dj2, "where", g.where);
 			pvg_json_add_int(dj2, "processes", (int)g.n);
 			pvg_json_add_int(dj2, "accounted", (int)accounted);
+			pvg_json_add_bool(dj2, "lists_this_namespace_only", g.namespaced);
 			if (g.n > accounted) {
 				pvg_problem(res, "stale-service.gpu-holder-outside-view",
 					    "look on the host (another container, an orphaned engine) for "
@@ -467,6 +469,40 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 					    g.source, g.n, g.n == 1 ? "" : "es", accounted, n_tree_holders,
 					    g.n - accounted);
 				st = PVG_FAIL;
+			}
+			/* NVML lists only this namespace's processes; the memory in use is the
+			 * machine's. Measured on an H200: each process uses 8 MiB more than NVML
+			 * lists for it, a CUDA context at least 500 MiB. */
+			if (g.namespaced && !g.have_memory) {
+				gpu_checked = false;
+				pvg_problem(res, "stale-service.gpu-holders-unverifiable",
+					    "run provgate on the host",
+					    "%s lists only the GPU processes of provgate's own pid namespace "
+					    "and reports no device memory use, so a GPU holder outside the "
+					    "container cannot be ruled out",
+					    g.where);
+				st = pvg_status_worst(st, PVG_UNVERIFIABLE);
+			} else if (g.namespaced) {
+				uint64_t mib = 1 << 20;
+				uint64_t unaccounted = g.used_bytes > g.listed_bytes
+							       ? g.used_bytes - g.listed_bytes : 0;
+				uint64_t tolerance = (64 + 16 * (uint64_t)g.n_entries) * mib;
+				pvg_json_add_u64(dj2, "used_mib", g.used_bytes / mib);
+				pvg_json_add_u64(dj2, "listed_mib", g.listed_bytes / mib);
+				pvg_json_add_u64(dj2, "unaccounted_mib", unaccounted / mib);
+				pvg_json_add_u64(dj2, "tolerance_mib", tolerance / mib);
+				if (unaccounted > tolerance) {
+					pvg_problem(res, "stale-service.gpu-holder-outside-view",
+						    "look on the host (another container, an orphaned "
+						    "engine) for the process that holds the GPU, and stop it",
+						    "the GPUs have %" PRIu64 " MiB in use, %" PRIu64 " MiB "
+						    "more than the %zu process%s NVML lists in this pid "
+						    "namespace account for: processes outside the container "
+						    "hold the GPU",
+						    g.used_bytes / mib, unaccounted / mib, g.n,
+						    g.n == 1 ? "" : "es");
+					st = PVG_FAIL;
+				}
 			}
 			pvg_gpu_procs_clear(&g);
 		}

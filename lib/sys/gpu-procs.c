@@ -57,6 +57,11 @@ struct nvml_process_v2 { /* nvmlProcessInfo_v2_t (used by the _v2 and _v3 calls)
 	unsigned int gpu_instance_id;
 	unsigned int compute_instance_id;
 };
+struct nvml_memory_v2 { /* nvmlMemory_v2_t */
+	unsigned int version;
+	unsigned long long total, reserved, free, used;
+};
+#define NVML_MEMORY_V2_VERSION ((unsigned int)(sizeof(struct nvml_memory_v2) | (2u << 24)))
 enum { NVML_SUCCESS = 0, NVML_ERROR_INSUFFICIENT_SIZE = 7 };
 
 struct nvml {
@@ -68,6 +73,7 @@ struct nvml {
 	nvml_return (*handle)(unsigned int, nvml_device *);
 	nvml_return (*compute)(nvml_device, unsigned int *, struct nvml_process_v2 *);
 	nvml_return (*graphics)(nvml_device, unsigned int *, struct nvml_process_v2 *);
+	nvml_return (*memory)(nvml_device, struct nvml_memory_v2 *);
 };
 
 static void *sym(void *lib, const char *a, const char *b)
@@ -76,9 +82,11 @@ static void *sym(void *lib, const char *a, const char *b)
 	return p || !b ? p : dlsym(lib, b);
 }
 
+/* The processes of one device in one list; dev_pids: this device's, so that a process with
+ * a compute and a graphics context counts its memory once on it. */
 static int nvml_list(struct nvml *n, nvml_device dev,
 		     nvml_return (*fn)(nvml_device, unsigned int *, struct nvml_process_v2 *),
-		     struct pvg_gpu_procs *out, char **why)
+		     struct pvg_gpu_procs *out, struct pvg_gpu_procs *dev_pids, char **why)
 {
 	if (!fn)
 		return 0;
@@ -104,9 +112,21 @@ static int nvml_list(struct nvml *n, nvml_device dev,
 					    n->error_string ? n->error_string(r) : "error");
 			return -EIO;
 		}
-		for (unsigned int i = 0; i < cnt && i < have; i++)
-			if (v[i].pid > 0)
+		for (unsigned int i = 0; i < cnt && i < have; i++) {
+			bool again = false;
+			for (size_t k = 0; k < dev_pids->n; k++)
+				again |= dev_pids->pids[k] == (pid_t)v[i].pid;
+			if (v[i].pid > 0) {
 				add_pid(out, (pid_t)v[i].pid);
+				add_pid(dev_pids, (pid_t)v[i].pid);
+			}
+			if (again)
+				continue;
+			out->n_entries++;
+			/* NVML_VALUE_NOT_AVAILABLE is all ones */
+			if (v[i].used_gpu_memory != ~0ULL)
+				out->listed_bytes += v[i].used_gpu_memory;
+		}
 		return 0;
 	}
 	*why = pvg_strdup("NVML's process list kept growing while it was read");
@@ -135,6 +155,9 @@ static int read_nvml(struct pvg_gpu_procs *out, char **why)
 	n.graphics = (nvml_return (*)(nvml_device, unsigned int *, struct nvml_process_v2 *))sym(
 		n.lib, "nvmlDeviceGetGraphicsRunningProcesses_v3",
 		"nvmlDeviceGetGraphicsRunningProcesses_v2");
+	n.memory = (nvml_return (*)(nvml_device, struct nvml_memory_v2 *))sym(
+		n.lib, "nvmlDeviceGetMemoryInfo_v2", NULL);
+	out->have_memory = n.memory != NULL;
 	int r = 0;
 	if (!n.init || !n.count || !n.handle || !n.compute) {
 		*why = pvg_asprintf("%s lacks the NVML calls provgate needs", name);
@@ -164,14 +187,22 @@ static int read_nvml(struct pvg_gpu_procs *out, char **why)
 			r = -EIO;
 			break;
 		}
-		r = nvml_list(&n, dev, n.compute, out, why);
+		struct pvg_gpu_procs dev_pids = { 0 };
+		r = nvml_list(&n, dev, n.compute, out, &dev_pids, why);
 		if (r == 0)
-			r = nvml_list(&n, dev, n.graphics, out, why);
+			r = nvml_list(&n, dev, n.graphics, out, &dev_pids, why);
+		free(dev_pids.pids);
+		struct nvml_memory_v2 mem = { .version = NVML_MEMORY_V2_VERSION };
+		if (r == 0 && n.memory && n.memory(dev, &mem) == NVML_SUCCESS)
+			out->used_bytes += mem.used;
+		else
+			out->have_memory = false;
 	}
 	if (n.shutdown)
 		n.shutdown();
 	if (r == 0) {
 		out->source = "nvml";
+		out->namespaced = true;
 		out->where = pvg_asprintf("%s (%u GPU%s)", name, devices, devices == 1 ? "" : "s");
 	}
 out:

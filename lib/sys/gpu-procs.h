@@ -5,8 +5,11 @@
  *   amdgpu  <sysfs>/class/kfd/kfd/proc/<pid>/ (one entry per process that opened /dev/kfd)
  *   NVIDIA  NVML through a dlopen of libnvidia-ml.so.1 (compute and graphics processes of
  *           every device); no build dependency.
- * The pids are the driver's (the initial pid namespace's); only their number is comparable
- * from inside a container. Data and -errno only.
+ * KFD names processes by their pid in the initial namespace and lists every one. NVML does
+ * not: measured on an H200 (driver 580), it lists only the processes of the caller's pid
+ * namespace, with their pids there, while the devices' used memory (nvmlMemory_v2_t.used,
+ * reserved memory apart) is the whole machine's; the memory no listed process accounts for
+ * is what processes outside the namespace use. Data and -errno only.
  */
 #pragma once
 #include "util/util.h"
@@ -16,6 +19,11 @@ struct pvg_gpu_procs {
 	char *where;        /* the folder read, or the library loaded */
 	pid_t *pids;        /* distinct, sorted */
 	size_t n;
+	bool namespaced;    /* the list holds only the caller's pid namespace (NVML) */
+	bool have_memory;   /* used and listed below are known (NVML) */
+	uint64_t used_bytes;   /* device memory in use, all devices, reserved memory apart */
+	uint64_t listed_bytes; /* what the listed processes use of it */
+	size_t n_entries;      /* process entries over all devices (a process per device) */
 };
 
 /* sysfs: "/sys" or a fixture tree ($PROVGATE_SYSFS). nvml: try NVML when there is no KFD
