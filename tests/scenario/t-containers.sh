@@ -78,6 +78,8 @@ pg_inside() {
 	ctr_exec -w "$T" -e NO_COLOR=1 -e LC_ALL=C.UTF-8 -e "ASAN_OPTIONS=$ASAN_OPTIONS" \
 		-e "UBSAN_OPTIONS=$UBSAN_OPTIONS" -e "PROVGATE_GPU_DEVICES=$PROVGATE_GPU_DEVICES" \
 		${PROVGATE_SYSFS:+-e "PROVGATE_SYSFS=$PROVGATE_SYSFS"} \
+		${PROVGATE_NVML_LIBRARY:+-e "PROVGATE_NVML_LIBRARY=$PROVGATE_NVML_LIBRARY"} \
+		${PVG_FAKE_NVML:+-e "PVG_FAKE_NVML=$PVG_FAKE_NVML"} \
 		"$ctr-$CTR_TAG" "$PROVGATE" "$@" >"$o" 2>"$e"
 	rc=$?
 	set -e
@@ -303,6 +305,30 @@ test_inside_sibling_stale_not_certified() {
 	assert_eq "$(gate_status r2.json 5)" unverifiable "gate 5 without a driver list"
 	assert_contains "$(problem_codes r2.json 5)" stale-service.gpu-holders-unverifiable "codes"
 	assert_not_contains "$(jq -r '.gates[4].summary' r2.json)" "no foreign GPU holder" "summary"
+}
+
+# NVIDIA: NVML lists only the caller's namespace (a stand-in with the H200's measured
+# behaviour: tests/helpers/fake-nvml.c); the memory in use shows the holder outside.
+test_inside_nvml_memory_shows_a_holder_outside() {
+	setup
+	start_stale
+	sleep 0.03
+	start_service svc --network host -v "$T:$T" --cap-add SYS_PTRACE
+	request_in svc "4096 5120 torch.bfloat16"
+	export PROVGATE_SYSFS="$T/nosys" PVG_FAKE_NVML="$T/nvml.state" \
+		PROVGATE_NVML_LIBRARY="$PVG_BUILD/tests/helpers/fake-nvml.so"
+	# what NVML answers inside: the engine, by its pid there; the stale engine is not listed
+	echo "$(cat run/engine.pid) 582" >nvml.state
+	pg_inside svc run --gates 5 --json "$T/alone.json"
+	assert_eq "$(gate_status alone.json 5)" pass "gate 5 with only the service on the GPU"
+	assert_eq "$(jq -r '.gates[4].evidence.gpu_driver.source' alone.json)" nvml "source"
+	assert_eq "$(jq -r '.gates[4].evidence.gpu_driver.unaccounted_mib' alone.json)" 8 "unaccounted"
+	echo "- 582" >>nvml.state # the stale engine outside, holding a context
+	pg_inside svc run --gates 5 --json "$T/r.json"
+	show r.json
+	assert_eq "$(gate_status r.json 5)" fail "gate 5"
+	assert_contains "$(problem_codes r.json 5)" stale-service.gpu-holder-outside-view "codes"
+	assert_eq "$(jq -r '.gates[4].evidence.gpu_driver.unaccounted_mib' r.json)" 598 "unaccounted"
 }
 
 test_overlay_root_inside_then_copy_up_fails_gate_4() {
