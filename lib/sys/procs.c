@@ -340,11 +340,30 @@ static struct pvg_proc *resolve_pidfile(struct pvg_targets *t, pid_t pid, const 
 		if (k)
 			n = k;
 	}
+	/* still several: the writer sees the pidfile at that path in its own mount namespace
+	 * (a process of another container usually does not) */
+	struct stat pf;
+	_cleanup_free_ char *abs = n > 1 ? realpath(pidfile, NULL) : NULL;
+	if (abs && stat(abs, &pf) == 0) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			_cleanup_free_ char *via = pvg_asprintf("/proc/%d/root%s", (int)cand[i]->pid, abs);
+			struct stat st;
+			int r = stat(via, &st) == 0 ? 0 : -errno;
+			/* a root provgate may not enter could see it: that one stays a candidate */
+			if ((r == 0 && st.st_dev == pf.st_dev && st.st_ino == pf.st_ino) ||
+			    r == -EACCES || r == -EPERM)
+				cand[k++] = cand[i];
+		}
+		if (k)
+			n = k;
+	}
 	struct pvg_proc *found = n == 1 ? cand[0] : NULL;
 	if (n > 1) {
 		t->err = -ENOTUNIQ;
 		t->why = pvg_asprintf("pidfile %s names pid %d, which is the pid of %zu processes in "
-				      "different pid namespaces (first %d and %d on provgate's view)",
+				      "different pid namespaces that all see the pidfile (first %d and %d "
+				      "in provgate's view)",
 				      pidfile, (int)pid, n, (int)cand[0]->pid, (int)cand[1]->pid);
 	} else if (!n) {
 		t->err = -ESRCH;

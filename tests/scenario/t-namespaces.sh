@@ -92,6 +92,20 @@ test_own_pid_and_mount_namespace_with_bind_mount_certified() {
 	assert_eq "$rc" 0 "certified by the pidfile"
 	assert_eq "$(jq -r '.gates[3].evidence.selection.primary' r2.json)" \
 		"$(host_pid_of 'vllm serve fixture')" "pidfile pid resolved to the host pid"
+	# Without service.family, pid 1 is also the host's init. When init sees the same
+	# pidfile (or its root cannot be entered to tell), which one wrote it cannot be told,
+	# and that is said, never guessed; when it does not, the service is the only writer.
+	jq '.service = {pidfile: "run/serve.pid"}' provgate.json >p3.json
+	pg run -c p3.json --gates 4 --json r3.json
+	local seen; seen=$(stat -L -c %d:%i /proc/1/root"$T"/run/serve.pid 2>&1 || true)
+	if [ "$seen" = "$(stat -c %d:%i run/serve.pid)" ] || [[ $seen == *"ermission denied"* ]]; then
+		assert_eq "$(gate_status r3.json 4)" unverifiable "gate 4 with an ambiguous pidfile"
+		assert_eq "$(problem_codes r3.json 4)" process-maps.pidfile-ambiguous "codes"
+	else
+		assert_eq "$(gate_status r3.json 4)" pass "gate 4: init cannot see the pidfile"
+		assert_eq "$(jq -r '.gates[3].evidence.selection.primary' r3.json)" \
+			"$(host_pid_of 'vllm serve fixture')" "the writer that sees the pidfile"
+	fi
 }
 
 test_own_network_namespace_port_read_there() {
