@@ -271,8 +271,8 @@ static void fill_uids(struct pvg_targets *t)
 }
 
 /* Namespaces and own-namespace pids of the processes the gates report on. A process whose
- * NSpid cannot be read (gone, a kernel before 4.1) keeps pid as its own-namespace pid only
- * when it shares provgate's pid namespace. */
+ * NSpid cannot be read (a kernel before 4.1, or gone) keeps pid as its own-namespace pid
+ * when it shares provgate's pid namespace or its namespace cannot be read either. */
 static void fill_ns(struct pvg_targets *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
@@ -283,8 +283,8 @@ static void fill_ns(struct pvg_targets *t)
 		struct pvg_nspid n;
 		if (pvg_proc_nspid("/proc", p->pid, &n) == 0)
 			p->ns_pid = pvg_nspid_inner(&n);
-		else if (p->ns.pid && p->ns.pid == t->self_pidns)
-			p->ns_pid = p->pid;
+		else if (!p->ns.pid || p->ns.pid == t->self_pidns)
+			p->ns_pid = p->pid; /* provgate's namespace (or gone: as it was seen) */
 	}
 	for (size_t i = 0; i < t->n; i++)
 		if (t->procs[i].in_tree && t->procs[i].ns_pid)

@@ -277,6 +277,7 @@ test_inside_the_container_certified_with_driver_list() {
 	pg_inside svc certify --json "$T/r.json"
 	show r.json
 	assert_eq "$rc" 0 "certified inside ($err)"
+	validate r.json
 	assert_eq "$(jq -r .view.kind r.json)" container "view"
 	assert_eq "$(jq -r .view.container.id r.json)" "$(ctr_id svc)" "own container id"
 	assert_eq "$(jq -r '.gates[4].evidence.gpu_driver.source' r.json)" kfd "driver list"
