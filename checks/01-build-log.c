@@ -402,7 +402,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 		pvg_problem(res, "build-log.no-scope",
 			    "gate 2's change set is needed to know which sources must be in the log",
 			    "the changed sources are not known: %s",
-			    scope && scope->why ? scope->why
+			    scope && scope->msg.text ? scope->msg.text
 			    : r == -ENOSYS ? "the change set is not available in this version"
 					   : strerror(-r));
 		st = st == PVG_FAIL ? PVG_FAIL : PVG_UNVERIFIABLE;

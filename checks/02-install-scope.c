@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Gate 2 install-scope: every changed runtime file is installed with identical bytes.
- * The change set comes from lib/scope.c; this file decides what each class of change needs:
+ * The change set comes from lib/sys/scope.c; this file decides what each class of change needs:
  * mapped files must be at their install path with the work tree's bytes, deleted or
  * renamed-away mapped files must be gone from it, unknown files fail (default-deny), compiled
  * files are left to gates 1, 3 and 6, ignored files to nobody.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 
 #include "checks.h"
 #include "facts.h"
+#include "util/thread.h"
 
 #define MAX_LISTED_CHANGES 200 /* evidence stays readable on a 10,000-file rebase */
 #define MAX_PROBLEMS_PER_CODE 50
@@ -39,7 +39,7 @@ struct compare_job {
 	const struct pvg_change *change;
 	char *work;
 	enum verdict verdict;
-	int err;             /* errno behind V_UNREADABLE / V_DIFFERS */
+	int err;             /* -errno behind V_UNREADABLE / V_DIFFERS */
 	bool err_installed;  /* which side err is about */
 	const char *err_what;
 	uint64_t work_size, inst_size;
@@ -61,7 +61,7 @@ static void compare_one(struct compare_job *j)
 			j->verdict = V_MISSING;
 		} else {
 			j->verdict = V_UNREADABLE;
-			j->err = errno;
+			j->err = -errno;
 			j->err_installed = true;
 			j->err_what = "stat";
 		}
@@ -69,7 +69,7 @@ static void compare_one(struct compare_job *j)
 	}
 	if (stat(j->work, &ws) < 0) {
 		j->verdict = V_UNREADABLE;
-		j->err = errno;
+		j->err = -errno;
 		j->err_what = "stat";
 		return;
 	}
@@ -84,7 +84,7 @@ static void compare_one(struct compare_job *j)
 	pvg_hash_file(inst, &i);
 	if (!w.hashed || !i.hashed) {
 		const struct pvg_file_id *bad = !w.hashed ? &w : &i;
-		bool not_regular = bad->err == EISDIR || bad->err == EINVAL;
+		bool not_regular = bad->err == -EISDIR || bad->err == -EINVAL;
 		j->verdict = not_regular && bad == &i ? V_DIFFERS : V_UNREADABLE;
 		j->err = bad->err;
 		j->err_installed = bad == &i;
@@ -100,12 +100,11 @@ static void compare_one(struct compare_job *j)
 	pvg_file_id_clear(&i);
 }
 
-static void *pool_worker(void *arg)
+static void pool_worker(void *arg)
 {
-	struct pool *p = arg;
+	struct pool *p = *(struct pool **)arg;
 	for (size_t k; (k = atomic_fetch_add(&p->next, 1)) < p->n;)
 		compare_one(&p->jobs[k]);
-	return NULL;
 }
 
 /* Compares all jobs on up to HASH_THREADS threads (this one included). */
@@ -113,15 +112,11 @@ static void compare_all(struct compare_job *jobs, size_t n)
 {
 	struct pool p = { .jobs = jobs, .n = n };
 	atomic_init(&p.next, 0);
-	pthread_t tid[HASH_THREADS - 1];
-	size_t started = 0;
+	struct pool *workers[HASH_THREADS];
 	size_t want = n < HASH_THREADS ? n : HASH_THREADS;
-	for (size_t t = 1; t < want; t++)
-		if (pthread_create(&tid[started], NULL, pool_worker, &p) == 0)
-			started++;
-	pool_worker(&p);
-	for (size_t t = 0; t < started; t++)
-		pthread_join(tid[t], NULL);
+	for (size_t t = 0; t < want; t++)
+		workers[t] = &p;
+	pvg_run_jobs(pool_worker, workers, want, sizeof(workers[0]));
 }
 
 /* Problems of one code beyond MAX_PROBLEMS_PER_CODE are counted, then summed up once. */
@@ -153,7 +148,7 @@ static enum verdict check_gone(const char *inst, int *err)
 		return V_STILL;
 	if (errno == ENOENT || errno == ENOTDIR)
 		return V_GONE;
-	*err = errno;
+	*err = -errno;
 	return V_UNREADABLE;
 }
 
@@ -185,8 +180,8 @@ static cJSON *change_json(const struct pvg_change *c, enum verdict v, enum verdi
 static enum pvg_status scope_error(struct pvg_result *res, const struct pvg_scope *s)
 {
 	_cleanup_free_ char *code = pvg_asprintf("install-scope.%s", s->reason ? s->reason : "git-error");
-	pvg_problem(res, code, s->hint, "%s", s->why ? s->why : strerror(-s->err));
-	pvg_summary(res, "no change set: %s", s->why ? s->why : strerror(-s->err));
+	pvg_problem(res, code, s->msg.hint, "%s", s->msg.text ? s->msg.text : strerror(-s->err));
+	pvg_summary(res, "no change set: %s", s->msg.text ? s->msg.text : strerror(-s->err));
 	return PVG_UNVERIFIABLE;
 }
 
@@ -327,7 +322,7 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 					    "install location",
 					    "%s: cannot read %s: %s", c->path,
 					    j && !j->err_installed ? j->work : c->install_path,
-					    strerror(e));
+					    strerror(-e));
 			}
 			break;
 		case V_SUBMODULE:
@@ -365,7 +360,7 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 			if (under_cap(count_of, 4))
 				pvg_problem(res, "install-scope.unreadable", NULL,
 					    "%s: cannot check %s: %s", c->old_path,
-					    c->old_install_path, strerror(old_err[i]));
+					    c->old_install_path, strerror(-old_err[i]));
 		}
 		bool unproven = (verdict[i] != V_NONE && verdict[i] != V_SAME && verdict[i] != V_GONE) ||
 				c->cls == PVG_SCOPE_UNKNOWN || old_verdict[i] == V_STILL ||

@@ -32,7 +32,7 @@ static cJSON *file_json(const struct pvg_file_id *id, bool full)
 static enum pvg_status side_problem(struct pvg_result *res, const char *side,
 				    const struct pvg_file_id *id)
 {
-	int e = id->err;
+	int e = -id->err; /* positive, for the comparisons below */
 	if (e == ENOENT || e == ENOTDIR) {
 		pvg_problem(res,
 			    strcmp(side, "build") == 0 ? "artifact-hash.build-missing"

@@ -401,7 +401,7 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		pvg_summary(res, "no digest to compare the mapped bytes with");
 		pvg_problem(res, "process-maps.no-digest", "check gate 3 (artifact-hash)",
 			    "cannot hash %s: %s", bad ? bad->path : "?",
-			    bad && bad->err ? strerror(bad->err) : "unknown error");
+			    bad && bad->err ? strerror(-bad->err) : "unknown error");
 		return PVG_UNVERIFIABLE;
 	}
 	pvg_json_add_str(res->evidence, "installed", ex.canon);

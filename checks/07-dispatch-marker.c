@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Gate 7 dispatch-marker: the live service really selected the new kernel for the
- * benchmark's shapes. The service log is scanned once (lib/markers.c); only lines that can be
+ * benchmark's shapes. The service log is scanned once (lib/formats/markers.c); only lines that can be
  * attributed to the live service count, the rest is reported as unattributed.
  */
 #include <dirent.h>
@@ -104,49 +104,46 @@ static void marker_read_freep(struct marker_read **m)
  * a hung network mount must not hang the gate); nothing is said for pipes, terminals,
  * sockets (tee, journald), or when /proc/PID/fd cannot be read (another user's process).
  */
-static char *output_elsewhere(pid_t root, const char *log_path, const struct stat *log)
+struct output_scan {
+	const char *log_real; /* the log's real path, or NULL */
+	bool log_open;        /* the service has the log open */
+	int cand_fd;          /* 1 or 2: stdout or stderr goes to cand */
+	char cand[PATH_MAX];
+};
+
+static bool output_fd(void *opaque, int dirfd, int fd, const char *link)
 {
-	char dir[64];
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)root);
-	_cleanup_free_ char *log_real = log_path ? realpath(log_path, NULL) : NULL;
-	DIR *d = opendir(dir);
-	if (!d)
-		return NULL;
-	char cand[PATH_MAX] = "";
-	int cand_fd = 0;
-	bool log_open = false;
-	struct dirent *e;
-	while (!log_open && (e = readdir(d))) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		char path[PATH_MAX];
-		ssize_t n = readlinkat(dirfd(d), e->d_name, path, sizeof(path) - 1);
-		if (n <= 0)
-			continue;
-		path[n] = 0;
-		if (log_real && strcmp(path, log_real) == 0) {
-			log_open = true;
-			break;
-		}
-		int fd = atoi(e->d_name);
-		if ((fd == 1 || (fd == 2 && cand_fd != 1)) && path[0] == '/' &&
-		    strncmp(path, "/dev/", 5) != 0) {
-			memcpy(cand, path, (size_t)n + 1);
-			cand_fd = fd;
-		}
+	struct output_scan *o = opaque;
+	(void)dirfd;
+	if (o->log_real && strcmp(link, o->log_real) == 0) {
+		o->log_open = true;
+		return false;
 	}
-	char fdname[4];
-	snprintf(fdname, sizeof(fdname), "%d", cand_fd);
+	if ((fd == 1 || (fd == 2 && o->cand_fd != 1)) && link[0] == '/' &&
+	    strncmp(link, "/dev/", 5) != 0 && strlen(link) < sizeof(o->cand)) {
+		strcpy(o->cand, link);
+		o->cand_fd = fd;
+	}
+	return true;
+}
+
+static char *output_elsewhere(const char *procfs, pid_t root, const char *log_path,
+			      const struct stat *log)
+{
+	_cleanup_free_ char *log_real = log_path ? realpath(log_path, NULL) : NULL;
+	struct output_scan o = { .log_real = log_real };
+	if (pvg_proc_fds(procfs, root, output_fd, &o) < 0 || o.log_open || !o.cand_fd)
+		return NULL;
+	/* only the named descriptor is stat'ed, through /proc: the open file itself */
+	char fdpath[512];
+	snprintf(fdpath, sizeof(fdpath), "%s/%d/fd/%d", procfs, (int)root, o.cand_fd);
 	struct stat st;
-	bool named = !log_open && cand_fd && fstatat(dirfd(d), fdname, &st, 0) == 0 &&
-		     S_ISREG(st.st_mode) &&
-		     !(log && st.st_dev == log->st_dev && st.st_ino == log->st_ino);
-	closedir(d);
-	if (!named)
+	if (stat(fdpath, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (log && st.st_dev == log->st_dev && st.st_ino == log->st_ino))
 		return NULL;
 	return pvg_asprintf("the service (pid %d) writes its %s to %s, not to this log; point "
 			    "markers.log there, or redirect the service's output",
-			    (int)root, cand_fd == 1 ? "stdout" : "stderr", cand);
+			    (int)root, o.cand_fd == 1 ? "stdout" : "stderr", o.cand);
 }
 
 static struct marker_read *read_markers(struct pvg_ctx *ctx)
@@ -197,12 +194,12 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 }
 
 /* output_elsewhere for a gate that fails, looked up once and put in the evidence */
-static const char *note_elsewhere(struct marker_read *m, const struct pvg_config *cfg, cJSON *ev)
+static const char *note_elsewhere(struct marker_read *m, const struct pvg_ctx *ctx, cJSON *ev)
 {
 	if (!m->elsewhere_done) {
 		m->elsewhere_done = true;
 		bool log = m->log_err == 0;
-		m->elsewhere = output_elsewhere(m->root, log ? cfg->markers.log : NULL,
+		m->elsewhere = output_elsewhere(ctx->procfs, m->root, log ? ctx->cfg->markers.log : NULL,
 						log ? &m->log_st : NULL);
 		if (m->elsewhere)
 			pvg_json_add_str(ev, "service_output_elsewhere", m->elsewhere);
@@ -260,7 +257,7 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	}
 	if (m->log_err) {
 		int e = m->log_err;
-		const char *w = e == ENOENT ? note_elsewhere(m, cfg, ev) : NULL;
+		const char *w = e == ENOENT ? note_elsewhere(m, ctx, ev) : NULL;
 		pvg_summary(res, "cannot read the service log");
 		pvg_problem(res, "dispatch-marker.log-unreadable",
 			    w ? w
@@ -299,7 +296,7 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 
 	enum pvg_status status = PVG_PASS;
 	if (scan.bytes == 0) {
-		const char *w = note_elsewhere(m, cfg, ev);
+		const char *w = note_elsewhere(m, ctx, ev);
 		pvg_problem(res, "dispatch-marker.empty-log",
 			    w ? w
 			      : "run the benchmark against the service, with its output going to "
@@ -366,7 +363,7 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 		 * of other pids are there: this log is written, by another process (another
 		 * container, an earlier run), and that is what the hint must say. */
 		bool foreign = scan.markers_foreign_recent > 0;
-		const char *w = scan.markers_live == 0 && !foreign ? note_elsewhere(m, cfg, ev) : NULL;
+		const char *w = scan.markers_live == 0 && !foreign ? note_elsewhere(m, ctx, ev) : NULL;
 		/* "only from an earlier run" when the live service wrote no marker at all; live
 		 * markers that match nothing say more (wrong shape, dtype) */
 		if (got == 0 && unattr > 0 && scan.markers_live == 0 && scan.markers_unparseable == 0) {

@@ -41,7 +41,7 @@ int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view)
 	if (r < 0)
 		return r;
 	if (t->err) {
-		view->why = t->why;
+		view->why = t->msg.text;
 		return t->err == -EDESTADDRREQ ? -EDESTADDRREQ : -ESRCH;
 	}
 	const struct pvg_proc *root = pvg_targets_find(t, t->root);
@@ -100,8 +100,8 @@ enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_resu
 		break;
 	}
 	_cleanup_free_ char *code = pvg_asprintf("%s.%s", res->name, reason);
-	pvg_problem(res, code, hint, "%s", t->why ? t->why : "no target process");
-	pvg_summary(res, "%s", t->why ? t->why : "no target process");
+	pvg_problem(res, code, hint, "%s", t->msg.text ? t->msg.text : "no target process");
+	pvg_summary(res, "%s", t->msg.text ? t->msg.text : "no target process");
 	return st;
 }
 
@@ -111,7 +111,7 @@ cJSON *pvg_targets_json(const struct pvg_targets *t)
 	cJSON *o = cJSON_CreateObject();
 	pvg_json_add_str(o, "selected_by", how[t->how]);
 	if (t->err) {
-		pvg_json_add_str(o, "error", t->why);
+		pvg_json_add_str(o, "error", t->msg.text);
 	} else {
 		cJSON_AddNumberToObject(o, "primary", t->primary);
 		cJSON_AddNumberToObject(o, "tree_root", t->root);

@@ -39,7 +39,7 @@ static int show_process(const struct pvg_proc *p, long tick_ns, bool json, bool 
 	struct pvg_mapped_files files;
 	char started[48];
 	pvg_proc_format_start(p, started, sizeof(started));
-	int r = pvg_maps_read("/proc", p->pid, &maps);
+	int r = pvg_maps_read(pvg_procfs_root(), p->pid, &maps);
 	if (r == 0 && maps.n == 0)
 		r = -ESRCH;
 	cJSON *pj = NULL;
@@ -60,7 +60,7 @@ static int show_process(const struct pvg_proc *p, long tick_ns, bool json, bool 
 			printf("%spid %d%s %s: %s\n", st->bold, (int)p->pid, st->reset, p->comm, why);
 		return r;
 	}
-	pvg_mapped_files_build("/proc", p->pid, &maps, &p->start, tick_ns, &files);
+	pvg_mapped_files_build(pvg_procfs_root(), p->pid, &maps, &p->start, tick_ns, &files);
 	size_t stale = 0;
 	for (size_t i = 0; i < files.n; i++)
 		stale += is_stale(&files.f[i]);
@@ -171,7 +171,7 @@ static int maps_main(int argc, char **argv)
 	}
 	if (t->err) {
 		fprintf(stderr, "provgate maps: %s\n",
-			by_pid ? t->why : "no process matches the pattern");
+			by_pid ? t->msg.text : "no process matches the pattern");
 		pvg_targets_free(t);
 		return EXIT_NOT_CERTIFIED;
 	}

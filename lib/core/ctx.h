@@ -35,9 +35,9 @@ struct pvg_ctx {
 
 	/* install.artifact, or what install.python_module resolved to */
 	bool installed_resolved;
-	int installed_err;
+	int installed_err; /* 0 or -errno */
 	char *installed_path;
-	char *installed_why;
+	struct pvg_msg installed_msg;
 
 	struct pvg_file_id files[PVG_MAX_CACHED_FILES];
 	size_t n_files;
@@ -58,6 +58,10 @@ struct pvg_ctx {
 	int current_gate;
 	pvg_gate_mask to_prepare;
 	uint64_t prepared_ns[PVG_N_GATES];
+	/* set by the runner for the evaluation: what a gate waiting for a slow read lets run
+	 * meanwhile (pvg_ctx_hash_pair), here and then on a helper thread */
+	void (*prepare_here)(struct pvg_ctx *ctx);
+	void (*prepare_later)(struct pvg_ctx *ctx);
 	/* build and installed artifact, compared and hashed since the evaluation began
 	 * (gate 3's start) */
 	struct pvg_pair_job *early_pair;
@@ -76,15 +80,13 @@ int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why);
 int pvg_ctx_hash(struct pvg_ctx *ctx, const char *const *paths, size_t n,
 		 const struct pvg_file_id **out);
 /* The build and the installed artifact (pvg_pair_start, begun early by gate 3's start when
- * it could be); this thread prepares later gates (pvg_ctx_help) meanwhile. Equal bytes give
+ * it could be); the evaluation prepares later gates meanwhile (prepare_here, prepare_later). Equal bytes give
  * the build the installed digest; only when they differ (or cannot be compared) is the build
  * hashed as well. Cached like pvg_ctx_hash. */
 int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *installed,
 		      const struct pvg_file_id *out[2], uint64_t *diff_at);
-/* Runs the prepare step of the selected gates after the current one, on this thread: work
- * that would otherwise wait for a slow read. A prepare only fills caches (slots); it never
- * decides or reports anything. */
-void pvg_ctx_help(struct pvg_ctx *ctx);
+/* Stops pvg_ctx_hash_early's work when nobody will collect it. */
+void pvg_ctx_cancel_early(struct pvg_ctx *ctx);
 /* Begins pvg_ctx_hash_pair's work in the background. */
 void pvg_ctx_hash_early(struct pvg_ctx *ctx, const char *build, const char *installed);
 /* Hands over a slot's content (the caller frees it) and empties the slot. */
@@ -106,7 +108,7 @@ struct pvg_check {
 	enum pvg_status (*run)(struct pvg_ctx *ctx, struct pvg_result *res);
 	/* optional: work that run() would do, done earlier while an earlier gate waits, on a
 	 * helper thread of low priority; it may only fill the ctx caches that run() then uses
-	 * (pvg_ctx_help) */
+	 * (ctx->prepare_later) */
 	void (*prepare)(struct pvg_ctx *ctx);
 	/* optional: the part of the preparation that must stay on the evaluating thread (it is
 	 * called there just before the helper thread starts): libproc2 keeps read buffers per

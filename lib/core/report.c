@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 
 #include "core/run.h"
+#include "sys/node.h"
 #include "sys/ns.h"
 
 cJSON *pvg_result_json(const struct pvg_result *r)
@@ -89,6 +90,17 @@ cJSON *pvg_report_build(const struct pvg_run *run)
 		cJSON_AddNullToObject(host, "hostname");
 		cJSON_AddNullToObject(host, "kernel");
 	}
+	/* which node of a job this report speaks for (provgate merge matches it with the job's
+	 * node list) */
+	struct pvg_node node;
+	if (pvg_node_get(&node, NULL, 0) == 0) {
+		pvg_json_add_str(host, "node", node.node);
+		pvg_json_add_str(host, "node_from", node.node_from);
+	} else {
+		cJSON_AddNullToObject(host, "node");
+		pvg_json_add_str(host, "node_from", "SLURMD_NODENAME (not a usable node name)");
+	}
+	pvg_json_add_str(host, "slurm_job_id", node.job[0] ? node.job : NULL);
 
 	cJSON_AddItemToObject(rep, "view", view_json("/proc")); /* provgate itself: the real /proc */
 
@@ -115,4 +127,10 @@ cJSON *pvg_report_build(const struct pvg_run *run)
 	if (run->exec_info)
 		cJSON_AddItemToObject(rep, "exec", cJSON_Duplicate(run->exec_info, true));
 	return rep;
+}
+
+char *pvg_run_report_json(const struct pvg_run *run)
+{
+	_cleanup_json_ cJSON *report = pvg_report_build(run);
+	return cJSON_Print(report);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Build-log parser and gate 1's decision. Lines come from PyTorch's hipify
+ * Build-log parser. Lines come from PyTorch's hipify
  * ("SRC -> DST [ok]"), ninja ("[3/7] cmd", "FAILED: out"), the compilers ("x.hip:3:1: error:")
  * and the commands themselves when the build is verbose (ninja -v, VERBOSE=1).
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Build logs (gate 1): a pure, line-at-a-time parser of what PyTorch's hipify, ninja and the
- * compilers print, and the decision that ties the parsed log to the changed kernel sources.
+ * Build logs: a pure, line-at-a-time parser of what PyTorch's hipify, ninja and the
+ * compilers print, and the questions asked of a parsed log (checks/01-build-log.c decides).
  *
  * The parser keeps only what the decision needs (hipify lines, compiler and link command
  * lines, failures) under fixed caps, so a huge or hostile log cannot grow memory without

@@ -192,9 +192,13 @@ void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_li
 				long v = 0;
 				while (e < c && e - d < 9 && b[e] >= '0' && b[e] <= '9')
 					v = v * 10 + (b[e++] - '0');
-				if (e > d && e == c) {
+				/* Ray's driver names a worker of another node with its address:
+				 * "(RayWorkerWrapper pid=N, ip=10.0.0.2)" */
+				bool remote = e > d && c - e > 5 && memcmp(b + e, ", ip=", 5) == 0;
+				if (e > d && (e == c || remote)) {
 					h->has_pid = true;
 					h->pid = (pid_t)v;
+					h->remote = remote;
 				}
 			}
 			p = c + 1;
@@ -239,7 +243,8 @@ enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
 				   const struct pvg_service_view *view, bool file_after_start)
 {
 	if (h->has_pid) {
-		if (!view->in_tree(view->opaque, h->pid))
+		/* another node's pid, never a process of this node's tree, whatever its number */
+		if (h->remote || !view->in_tree(view->opaque, h->pid))
 			return PVG_ATTR_FOREIGN_PID;
 		/* a reused pid: the same number written by an earlier run */
 		if (h->has_time && h->time < view->start.tv_sec)

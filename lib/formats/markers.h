@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Dispatch markers (gate 7): marker lines "PREFIX key=value ..." in the service's log, which
+ * Dispatch markers: marker lines "PREFIX key=value ..." in the service's log, which
  * lines belong to the live service, and a streaming scan of the log in bounded memory.
  */
 #pragma once
@@ -17,7 +17,7 @@ struct pvg_require {
 	size_t n;
 };
 
-/* ---- the live service, as gate 7 needs to see it --------------------------------------------- */
+/* ---- the live service, as attribution needs to see it ---------------------------------------- */
 
 /* The target process tree and its start; filled by whoever discovers the service. */
 struct pvg_service_view {
@@ -55,7 +55,9 @@ const struct pvg_marker_field *pvg_marker_get(const struct pvg_marker *m, const 
 /* What the head of a log line says about who wrote it and when. */
 struct pvg_line_head {
 	bool has_pid;
-	pid_t pid;     /* vLLM "(EngineCore_DP0 pid=N)" */
+	pid_t pid;     /* vLLM "(EngineCore_DP0 pid=N)", Ray "(RayWorkerWrapper pid=N)" */
+	bool remote;   /* Ray's "(RayWorkerWrapper pid=N, ip=ADDR)": a worker on another node,
+			* whose pid is no pid of this machine */
 	bool has_time;
 	time_t time;   /* vLLM "INFO 11-29 12:10:25", local time; the year is inferred */
 };

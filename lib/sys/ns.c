@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <limits.h>
 
-#include "sys/maps.h"
 #include "sys/ns.h"
 
 static int ns_link(const char *procfs, pid_t pid, const char *kind, uint64_t *ino)
@@ -39,7 +38,7 @@ static int read_text(const char *procfs, pid_t pid, const char *file, char **tex
 {
 	_cleanup_free_ char *path = pid > 0 ? pvg_asprintf("%s/%d/%s", procfs, (int)pid, file)
 					    : pvg_asprintf("%s/self/%s", procfs, file);
-	int r = pvg_read_proc_text(path, 1u << 20, text, len);
+	int r = pvg_read_file(path, 1u << 20, text, len);
 	return r == -ENOENT ? -ESRCH : r;
 }
 
@@ -114,7 +113,7 @@ int pvg_self_view_read(const char *procfs, const char *root, struct pvg_self_vie
 	_cleanup_free_ char *p = pvg_path_join(root, "run/.containerenv");
 	_cleanup_free_ char *text = NULL;
 	size_t len;
-	if (pvg_read_small_file(p, 64 << 10, &text, &len) == 0) {
+	if (pvg_read_file(p, 64 << 10, &text, &len) == 0) {
 		containerenv(text, out);
 		out->have_container = true;
 		snprintf(out->how, sizeof(out->how), "/run/.containerenv");

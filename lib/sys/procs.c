@@ -2,7 +2,7 @@
 /*
  * Process discovery through libproc2 (procps-ng 4.0). One reap per run: every later question
  * (which process is the target, which are its descendants, who is a stale service process) is
- * answered from that snapshot, so that gates 4, 5 and 7 agree on one view of the system.
+ * answered from that snapshot, so that every question sees one view of the system.
  * libproc2 always reads the real /proc; the text readers take a procfs root.
  */
 #include <dirent.h>
@@ -15,12 +15,17 @@
 
 #include "sys/maps.h"
 #include "sys/procs.h"
+#include "util/thread.h"
 
 /* Only items from stat and cmdline: asking for a uid makes libproc2 read status too, a
  * third file per process; the uid is taken from /proc/<pid> for the few processes reported. */
 enum { I_PID, I_PPID, I_BEGAN, I_STATE, I_CMD, I_CMDLINE };
 static enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_TICS_BEGAN,
 				  PIDS_STATE,  PIDS_CMD,     PIDS_CMDLINE };
+
+/* The processes libproc2 lists are those of the real /proc, whatever pvg_procfs_root() says:
+ * what is read about them to complete the snapshot (owner, executable) comes from there too. */
+#define LIBPROC2_ROOT "/proc"
 
 static void pids_unrefp(struct pids_info **i)
 {
@@ -68,7 +73,7 @@ void pvg_targets_free(void *ptr)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->procs[i].cmdline);
 	free(t->procs);
-	free(t->why);
+	pvg_msg_clear(&t->msg);
 	free(t->targets);
 	free(t->strays);
 	free(t->tree_ns_pids);
@@ -126,7 +131,7 @@ static bool is_provgate(const struct pvg_proc *p, const struct stat *self_exe,
 		return false;
 	char path[64];
 	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+	snprintf(path, sizeof(path), LIBPROC2_ROOT "/%d/exe", (int)p->pid);
 	return stat(path, &st) == 0 && st.st_dev == self_exe->st_dev &&
 	       st.st_ino == self_exe->st_ino;
 }
@@ -192,7 +197,7 @@ static int read_pidfile(const char *path, pid_t *pid, struct timespec *mtime, ch
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	struct stat st;
-	int r = pvg_read_small_file(path, 64, &text, &len);
+	int r = pvg_read_file(path, 64, &text, &len);
 	if (r < 0) {
 		*why = pvg_asprintf("pidfile %s cannot be read: %s", path,
 				    r == -EFBIG ? "longer than a pid" : strerror(-r));
@@ -264,7 +269,7 @@ static void fill_uids(struct pvg_targets *t)
 		struct pvg_proc *p = &t->procs[i];
 		if (!(p->family || p->matched || p->in_tree))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d", (int)p->pid);
+		snprintf(path, sizeof(path), LIBPROC2_ROOT "/%d", (int)p->pid);
 		if (stat(path, &st) == 0)
 			p->uid = st.st_uid;
 	}
@@ -361,13 +366,13 @@ static struct pvg_proc *resolve_pidfile(struct pvg_targets *t, pid_t pid, const 
 	struct pvg_proc *found = n == 1 ? cand[0] : NULL;
 	if (n > 1) {
 		t->err = -ENOTUNIQ;
-		t->why = pvg_asprintf("pidfile %s names pid %d, which is the pid of %zu processes in "
+		t->msg.text = pvg_asprintf("pidfile %s names pid %d, which is the pid of %zu processes in "
 				      "different pid namespaces that all see the pidfile (first %d and %d "
 				      "in provgate's view)",
 				      pidfile, (int)pid, n, (int)cand[0]->pid, (int)cand[1]->pid);
 	} else if (!n) {
 		t->err = -ESRCH;
-		t->why = reused ? pvg_asprintf("pidfile %s names pid %d, but that process started "
+		t->msg.text = reused ? pvg_asprintf("pidfile %s names pid %d, but that process started "
 					       "after the pidfile was written: the pid was reused",
 					       pidfile, (int)pid)
 				: pvg_asprintf("pidfile %s names pid %d, which is not running (in "
@@ -381,7 +386,7 @@ static struct pvg_proc *resolve_pidfile(struct pvg_targets *t, pid_t pid, const 
 static void select_targets(const struct pvg_service_spec *svc, struct pvg_targets *t)
 {
 	struct stat self_exe_st;
-	bool have_self = stat("/proc/self/exe", &self_exe_st) == 0;
+	bool have_self = stat(LIBPROC2_ROOT "/self/exe", &self_exe_st) == 0;
 	const struct pvg_proc *me = pvg_targets_find(t, getpid());
 	const char *self_comm = me ? me->comm : "";
 
@@ -405,7 +410,7 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 		struct timespec pidfile_mtime = { 0 };
 		t->how = svc->pid > 0 ? PVG_SELECT_PID : PVG_SELECT_PIDFILE;
 		if (t->how == PVG_SELECT_PIDFILE) {
-			int r = read_pidfile(svc->pidfile, &pid, &pidfile_mtime, &t->why);
+			int r = read_pidfile(svc->pidfile, &pid, &pidfile_mtime, &t->msg.text);
 			if (r < 0) {
 				t->err = r;
 				return;
@@ -419,12 +424,12 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 			pid = p->pid;
 		} else if (!(p = (struct pvg_proc *)pvg_targets_find(t, pid))) {
 			t->err = -ESRCH;
-			t->why = pvg_asprintf("service.pid %d is not running", (int)pid);
+			t->msg.text = pvg_asprintf("service.pid %d is not running", (int)pid);
 			return;
 		}
 		if (p->self) {
 			t->err = -ESRCH;
-			t->why = pvg_asprintf("pid %d is provgate itself", (int)pid);
+			t->msg.text = pvg_asprintf("pid %d is provgate itself", (int)pid);
 			return;
 		}
 		p->matched = true;
@@ -443,7 +448,7 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 		}
 		if (!newest) {
 			t->err = -ESRCH;
-			t->why = pvg_asprintf("no process matches service.match (%zu pattern%s, "
+			t->msg.text = pvg_asprintf("no process matches service.match (%zu pattern%s, "
 					      "first \"%s\")",
 					      svc->match.n, svc->match.n == 1 ? "" : "s",
 					      svc->match.v[0]);
@@ -462,7 +467,7 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 		t->primary = top->pid;
 	} else {
 		t->err = -EDESTADDRREQ;
-		t->why = pvg_strdup("none of service.pid, service.pidfile, service.match is set");
+		t->msg.text = pvg_strdup("none of service.pid, service.pidfile, service.match is set");
 		return;
 	}
 
@@ -583,13 +588,59 @@ struct fd_scan_job {
 	struct pvg_fd_scan out;
 };
 
-static void *fd_scan_range(void *arg)
+int pvg_proc_fds(const char *procfs, pid_t pid, pvg_fd_fn fn, void *opaque)
+{
+	char dir[512];
+	char link[4096];
+	snprintf(dir, sizeof(dir), "%s/%d/fd", procfs, (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (!fn(opaque, dirfd(d), atoi(de->d_name), link))
+			break;
+	}
+	closedir(d);
+	return 0;
+}
+
+struct fd_match {
+	const struct fd_scan_job *job;
+	struct pvg_fd_scan *out;
+	const struct pvg_proc *p;
+	bool want_dev;
+};
+
+static bool match_fd(void *opaque, int dirfd, int fd, const char *link)
+{
+	struct fd_match *m = opaque;
+	(void)dirfd;
+	(void)fd;
+	if (m->job->n_inodes && strncmp(link, "socket:[", 8) == 0) {
+		uint64_t ino = strtoull(link + 8, NULL, 10);
+		for (size_t k = 0; k < m->job->n_inodes; k++)
+			if (m->job->inodes[k] == ino) {
+				add_hit(m->out, m->p, ino, NULL);
+				break;
+			}
+	} else if (m->want_dev && link[0] == '/' && device_matches(m->job->devices, link)) {
+		add_hit(m->out, m->p, 0, link);
+	}
+	return true;
+}
+
+static void fd_scan_range(void *arg)
 {
 	struct fd_scan_job *job = arg;
 	const struct pvg_targets *t = job->t;
 	struct pvg_fd_scan *out = &job->out;
-	char dir[512];
-	char link[4096];
 	for (size_t i = job->from; i < job->to; i++) {
 		const struct pvg_proc *p = &t->procs[i];
 		bool want_dev = job->devices != NULL;
@@ -597,36 +648,14 @@ static void *fd_scan_range(void *arg)
 			continue;
 		if (p->pid == 2 || p->ppid == 2)
 			continue; /* kernel threads hold no files */
-		snprintf(dir, sizeof(dir), "%s/%d/fd", job->procfs, (int)p->pid);
-		DIR *d = opendir(dir);
-		if (!d) {
-			if (errno == EACCES || errno == EPERM)
-				add_pid(&out->denied, &out->n_denied, p->pid);
-			continue; /* ENOENT: it exited since the snapshot */
-		}
-		out->n_scanned++;
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
-			if (n <= 0)
-				continue;
-			link[n] = '\0';
-			if (job->n_inodes && strncmp(link, "socket:[", 8) == 0) {
-				uint64_t ino = strtoull(link + 8, NULL, 10);
-				for (size_t k = 0; k < job->n_inodes; k++)
-					if (job->inodes[k] == ino) {
-						add_hit(out, p, ino, NULL);
-						break;
-					}
-			} else if (want_dev && link[0] == '/' && device_matches(job->devices, link)) {
-				add_hit(out, p, 0, link);
-			}
-		}
-		closedir(d);
+		struct fd_match m = { job, out, p, want_dev };
+		int r = pvg_proc_fds(job->procfs, p->pid, match_fd, &m);
+		if (r == -EACCES || r == -EPERM)
+			add_pid(&out->denied, &out->n_denied, p->pid);
+		else if (r == 0)
+			out->n_scanned++;
+		/* -ENOENT: it exited since the snapshot */
 	}
-	return NULL;
 }
 
 int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
@@ -635,8 +664,6 @@ int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t 
 	/* readlink per fd of every process is the cost: a few threads overlap the syscalls */
 	enum { MAX_THREADS = 4 };
 	struct fd_scan_job jobs[MAX_THREADS];
-	pthread_t th[MAX_THREADS];
-	bool started[MAX_THREADS] = { false };
 	size_t n_jobs = t->n < 256 ? 1 : MAX_THREADS;
 	memset(out, 0, sizeof(*out));
 	for (size_t j = 0; j < n_jobs; j++) {
@@ -649,16 +676,8 @@ int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t 
 			.from = t->n * j / n_jobs,
 			.to = t->n * (j + 1) / n_jobs,
 		};
-		if (j > 0)
-			started[j] = pthread_create(&th[j], NULL, fd_scan_range, &jobs[j]) == 0;
 	}
-	fd_scan_range(&jobs[0]);
-	for (size_t j = 1; j < n_jobs; j++) {
-		if (started[j])
-			pthread_join(th[j], NULL);
-		else
-			fd_scan_range(&jobs[j]);
-	}
+	pvg_run_jobs(fd_scan_range, jobs, n_jobs, sizeof(jobs[0]));
 	/* merge in pid order */
 	for (size_t j = 0; j < n_jobs; j++) {
 		struct pvg_fd_scan *s = &jobs[j].out;

@@ -2,7 +2,7 @@
 /*
  * Processes, through libproc2: one snapshot of every process per run, the service's targets
  * selected from it (service.pid, service.pidfile or service.match), and the service tree.
- * Gates 4, 5 and 7 share one snapshot (checks/facts.h).
+ * Callers share one snapshot per evaluation (checks/facts.h caches it).
  */
 #pragma once
 #include "sys/ns.h"
@@ -43,10 +43,10 @@ struct pvg_targets {
 	/* 0 when a target was found; otherwise -EDESTADDRREQ (nothing configured), -ESRCH (no
 	 * such process / none matched / pidfile names a dead or reused pid), -ENOENT (pidfile
 	 * missing), -EINVAL (pidfile content), -EACCES (pidfile unreadable), -ENOTUNIQ (the
-	 * pidfile's pid names a process in more than one pid namespace); why says which.
+	 * pidfile's pid names a process in more than one pid namespace); msg.text says which.
 	 * A pidfile's pid is a pid in its writer's namespace: it is resolved through NSpid. */
 	int err;
-	char *why;
+	struct pvg_msg msg;
 	pid_t root;       /* root of the service tree: the target's topmost service ancestor */
 	pid_t primary;    /* the selected target (newest matching process when several) */
 	pid_t *targets;   /* selected processes inside the tree, primary first */
@@ -104,6 +104,13 @@ const struct pvg_strv *pvg_gpu_device_globs(void);
 int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
 		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out);
 void pvg_fd_scan_clear(struct pvg_fd_scan *s);
+
+/* Calls fn for every open descriptor of pid under procfs with its number and link text
+ * ("/path", "socket:[123]", "pipe:[4]"); dirfd is the fd folder (fstatat on an entry stats
+ * the open file itself). fn returns false to stop. 0, or -errno when the folder cannot be
+ * read (-ENOENT: the process exited; -EACCES: another user's process). */
+typedef bool (*pvg_fd_fn)(void *opaque, int dirfd, int fd, const char *link);
+int pvg_proc_fds(const char *procfs, pid_t pid, pvg_fd_fn fn, void *opaque);
 
 /* Time as "2026-11-29T12:00:00.123456789Z". */
 void pvg_proc_format_start(const struct pvg_proc *p, char *out, size_t size);

@@ -51,10 +51,11 @@ static const char finder_script[] =
 #define PY_TIMEOUT_MS 30000
 #define PY_MAX_OUTPUT (64 * 1024)
 
-int pvg_python_module_path(const char *python, const char *module, char **path, char **why)
+int pvg_python_module_path(const char *python, const char *module, char **path,
+			   struct pvg_msg *why)
 {
 	*path = NULL;
-	*why = NULL;
+	pvg_msg_clear(why);
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return -errno;
@@ -147,24 +148,24 @@ int pvg_python_module_path(const char *python, const char *module, char **path, 
 		line = nl ? nl + 1 : NULL;
 	}
 	if (timed_out) {
-		*why = pvg_asprintf("%s did not answer within %d s", python, PY_TIMEOUT_MS / 1000);
+		pvg_msg_set(why, NULL, "%s did not answer within %d s", python, PY_TIMEOUT_MS / 1000);
 		ret = -ETIMEDOUT;
 	} else if (ok && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		*path = pvg_strdup(ok);
 		ret = 0;
 	} else if (err) {
-		*why = pvg_strdup(err);
+		pvg_msg_set(why, NULL, "%s", err);
 		ret = -ENOENT;
 	} else if (exec_err) {
-		*why = pvg_strdup(exec_err);
+		pvg_msg_set(why, NULL, "%s", exec_err);
 		ret = -ENOEXEC;
 	} else {
 		char *nl = strchr(out, '\n');
 		if (nl)
 			*nl = '\0';
-		*why = pvg_asprintf("%s exited with status %d%s%s", python,
-				    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-				    out[0] ? ": " : "", out);
+		pvg_msg_set(why, NULL, "%s exited with status %d%s%s", python,
+			    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+			    out[0] ? ": " : "", out);
 		ret = -ENOEXEC;
 	}
 	free(out);

@@ -7,7 +7,8 @@
 
 /* Resolves a dotted module name to its file with `python` (name or path), in a clean
  * environment, without importing the module or any parent package. On success *path is
- * the file; on failure *why holds the interpreter's answer. Returns 0, -ENOENT (not found),
+ * the file; on failure why->text holds the interpreter's answer. Returns 0, -ENOENT (not found),
  * -ENOEXEC (interpreter failed / could not run), -ETIMEDOUT. */
-int pvg_python_module_path(const char *python, const char *module, char **path, char **why);
+int pvg_python_module_path(const char *python, const char *module, char **path,
+			   struct pvg_msg *why);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The change set behind gates 1 and 2, read with libgit2 (read-only: no index refresh, no
+ * The change set since a baseline, read with libgit2 (read-only: no index refresh, no
  * fetch). Committed changes come from the three-dot diff merge-base(baseline, HEAD)..HEAD;
  * uncommitted ones from HEAD against the index and work tree. Both are folded into one entry
  * per path, so that a file changed in a commit and again in the work tree appears once.
@@ -66,8 +66,8 @@ enum pvg_scope_class pvg_scope_classify(const struct pvg_source_spec *src, const
 {
 	if (install_path)
 		*install_path = NULL;
-	/* Compiled first: such a file is proven through the artifact (gates 1, 3, 6), and gate 1
-	 * needs to see it whatever else matches. */
+	/* Compiled first: such a file is proven through the artifact (its build log, digest
+	 * and code objects), which must see it whatever else matches. */
 	for (size_t i = 0; i < src->compiled.n; i++)
 		if (pvg_glob_match(src->compiled.v[i], path))
 			return PVG_SCOPE_COMPILED;
@@ -331,15 +331,14 @@ static void set_error(struct pvg_scope *s, int err, const char *reason, const ch
 static void set_error(struct pvg_scope *s, int err, const char *reason, const char *hint,
 		      const char *fmt, ...)
 {
+	pvg_msg_clear(&s->msg);
 	va_list ap;
 	va_start(ap, fmt);
-	free(s->why);
-	s->why = pvg_vasprintf(fmt, ap);
+	s->msg.text = pvg_vasprintf(fmt, ap);
 	va_end(ap);
+	s->msg.hint = hint ? pvg_strdup(hint) : NULL;
 	s->err = err;
 	s->reason = reason;
-	free(s->hint);
-	s->hint = pvg_strdup(hint);
 }
 
 static const char *git_msg(void)
@@ -410,7 +409,7 @@ static int find_renames(git_diff *diff)
 	git_diff_find_options_init(&fo, GIT_DIFF_FIND_OPTIONS_VERSION);
 	/* git's defaults (50% similarity, rename limit 1000) so that the answer agrees with
 	 * `git diff --name-status`. libgit2 scores tiny files differently and may pair a
-	 * rename git reports as D + A; the gate's verdict is the same either way (new path
+	 * rename git reports as D + A; what must be installed is the same either way (new path
 	 * installed, old path gone). */
 	fo.flags = GIT_DIFF_FIND_RENAMES;
 	return git_diff_find_similar(diff, &fo);
@@ -624,8 +623,7 @@ void pvg_scope_free(struct pvg_scope *s)
 	for (size_t i = 0; i < s->n; i++)
 		change_clear(&s->changes[i]);
 	free(s->changes);
-	free(s->why);
-	free(s->hint);
+	pvg_msg_clear(&s->msg);
 	free(s->workdir);
 	free(s->baseline);
 	free(s->repo);

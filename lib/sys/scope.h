@@ -2,7 +2,7 @@
 /*
  * The change set of source.repo: merge-base(baseline, HEAD)..HEAD plus uncommitted changes,
  * each file classified by source.compiled / install_map / ignore. Computed once per run
- * (PVG_SLOT_SCOPE) and shared by gate 2 (install-scope) and gate 1 (build-log), which needs
+ * (checks/facts.h caches it): the install check needs the mapped files, the build-log check
  * the changed kernel sources.
  */
 #pragma once
@@ -25,7 +25,7 @@ struct pvg_source_spec {
 };
 
 enum pvg_scope_class {
-	PVG_SCOPE_COMPILED, /* matches source.compiled: proven by gates 1, 3, 6 */
+	PVG_SCOPE_COMPILED, /* matches source.compiled: proven through the artifact */
 	PVG_SCOPE_MAPPED,   /* under an install_map "from": must be installed byte-identical */
 	PVG_SCOPE_IGNORED,  /* matches source.ignore */
 	PVG_SCOPE_UNKNOWN,  /* none of these: default-deny */
@@ -48,7 +48,7 @@ struct pvg_change {
 
 struct pvg_scope {
 	int err;   /* 0, or -errno: -ENOENT baseline unknown, -ESRCH shallow / no merge base, ... */
-	char *why; /* message when err != 0 */
+	struct pvg_msg msg; /* when err != 0: what happened (text) and what to do (hint) */
 	char *workdir; /* the work tree's root, no trailing '/'; NULL if no repository opened */
 	char merge_base[41];
 	char head[41];
@@ -56,9 +56,8 @@ struct pvg_scope {
 	size_t n;
 	/* Added fields. */
 	/* When err != 0: a stable slug for the problem code ("shallow", "unknown-baseline",
-	 * "no-merge-base", "no-baseline", "not-a-repo", "no-head", "git-error") and a hint. */
+	 * "no-merge-base", "no-baseline", "not-a-repo", "no-head", "git-error"). */
 	const char *reason;
-	char *hint;
 	char *baseline;  /* the baseline as configured */
 	char *repo;      /* the folder that was opened (source.repo or the config's folder) */
 	bool shallow;
@@ -74,7 +73,7 @@ struct pvg_scope {
 
 /* The change set of src (default_repo when src->repo is unset). inputs are the files
  * provgate itself reads (config, logs): an untracked or changed one is counted as ignored,
- * never as an unknown runtime file. Never NULL; a failure is in err / why / reason / hint. */
+ * never as an unknown runtime file. Never NULL; a failure is in err / reason / msg. */
 struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const char *default_repo,
 				     const char *const *inputs, size_t n_inputs);
 void pvg_scope_free(struct pvg_scope *scope);

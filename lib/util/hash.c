@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "util/hash.h"
+#include "util/thread.h"
 
 #define HASH_CHUNK (1u << 20)
 
@@ -107,16 +108,16 @@ static int open_identity(const char *path, struct pvg_file_id *out)
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		out->err = errno;
+		out->err = -errno;
 		out->err_what = "open";
-		return -out->err;
+		return out->err;
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
-		out->err = errno;
+		out->err = -errno;
 		out->err_what = "stat";
 		close(fd);
-		return -out->err;
+		return out->err;
 	}
 	out->mode = st.st_mode;
 	out->size = (uint64_t)st.st_size;
@@ -125,7 +126,7 @@ static int open_identity(const char *path, struct pvg_file_id *out)
 	out->mtime = st.st_mtim;
 	out->ctime = st.st_ctim;
 	if (!S_ISREG(st.st_mode)) {
-		out->err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		out->err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		out->err_what = S_ISDIR(st.st_mode)   ? "is a directory"
 				: S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
 				: S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
@@ -133,7 +134,7 @@ static int open_identity(const char *path, struct pvg_file_id *out)
 					: S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
 							       : "is not a regular file";
 		close(fd);
-		return -out->err;
+		return out->err;
 	}
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
@@ -163,13 +164,13 @@ static int hash_identified(int fd, const char *path, struct pvg_file_id *out)
 	uint64_t n = 0;
 	int r = hash_fd_impl(fd, -1, out->sha256, &n, path, out->size);
 	if (r < 0) {
-		out->err = -r;
+		out->err = r;
 		out->err_what = "read";
 		return r;
 	}
 	if (n != out->size || !unchanged(fd, out)) {
 		/* The file changed under us: identity and digest would not belong together. */
-		out->err = EAGAIN;
+		out->err = -EAGAIN;
 		out->err_what = "changed while being read";
 		return -EAGAIN;
 	}
@@ -201,7 +202,7 @@ int pvg_hash_file(const char *path, struct pvg_file_id *out)
 	pvg_file_id_clear(out);
 	pvg_pair_join(pvg_pair_start(NULL, path), &none, out, &at);
 	pvg_file_id_clear(&none);
-	return out->hashed ? 0 : -out->err;
+	return out->hashed ? 0 : out->err;
 }
 
 /* Reads up to want bytes (fewer only at EOF). */
@@ -228,35 +229,26 @@ struct hash_job {
 
 /* One core per file here: no reader thread of its own (pvg_hash_file's split), whose
  * pinned hasher would share a CPU with the other files' hashers. */
-static void *hash_thread(void *arg)
+static void hash_job_run(void *arg)
 {
 	struct hash_job *job = arg;
 	hash_file_impl(job->path, job->out);
-	return NULL;
 }
 
 int pvg_hash_files(const char *const *paths, size_t n, struct pvg_file_id *out)
 {
-	pthread_t tids[8];
 	struct hash_job jobs[8];
-	bool started[8] = { false };
 	if (n > 8)
 		return -E2BIG;
 	pthread_once(&sha256_once, fetch_sha256);
-	/* The first file is hashed on this thread; the rest each get one. */
-	for (size_t i = 1; i < n; i++) {
-		jobs[i] = (struct hash_job){ paths[i], &out[i] };
-		started[i] = pthread_create(&tids[i], NULL, hash_thread, &jobs[i]) == 0;
-		if (!started[i])
-			hash_thread(&jobs[i]);
-	}
-	if (n == 1)
+	if (n == 1) {
 		pvg_hash_file(paths[0], &out[0]);
-	else if (n > 1)
-		hash_file_impl(paths[0], &out[0]);
-	for (size_t i = 1; i < n; i++)
-		if (started[i])
-			pthread_join(tids[i], NULL);
+		return 0;
+	}
+	/* The first file is hashed on this thread; the rest each get one. */
+	for (size_t i = 0; i < n; i++)
+		jobs[i] = (struct hash_job){ paths[i], &out[i] };
+	pvg_run_jobs(hash_job_run, jobs, n, sizeof(jobs[0]));
 	return 0;
 }
 
@@ -278,7 +270,7 @@ struct pvg_pair_job {
 	bool differs;  /* set by the reader as soon as it knows (read with atomics) */
 	bool compared; /* the reader compared every byte */
 	bool cancel;
-	int read_err;  /* reading the installed file failed: errno */
+	int read_err;  /* reading the installed file failed: -errno */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv_reader, cv_hasher, cv_main; /* room in the ring, a chunk, news */
@@ -391,13 +383,13 @@ static void *pair_reader(void *arg)
 			break;
 		ssize_t n = read_full(fi, buf, PAIR_CHUNK);
 		if (n < 0) {
-			j->read_err = (int)-n;
+			j->read_err = (int)n;
 			break;
 		}
 		if (compare) {
 			ssize_t m = read_full(fb, bbuf, PAIR_CHUNK);
 			if (m < 0) {
-				j->b.err = (int)-m;
+				j->b.err = (int)m;
 				j->b.err_what = "read";
 				compare = false;
 			} else if (m != n || memcmp(buf, bbuf, (size_t)n) != 0) {
@@ -420,11 +412,11 @@ static void *pair_reader(void *arg)
 		}
 	}
 	if (fi >= 0 && !j->read_err && (off != j->i.size || !unchanged(fi, &j->i))) {
-		j->i.err = EAGAIN;
+		j->i.err = -EAGAIN;
 		j->i.err_what = "changed while being read";
 	}
 	if (compare && !unchanged(fb, &j->b)) {
-		j->b.err = EAGAIN;
+		j->b.err = -EAGAIN;
 		j->b.err_what = "changed while being read";
 		compare = false;
 	}
@@ -499,12 +491,12 @@ struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed)
 	j->md = EVP_MD_CTX_new();
 	j->md_ok = j->md && sha256_md && EVP_DigestInit_ex(j->md, sha256_md, NULL);
 	plan_cpus(j);
-	if (pthread_create(&j->hasher, NULL, pair_hasher, j) != 0) {
+	if (pvg_thread_start(&j->hasher, pair_hasher, j) < 0) {
 		/* no thread: the same work, one after the other, when joined */
 		j->sync = true;
 		return j;
 	}
-	j->threads = pthread_create(&j->reader, NULL, pair_reader_thread, j) == 0;
+	j->threads = pvg_thread_start(&j->reader, pair_reader_thread, j) == 0;
 	if (!j->threads) {
 		pair_reader(j); /* read here; the hasher drains the ring */
 		pthread_join(j->hasher, NULL);
@@ -562,7 +554,7 @@ int pvg_pair_join(struct pvg_pair_job *j, struct pvg_file_id *b, struct pvg_file
 		j->i.err_what = "read";
 	}
 	if (!j->i.err && __atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
-		j->i.err = ECANCELED;
+		j->i.err = -ECANCELED;
 		j->i.err_what = "cancelled";
 	}
 	unsigned int mdlen = 0;
@@ -571,7 +563,7 @@ int pvg_pair_join(struct pvg_pair_job *j, struct pvg_file_id *b, struct pvg_file
 		pvg_hex(j->i.sha256, 32, j->i.hex);
 		j->i.hashed = true;
 	} else if (!j->i.err) {
-		j->i.err = EIO;
+		j->i.err = -EIO;
 		j->i.err_what = "hash";
 	}
 	bool equal = j->compared && !pvg_pair_differs(j) && j->i.hashed;

@@ -9,7 +9,7 @@
 /* What one open fd said about a file: identity and digest belong together. */
 struct pvg_file_id {
 	char *path;
-	int err;      /* 0, or the errno that stopped us */
+	int err;      /* 0, or the negative errno that stopped us */
 	const char *err_what; /* "open", "read", "not a regular file", ... */
 	mode_t mode;
 	uint64_t size;

@@ -295,39 +295,46 @@ int pvg_open_regular(const char *path, struct stat *st)
 	return fd;
 }
 
-int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len)
+int pvg_read_file(const char *path, size_t max, char **out, size_t *len)
 {
+	*out = NULL;
+	if (len)
+		*len = 0;
 	struct stat st;
 	_cleanup_close_ int fd = pvg_open_regular(path, &st);
 	if (fd < 0)
 		return fd;
-	char *buf = pvg_xcalloc(max + 1, 1);
-	size_t have = 0;
+	/* /proc files report size 0: start small and grow as we read, up to max */
+	size_t cap = max < 16384 ? max : 16384, have = 0;
+	_cleanup_free_ char *buf = pvg_xcalloc(cap + 1, 1);
 	for (;;) {
+		if (have == cap && cap < max) {
+			cap = cap * 2 > max ? max : cap * 2;
+			buf = pvg_xrealloc(buf, cap + 1, 1);
+		}
 		if (have == max) {
 			/* one more byte tells "exactly max" from "too big" */
 			char c;
-			ssize_t r = read(fd, &c, 1);
-			if (r > 0) {
-				free(buf);
+			ssize_t r;
+			do
+				r = read(fd, &c, 1);
+			while (r < 0 && errno == EINTR);
+			if (r > 0)
 				return -EFBIG;
-			}
 			break;
 		}
-		ssize_t r = read(fd, buf + have, max - have);
+		ssize_t r = read(fd, buf + have, cap - have);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			int e = -errno;
-			free(buf);
-			return e;
+			return -errno;
 		}
 		if (r == 0)
 			break;
 		have += (size_t)r;
 	}
 	buf[have] = '\0';
-	*out = buf;
+	*out = TAKE_PTR(buf);
 	if (len)
 		*len = have;
 	return 0;
@@ -388,4 +395,65 @@ void pvg_json_add_int(cJSON *obj, const char *key, int v)
 void pvg_json_add_bool(cJSON *obj, const char *key, bool v)
 {
 	cJSON_AddBoolToObject(obj, key, v);
+}
+
+const char *pvg_procfs_root(void)
+{
+	const char *procfs = getenv("PROVGATE_PROCFS");
+	return procfs && procfs[0] ? procfs : "/proc";
+}
+
+void pvg_msg_set(struct pvg_msg *m, const char *hint, const char *fmt, ...)
+{
+	pvg_msg_clear(m);
+	va_list ap;
+	va_start(ap, fmt);
+	m->text = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+	m->hint = hint ? pvg_strdup(hint) : NULL;
+}
+
+void pvg_msg_clear(struct pvg_msg *m)
+{
+	free(m->text);
+	free(m->hint);
+	m->text = m->hint = NULL;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorting keeps this O(n log n) for objects with very many members (bounded input only). */
+const char *pvg_json_find_duplicate(const cJSON *item, bool recursive)
+{
+	if (!item)
+		return NULL;
+	if (cJSON_IsObject(item)) {
+		size_t n = 0;
+		for (const cJSON *c = item->child; c; c = c->next)
+			n++;
+		if (n > 1) {
+			_cleanup_free_ const char **names = pvg_xcalloc(n, sizeof(*names));
+			size_t k = 0;
+			for (const cJSON *c = item->child; c; c = c->next)
+				names[k++] = c->string ? c->string : "";
+			qsort(names, n, sizeof(*names), name_cmp);
+			for (k = 1; k < n; k++)
+				if (strcmp(names[k - 1], names[k]) == 0) {
+					/* a pointer into the tree, not into the freed array */
+					for (const cJSON *c = item->child; c; c = c->next)
+						if (c->string && strcmp(c->string, names[k]) == 0)
+							return c->string;
+				}
+		}
+	}
+	if (recursive && (cJSON_IsObject(item) || cJSON_IsArray(item)))
+		for (const cJSON *c = item->child; c; c = c->next) {
+			const char *d = pvg_json_find_duplicate(c, true);
+			if (d)
+				return d;
+		}
+	return NULL;
 }

@@ -66,8 +66,13 @@ void pvg_hex(const unsigned char *bytes, size_t n, char *out /* 2n+1 */);
  * a directory is -EISDIR, any other non-regular file -EINVAL. Returns the fd (blocking
  * reads from here on) or -errno. */
 int pvg_open_regular(const char *path, struct stat *st);
-/* Reads at most max bytes of a small file (config, pidfile, /proc text). */
-int pvg_read_small_file(const char *path, size_t max, char **out, size_t *len);
+/* The one whole-file reader: a regular file (config, pidfile, log sample, /proc text, whose
+ * size reads 0) into a NUL-terminated buffer; -EFBIG when it holds more than max bytes. */
+int pvg_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Where /proc text is read from: "/proc", or $PROVGATE_PROCFS (a fixture tree in tests, a
+ * host /proc mounted elsewhere). The one seam: every reader of /proc text takes this root.
+ * libproc2's process list always comes from the real /proc. */
+const char *pvg_procfs_root(void);
 /* "2026-11-29T12:00:00Z" (UTC) or with nanoseconds when ns >= 0. */
 void pvg_format_time(time_t t, long ns, char *out, size_t size);
 uint64_t pvg_now_ns(void);
@@ -79,6 +84,21 @@ void pvg_json_add_u64(cJSON *obj, const char *key, uint64_t v);
 void pvg_json_add_i64(cJSON *obj, const char *key, int64_t v);
 void pvg_json_add_int(cJSON *obj, const char *key, int v);
 void pvg_json_add_bool(cJSON *obj, const char *key, bool v);
+/* The name of a member that appears twice in one object of item (and, when recursive, in
+ * the objects and arrays inside it), or NULL. Signed JSON with such a member is refused:
+ * readers that take the first and those that take the last would read different documents. */
+const char *pvg_json_find_duplicate(const cJSON *item, bool recursive);
+
+/* What went wrong, in words: what was seen and, where one helps, what to do. A lower layer
+ * hands it up beside its -errno; the gate that reads it turns it into a problem. Owned by
+ * the struct that holds it (pvg_msg_clear frees). */
+struct pvg_msg {
+	char *text;
+	char *hint; /* may be NULL */
+};
+
+void pvg_msg_set(struct pvg_msg *m, const char *hint, const char *fmt, ...) PVG_PRINTF(3, 4);
+void pvg_msg_clear(struct pvg_msg *m);
 
 /* A list of strings (config globs, patterns). */
 struct pvg_strv {

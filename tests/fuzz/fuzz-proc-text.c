@@ -3,8 +3,8 @@
  * /proc/<pid>/cgroup text on arbitrary bytes. */
 /* Built by tests/fuzz/build.sh. */
 #include "formats/container.h"
-#include "sys/maps.h"
-#include "sys/net-tcp.h"
+#include "formats/maps.h"
+#include "formats/net-tcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

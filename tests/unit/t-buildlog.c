@@ -15,7 +15,7 @@ static char *fixture_text(const char *name)
 	_cleanup_free_ char *p = pvg_asprintf("%s/tests/fixtures/buildlog/%s", src ? src : ".", name);
 	char *text = NULL;
 	size_t len;
-	if (pvg_read_small_file(p, 1 << 20, &text, &len) < 0) {
+	if (pvg_read_file(p, 1 << 20, &text, &len) < 0) {
 		printf("#   cannot read %s\n", p);
 		return pvg_strdup("");
 	}

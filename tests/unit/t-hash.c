@@ -171,12 +171,12 @@ static void pair_missing_sides(void)
 	struct pvg_file_id ob, oi;
 	uint64_t at;
 	CHECK_INT(pair(b, gone, &ob, &oi, &at), 0);
-	CHECK_INT(oi.err, ENOENT);
+	CHECK_INT(oi.err, -ENOENT);
 	CHECK(!oi.hashed && !ob.hashed);
 	pvg_file_id_clear(&ob);
 	pvg_file_id_clear(&oi);
 	CHECK_INT(pair(gone, b, &ob, &oi, &at), 0);
-	CHECK_INT(ob.err, ENOENT);
+	CHECK_INT(ob.err, -ENOENT);
 	CHECK(oi.hashed && !ob.hashed); /* the installed digest is still reported */
 	pvg_file_id_clear(&ob);
 	pvg_file_id_clear(&oi);
@@ -192,7 +192,7 @@ static void pair_file_that_lies_about_its_size(void)
 	struct pvg_file_id ob, oi;
 	uint64_t at;
 	CHECK_INT(pair(b, "/proc/self/status", &ob, &oi, &at), 0);
-	CHECK_INT(oi.err, EAGAIN);
+	CHECK_INT(oi.err, -EAGAIN);
 	CHECK_STR(oi.err_what, "changed while being read");
 	CHECK(!oi.hashed && !ob.hashed);
 	pvg_file_id_clear(&ob);

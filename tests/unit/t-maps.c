@@ -145,7 +145,7 @@ static void mutated_real_maps_never_crash(void)
 {
 	char *text = NULL;
 	size_t len = 0;
-	CHECK_INT(pvg_read_proc_text("/proc/self/maps", 1 << 20, &text, &len), 0);
+	CHECK_INT(pvg_read_file("/proc/self/maps", 1 << 20, &text, &len), 0);
 	CHECK(len > 0);
 	srand(4242);
 	int clean = 0, rejected = 0;

@@ -101,7 +101,7 @@ static void mutated_real_table_never_crashes(void)
 	listen(fd, 1);
 	char *text = NULL;
 	size_t len = 0;
-	CHECK_INT(pvg_read_proc_text("/proc/net/tcp", 1 << 20, &text, &len), 0);
+	CHECK_INT(pvg_read_file("/proc/net/tcp", 1 << 20, &text, &len), 0);
 	close(fd);
 	srand(777);
 	for (int round = 0; round < 3000 && len; round++) {

@@ -97,7 +97,7 @@ static void dead_pid_is_not_running(void)
 	struct pvg_targets *t = NULL;
 	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
 	CHECK_INT(t->err, -ESRCH);
-	CHECK(t->why && strstr(t->why, "not running"));
+	CHECK(t->msg.text && strstr(t->msg.text, "not running"));
 	pvg_targets_free(t);
 	pvg_config_free(cfg);
 }
@@ -163,7 +163,7 @@ static void pidfile_older_than_process_is_reuse(void)
 	CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
 	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
 	CHECK_INT(t->err, -ESRCH);
-	CHECK(t->why && strstr(t->why, "reused"));
+	CHECK(t->msg.text && strstr(t->msg.text, "reused"));
 	pvg_targets_free(t);
 	pvg_config_free(cfg);
 	unlink(path);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Classification of changed paths (lib/scope.c): precedence and install locations. */
+/* Classification of changed paths (lib/sys/scope.c): precedence and install locations. */
 #include "core/config.h"
 #include "tap.h"
 
@@ -118,8 +118,8 @@ static void missing_repository_is_reported(void)
 	struct pvg_scope *s = pvg_scope_compute(&cfg->source, cfg->dir, NULL, 0);
 	CHECK_INT(s->err, -ENOTDIR);
 	CHECK_STR(s->reason, "not-a-repo");
-	CHECK(s->why && strstr(s->why, "/nonexistent-provgate-repo"));
-	CHECK(s->hint != NULL);
+	CHECK(s->msg.text && strstr(s->msg.text, "/nonexistent-provgate-repo"));
+	CHECK(s->msg.hint != NULL);
 	CHECK_INT(s->n, 0);
 	pvg_scope_free(s);
 	pvg_config_free(cfg);

@@ -39,61 +39,6 @@ const char *pvg_amdgpu_mach_name(unsigned mach)
 	return NULL;
 }
 
-/* ---- target ids ---------------------------------------------------------------------------- */
-
-int pvg_target_parse(const char *s, struct pvg_target *t)
-{
-	memset(t, 0, sizeof(*t));
-	const char *colon = strchr(s, ':');
-	size_t n = colon ? (size_t)(colon - s) : strlen(s);
-	if (n == 0 || n >= sizeof(t->processor))
-		return -EINVAL;
-	memcpy(t->processor, s, n);
-	while (colon) {
-		const char *f = colon + 1;
-		colon = strchr(f, ':');
-		size_t fl = colon ? (size_t)(colon - f) : strlen(f);
-		if (fl < 2)
-			return -EINVAL;
-		char sign = f[fl - 1];
-		if (sign != '+' && sign != '-')
-			return -EINVAL;
-		enum pvg_feature v = sign == '+' ? PVG_FEAT_ON : PVG_FEAT_OFF;
-		if (fl - 1 == 5 && strncmp(f, "xnack", 5) == 0)
-			t->xnack = v;
-		else if ((fl - 1 == 7 && strncmp(f, "sramecc", 7) == 0) ||
-			 (fl - 1 == 8 && strncmp(f, "sram-ecc", 8) == 0))
-			t->sramecc = v;
-		else
-			t->other_features = true;
-	}
-	return 0;
-}
-
-void pvg_target_format(const struct pvg_target *t, char *out, size_t size)
-{
-	/* LLVM's canonical order: sramecc before xnack */
-	snprintf(out, size, "%s%s%s", t->processor,
-		 t->sramecc == PVG_FEAT_ON ? ":sramecc+" : t->sramecc == PVG_FEAT_OFF ? ":sramecc-" : "",
-		 t->xnack == PVG_FEAT_ON ? ":xnack+" : t->xnack == PVG_FEAT_OFF ? ":xnack-" : "");
-}
-
-static bool feature_accepts(enum pvg_feature want, enum pvg_feature have)
-{
-	if (have == PVG_FEAT_ANY || have == PVG_FEAT_UNSUPPORTED)
-		return true;
-	if (want == PVG_FEAT_ANY)
-		return true;
-	return want == have;
-}
-
-bool pvg_target_accepts(const struct pvg_target *want, const struct pvg_target *have)
-{
-	return strcmp(want->processor, have->processor) == 0 &&
-	       feature_accepts(want->xnack, have->xnack) &&
-	       feature_accepts(want->sramecc, have->sramecc);
-}
-
 /* ---- msgpack (just enough for the metadata map) ------------------------------------------- */
 
 struct mp {

@@ -253,7 +253,7 @@ void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 /* Kernel names from PTX text (".entry NAME"). */
 void pvg_ptx_kernels(const char *text, size_t n, struct pvg_code_object *co);
 
-/* ---- matching (used by gate 6 and inspect) -------------------------------------------------- */
+/* ---- matching (arch and kernel questions asked of a set) ------------------------------------ */
 
 /* Does code object co carry device code for arch ("gfx936", "gfx90a:xnack-", "sm_90")? */
 bool pvg_codeobj_matches_arch(const struct pvg_code_object *co, const char *arch);

@@ -179,17 +179,6 @@ void pvg_co_add_kernel(struct pvg_code_object *co, const char *name, size_t name
 	k->wavefront_size = wavefront_size;
 }
 
-const char *pvg_target_id_of(const char *s)
-{
-	if (!s)
-		return NULL;
-	for (const char *p = s; *p; p++) {
-		if ((p == s || p[-1] == '-') &&
-		    (strncmp(p, "gfx", 3) == 0 || strncmp(p, "sm_", 3) == 0))
-			return p;
-	}
-	return NULL;
-}
 
 /* ---- matching and JSON --------------------------------------------------------------------- */
 
