@@ -275,9 +275,10 @@ static void fill_uids(struct pvg_targets *t)
 	}
 }
 
-/* Namespaces and own-namespace pids of the processes the gates report on. A process whose
- * NSpid cannot be read (a kernel before 4.1, or gone) keeps pid as its own-namespace pid
- * when it shares provgate's pid namespace or its namespace cannot be read either. */
+/* Namespaces and own-namespace pids of the tree, the selected and the service processes. A
+ * process whose NSpid cannot be read (a kernel before 4.1, or gone) keeps pid as its
+ * own-namespace pid when it shares provgate's pid namespace or its namespace cannot be read
+ * either. */
 static void fill_ns(struct pvg_targets *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
