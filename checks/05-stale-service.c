@@ -349,6 +349,8 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 		 * it (conmon, rootlessport, pasta, slirp4netns, docker-proxy), or a NAT rule with
 		 * no socket at all. Anyone else there takes the benchmark's connections. */
 		if (lr->own_netns && lr->host_r == 0) {
+			/* 0: nothing listens on provgate's side (a NAT rule, or not published) */
+			pvg_json_add_int(res->evidence, "host_side_listeners", (int)lr->host_listeners.n);
 			cJSON *fj = cJSON_AddArrayToObject(res->evidence, "port_forwarders");
 			size_t held = 0;
 			for (size_t i = 0; i < fs.n_hits; i++) {

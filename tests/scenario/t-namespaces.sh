@@ -119,6 +119,7 @@ test_own_network_namespace_port_read_there() {
 	local engine; engine=$(host_pid_of VLLM::EngineCore)
 	assert_eq "$(jq -r '.gates[4].evidence.listeners_netns' r.json)" \
 		"$(readlink /proc/"$engine"/ns/net | tr -dc 0-9)" "listeners read in the service's netns"
+	assert_eq "$(jq -r '.gates[4].evidence.host_side_listeners' r.json)" 0 "nothing on the host side"
 	assert_eq "$(jq -r '.gates[4].evidence.port_owners[0].pid' r.json)" \
 		"$(host_pid_of 'vllm serve fixture')" "the API server owns the port"
 }
