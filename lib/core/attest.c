@@ -322,7 +322,7 @@ static void check_artifacts(struct pvg_attest_verification *v, const struct pvg_
 		int r = pvg_hash_file(o->artifacts[i], &id);
 		if (r < 0 || !id.hashed) {
 			a->err = pvg_asprintf("%s%s%s", id.err_what ? id.err_what : "",
-					      id.err_what ? ": " : "", strerror(r < 0 ? -r : id.err ? id.err : EIO));
+					      id.err_what ? ": " : "", strerror(r < 0 ? -r : id.err ? -id.err : EIO));
 			problem(v, "attestation.artifact-unreadable", "artifact %s cannot be hashed: %s",
 				a->path, a->err);
 			pvg_file_id_clear(&id);
