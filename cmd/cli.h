@@ -17,6 +17,7 @@ struct cli_verb {
 extern const struct cli_verb verb_run, verb_certify, verb_exec, verb_inspect, verb_maps;
 extern const struct cli_verb verb_merge;
 extern const struct cli_verb verb_verify_attestation;
+extern const struct cli_verb verb_compare;
 
 /* Colour escape codes, or "" when stdout is not a terminal or NO_COLOR is set. */
 struct cli_style {
@@ -38,6 +39,8 @@ extern struct sigaction cli_sigpipe_inherited;
 /* 0 when a report can be written at PATH (a temp file beside it is made and removed); -errno */
 int cli_check_writable(const char *path);
 char *cli_junit(const struct pvg_run *run);
+/* Text for XML (attributes and content), UTF-8 sanitized. */
+void cli_xml_escape(FILE *f, const char *s);
 /* The run's JSON report (with a final newline) to PATH ("-": stdout). 0 or -errno. */
 int cli_write_json(const char *path, const struct pvg_run *run);
 /* The --json and --junit files (either may be NULL), a message on stderr for each that

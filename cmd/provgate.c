@@ -8,6 +8,7 @@ static const struct cli_verb *const verbs[] = {
 	&verb_run, &verb_certify, &verb_exec, &verb_inspect, &verb_maps,
 	&verb_merge,
 	&verb_verify_attestation,
+	&verb_compare,
 };
 
 static void usage(FILE *f)

@@ -3,7 +3,8 @@
 A report against report.schema.json; an attestation (an in-toto Statement, or a DSSE
 envelope and the Statement in its payload) and a verify-attestation --json output against
 attestation.schema.json, whose predicate is a report; provgate merge's cluster report
-against cluster.schema.json."""
+against cluster.schema.json; provgate compare's provgate.compare/1 document against
+compare.schema.json."""
 import base64
 import json
 import os
@@ -63,6 +64,8 @@ for path in sys.argv[1:]:
         check(path, doc, validator("statement"))
     elif isinstance(doc, dict) and doc.get("schema") == "provgate.cluster/1":
         check(path, doc, jsonschema.Draft202012Validator(cluster_schema))
+    elif isinstance(doc, dict) and doc.get("schema") == "provgate.compare/1":
+        check(path, doc, jsonschema.Draft202012Validator(load("compare.schema.json")))
     elif isinstance(doc, dict) and doc.get("schema") == "provgate.attestation-verify/1":
         check(path, doc, validator("verification"))
     else:

@@ -22,6 +22,7 @@ enum field_kind {
 	F_PID,   /* integer >= 1 */
 	F_PORT,  /* 1..65535 */
 	F_STRV,  /* array of non-empty strings */
+	F_PATHV, /* array of paths, each resolved against the config's folder */
 	F_INSTALL_MAP,
 	F_REQUIRE,
 	F_SECTION,
@@ -70,6 +71,7 @@ static const struct field service_fields[] = {
 	CFX("pidfile", F_PATH, service.pidfile),
 	CF("port", F_PORT, service.port),
 	CFX("family", F_STRV, service.family),
+	CF("allow_profiler", F_BOOL, allow_profiler),
 	END,
 };
 
@@ -88,6 +90,11 @@ static const struct field markers_fields[] = {
 	END,
 };
 
+static const struct field benchmark_fields[] = {
+	CF("inputs", F_PATHV, benchmark.inputs),
+	END,
+};
+
 static const struct field top_fields[] = {
 	CFX("name", F_STRING, name),
 	CF("arch", F_ARCH, arch),
@@ -97,6 +104,7 @@ static const struct field top_fields[] = {
 	{ "service", F_SECTION, 0, service_fields, false },
 	{ "code_object", F_SECTION, 0, code_object_fields, false },
 	{ "markers", F_SECTION, 0, markers_fields, false },
+	{ "benchmark", F_SECTION, 0, benchmark_fields, false },
 	END,
 };
 
@@ -169,6 +177,7 @@ void pvg_config_free(struct pvg_config *cfg)
 	free(cfg->markers.require);
 	strv_free(&cfg->markers.forbid);
 	strv_free(&cfg->markers.facts);
+	strv_free(&cfg->benchmark.inputs);
 	free(cfg);
 }
 
@@ -512,6 +521,18 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 		return parse_integer(ld, key, j, 1, 65535, (long *)dst);
 	case F_STRV:
 		return parse_strv(ld, key, j, (struct pvg_strv *)dst, f->expand);
+	case F_PATHV: {
+		struct pvg_strv *v = dst;
+		r = parse_strv(ld, key, j, v, f->expand);
+		if (r < 0)
+			return r;
+		for (size_t i = 0; i < v->n; i++) {
+			char *abs = pvg_path_join(ld->base_dir, v->v[i]);
+			free(v->v[i]);
+			v->v[i] = abs;
+		}
+		return 0;
+	}
 	case F_INSTALL_MAP:
 		return parse_install_map(ld, key, j);
 	case F_REQUIRE:
@@ -738,7 +759,8 @@ int pvg_config_override(struct pvg_config *cfg, const char *key, const char *val
 		}
 		j = cJSON_CreateBool(strcmp(value, "true") == 0);
 		break;
-	case F_STRV: {
+	case F_STRV:
+	case F_PATHV: {
 		/* comma-separated on the command line */
 		j = cJSON_CreateArray();
 		_cleanup_free_ char *copy = pvg_strdup(value);

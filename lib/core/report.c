@@ -116,6 +116,10 @@ cJSON *pvg_report_build(const struct pvg_run *run)
 	pvg_json_add_bool(rep, "certified", pvg_run_certified(run));
 	cJSON_AddItemToObject(rep, "gates", gates_json(run->results));
 	cJSON_AddItemToObject(rep, "chain", cJSON_Duplicate(run->ctx.chain, true));
+	if (run->environment)
+		cJSON_AddItemToObject(rep, "environment", cJSON_Duplicate(run->environment, true));
+	else
+		cJSON_AddNullToObject(rep, "environment");
 	if (run->after) {
 		cJSON *after = cJSON_AddObjectToObject(rep, "after");
 		cJSON *asel = cJSON_AddArrayToObject(after, "selected_gates");

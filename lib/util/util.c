@@ -397,10 +397,25 @@ void pvg_json_add_bool(cJSON *obj, const char *key, bool v)
 	cJSON_AddBoolToObject(obj, key, v);
 }
 
+void pvg_strv_clear(struct pvg_strv *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		free(v->v[i]);
+	free(v->v);
+	v->v = NULL;
+	v->n = 0;
+}
+
 const char *pvg_procfs_root(void)
 {
 	const char *procfs = getenv("PROVGATE_PROCFS");
 	return procfs && procfs[0] ? procfs : "/proc";
+}
+
+const char *pvg_sysfs_root(void)
+{
+	const char *sysfs = getenv("PROVGATE_SYSFS");
+	return sysfs && sysfs[0] ? sysfs : "/sys";
 }
 
 void pvg_msg_set(struct pvg_msg *m, const char *hint, const char *fmt, ...)

@@ -73,6 +73,9 @@ int pvg_read_file(const char *path, size_t max, char **out, size_t *len);
  * host /proc mounted elsewhere). The one seam: every reader of /proc text takes this root.
  * libproc2's process list always comes from the real /proc. */
 const char *pvg_procfs_root(void);
+/* Where /sys is read from (the environment's amdgpu version and KFD topology): "/sys", or
+ * $PROVGATE_SYSFS, the same way. */
+const char *pvg_sysfs_root(void);
 /* "2026-11-29T12:00:00Z" (UTC) or with nanoseconds when ns >= 0. */
 void pvg_format_time(time_t t, long ns, char *out, size_t size);
 uint64_t pvg_now_ns(void);
@@ -105,4 +108,6 @@ struct pvg_strv {
 	char **v;
 	size_t n;
 };
+/* Frees every string and the list; leaves it empty. */
+void pvg_strv_clear(struct pvg_strv *v);
 

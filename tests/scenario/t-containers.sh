@@ -118,6 +118,9 @@ test_host_network_same_paths_certified() {
 	local pj; pj=$(jq -c --argjson p "$engine" '.chain.processes[] | select(.pid == $p)' r.json)
 	assert_eq "$(jq -r .container.engine <<<"$pj")" podman "engine"
 	assert_eq "$(jq -r .container.id <<<"$pj")" "$(ctr_id svc)" "container id"
+	# the environment section's container, which provgate compare checks for an A/B pair
+	assert_eq "$(jq -r .environment.container.id r.json)" "$(ctr_id svc)" "environment.container"
+	assert_eq "$(jq -r .environment.container.engine r.json)" podman "environment engine"
 	assert_eq "$(jq -r .ns_pid <<<"$pj")" "$(cat run/engine.pid)" "pid in its namespace"
 	assert_eq "$(jq -r .namespaces.pid <<<"$pj")" \
 		"$(readlink /proc/"$engine"/ns/pid | tr -dc 0-9)" "pid namespace"
@@ -280,6 +283,7 @@ test_inside_the_container_certified_with_driver_list() {
 	validate r.json
 	assert_eq "$(jq -r .view.kind r.json)" container "view"
 	assert_eq "$(jq -r .view.container.id r.json)" "$(ctr_id svc)" "own container id"
+	assert_eq "$(jq -r .environment.container.id r.json)" "$(ctr_id svc)" "environment.container"
 	assert_eq "$(jq -r '.gates[4].evidence.gpu_driver.source' r.json)" kfd "driver list"
 	assert_eq "$(jq -r '.gates[4].evidence.gpu_driver.processes' r.json)" 1 "driver count"
 	# the same service certified from the host gives the same verdict

@@ -14,7 +14,8 @@ test_meson_install_places_every_file_and_the_api_works() {
 		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
 		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json \
 		usr/share/provgate/attestation.schema.json usr/share/man/man7/provgate-attestation.7 \
-		usr/share/provgate/cluster.schema.json usr/share/provgate/hooks/slurm/provgate.sbatch; do
+		usr/share/provgate/cluster.schema.json usr/share/provgate/hooks/slurm/provgate.sbatch \
+		usr/share/provgate/compare.schema.json usr/share/provgate/hooks/ab; do
 		[ -e "dd/$f" ] || fail "not installed: $f"
 	done
 	ls dd/usr/lib/*/libprovgate.so.0* >/dev/null || fail "library not installed"
@@ -91,7 +92,7 @@ test_man_pages_render_without_warnings() {
 }
 
 test_every_problem_code_in_the_code_is_documented() {
-	codes=$(grep -rhoE '"(build-log|install-scope|artifact-hash|process-maps|stale-service|code-object|dispatch-marker|attestation)\.[a-z0-9-]+"' \
+	codes=$(grep -rhoE '"(build-log|install-scope|artifact-hash|process-maps|stale-service|code-object|dispatch-marker|attestation|compare)\.[a-z0-9-]+"' \
 		"$PVG_SRC/checks" "$PVG_SRC/lib" | tr -d '"' | sort -u)
 	[ -n "$codes" ] || fail "no codes found"
 	for c in $codes; do

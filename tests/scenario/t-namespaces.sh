@@ -81,6 +81,7 @@ test_own_pid_and_mount_namespace_with_bind_mount_certified() {
 	assert_eq "$(jq -r .host_path <<<"$pj")" "$T/site/vllm_demo/_rocm_C.abi3.so" "host path"
 	assert_eq "$(jq -r .ns_pid <<<"$pj")" "$(cat run/engine.pid)" "pid in its namespace"
 	assert_eq "$(jq -r .container <<<"$pj")" null "no container engine"
+	assert_eq "$(jq -r .environment.container r.json)" null "environment.container"
 	# provgate maps reads the path where the process sees it: not stale
 	pg maps "$engine"
 	assert_eq "$rc" 0 "provgate maps ($out)"
