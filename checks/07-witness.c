@@ -13,6 +13,7 @@
 
 #include "07-witness.h"
 #include "facts.h"
+#include "sys/ns.h"
 #include "sys/witness.h"
 
 bool pvg_witness_configured(const struct pvg_config *cfg)
@@ -212,7 +213,12 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 		struct pvg_witness_target *w = &live.t[live.n++];
 		w->pid = p->pid;
 		w->start_ticks = p->start_ticks;
-		(void)pvg_proc_nspid(ctx->procfs, p->pid, &w->nspid);
+		/* the pid it knows itself by (last NSpid entry): the snapshot's, else read now; a
+		 * kernel without NSpid has one namespace */
+		w->nspid = p->ns_pid ? p->ns_pid : p->pid;
+		struct pvg_nspid ns;
+		if (!p->ns_pid && pvg_proc_nspid(ctx->procfs, p->pid, &ns) == 0 && ns.n)
+			w->nspid = pvg_nspid_inner(&ns);
 		cJSON *o = cJSON_CreateObject();
 		pvg_json_add_int(o, "pid", (int)w->pid);
 		pvg_json_add_int(o, "nspid", (int)w->nspid);

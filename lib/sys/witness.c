@@ -97,29 +97,6 @@ int pvg_boot_id(const char *procfs, char out[40])
 	return 0;
 }
 
-int pvg_proc_nspid(const char *procfs, pid_t pid, pid_t *nspid)
-{
-	*nspid = pid;
-	_cleanup_free_ char *path = pvg_asprintf("%s/%d/status", procfs, (int)pid);
-	_cleanup_free_ char *s = NULL;
-	int r = pvg_read_file(path, 64 << 10, &s, NULL);
-	if (r < 0)
-		return r;
-	const char *p = strstr(s, "\nNSpid:");
-	if (!p)
-		return 0;
-	p += 7;
-	for (;;) {
-		char *end;
-		long v = strtol(p, &end, 10);
-		if (end == p || v <= 0 || v > INT32_MAX)
-			break;
-		*nspid = (pid_t)v;
-		p = end;
-	}
-	return 0;
-}
-
 int pvg_proc_getenv(const char *procfs, pid_t pid, const char *name, char **value)
 {
 	*value = NULL;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The dispatch witness as the system holds it: the witness folder's files, read and parsed
- * one at a time (formats/witness.h), this boot's id, a process's own-namespace pid and a
- * variable of its environment.
+ * one at a time (formats/witness.h), this boot's id and a variable of a process's
+ * environment (its own-namespace pid is sys/ns.h's).
  */
 #pragma once
 #include "formats/witness.h"
@@ -35,9 +35,6 @@ void pvg_witness_dir_clear(struct pvg_witness_dir *d);
 
 /* procfs/sys/kernel/random/boot_id without its newline. 0 or -errno. */
 int pvg_boot_id(const char *procfs, char out[40]);
-/* The last NSpid entry of procfs/PID/status (the pid in the process's own namespace); a
- * kernel without NSpid (before 4.1) gives pid itself. 0 or -errno. */
-int pvg_proc_nspid(const char *procfs, pid_t pid, pid_t *nspid);
 /* The value of name in procfs/PID/environ (*value allocated), -ENOENT when not set, -EACCES
  * for another user's process, other -errno. */
 int pvg_proc_getenv(const char *procfs, pid_t pid, const char *name, char **value);

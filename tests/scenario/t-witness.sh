@@ -278,6 +278,39 @@ test_exec_witness_refuses_a_service_without_it() {
 	assert_eq "$rc" 2
 }
 
+# A real pid namespace (unshare, as a container has): the library inside sees its own /proc,
+# so its file says pid 1 with one NSpid level; from here that process has another pid. Its
+# file is attributed to it by its own-namespace pid, start ticks and boot id.
+test_witness_written_in_a_pid_namespace_is_attributed() {
+	need unshare pgrep
+	unshare --pid --fork --mount-proc true 2>/dev/null || { echo "SKIP: cannot make a pid namespace here (needs root or user namespaces)" >&2; exit 77; }
+	mkdir wdir
+	unshare --pid --fork --mount-proc env PROVGATE_WITNESS_DIR=$PWD/wdir CUDA_INJECTION64_PATH=$LIB \
+		"$TOOL" drive "$LIB" "$PWD/wdir" 3 300 >drive.out 2>&1 &
+	wrapper=$!
+	trap 'kill $svc $wrapper 2>/dev/null || true' EXIT
+	for _ in $(seq 100); do [ -s drive.out ] && break; sleep 0.05; done
+	assert_eq "$(cat drive.out)" "pid 1" "its own pid"
+	svc=$(pgrep -P $wrapper)
+	assert_eq "$(awk '/^NSpid:/ {print $2, $3}' /proc/$svc/status)" "$svc 1" "NSpid seen from here"
+	f=$(ls wdir/*.pvgw)
+	assert_eq "$(basename "$f")" "witness-1-$(ticks_of $svc)-${BOOT:0:8}.pvgw"
+	cat >provgate.json <<JSON
+{ "witness": { "dir": "wdir", "require": [{"kernel": "pvg_test_0", "min_count": 4}] } }
+JSON
+	gate7
+	# live (attributed to the namespaced process), but recording nothing: no GPU runtime
+	assert_eq "$codes" dispatch-marker.witness-not-recording
+	assert_eq "$(jq -r '.gates[6].evidence.witness.live_files[0].pid' report.json)" "$svc"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.live_files[0].nspid' report.json)" 1
+	# a file of this namespace's earlier pid 1 (another start) is not its witness
+	"$TOOL" restamp "$f" wdir 1 1 1 $(( $(ticks_of $svc) - 7 )) "$BOOT" >/dev/null
+	mkdir other && mv "$f" other/
+	gate7
+	assert_eq "$codes" dispatch-marker.witness-stale
+	assert_eq "$(jq -r '.gates[6].evidence.witness.ignored_files.pid_reused' report.json)" 1
+}
+
 # Which front ends this build has: the CUDA one needs CUDA's CUPTI headers (not a Debian
 # package), so without them it is reported as skipped, never as passed; the ROCm one needs
 # Debian's libhsa-runtime-dev and g++ (tests/deps), so in CI its absence is a failure.
