@@ -106,7 +106,7 @@ static int exec_main(int argc, char **argv)
 			printf("Usage: provgate %s\n\n%s\n", verb_exec.synopsis, verb_exec.help);
 			printf("      --run-anyway      run CMD even when certification fails (the "
 			       "result stays not certified)\n");
-			cli_run_opts_help(stdout);
+			cli_run_opts_help(stdout, true);
 		}
 		return rc;
 	}
@@ -127,6 +127,7 @@ static int exec_main(int argc, char **argv)
 	pvg_hash_set_progress(cli_progress);
 
 	_cleanup_run_ struct pvg_run *run = pvg_run_new(cfg, PVG_PHASE_LIVE, 0, o.keep_going);
+	cli_add_outputs(&o, run);
 	int r = pvg_run_execute(run);
 	if (r < 0) {
 		fprintf(stderr, "provgate: internal error: %s\n", strerror(-r));
