@@ -5,9 +5,9 @@
 # Python logging, writes its pidfile once ready and serves until SIGTERM.
 #
 #   py-service.py --site SITE --package PKG --module MOD [--function F] --lib PATH --log PATH
-#                 --pidfile PATH [--format FMT] [--datefmt FMT] [--tag WORD]
+#                 --pidfile PATH [--format FMT] [--datefmt FMT] [--utc] [--no-marker] [--tag WORD]
 #
-# On start and on each SIGUSR1 it logs "DCU_KERNEL_DIAG selected=<MOD.F(4096, 5120)>
+# On start (unless --no-marker) and on each SIGUSR1 it logs "DCU_KERNEL_DIAG selected=<MOD.F(4096, 5120)>
 # shape=(4096, 5120) dtype=torch.bfloat16": the selection comes from the imported module,
 # so a module replaced after the start changes nothing until a restart, as in a real service.
 import argparse
@@ -30,6 +30,8 @@ ap.add_argument("--pidfile", required=True)
 ap.add_argument("--format", default="%(asctime)s %(levelname)s [serve pid=%(process)d] %(message)s")
 ap.add_argument("--datefmt", default=None)
 ap.add_argument("--tag", default="")
+ap.add_argument("--utc", action="store_true", help="timestamps in UTC")
+ap.add_argument("--no-marker", action="store_true", help="no marker at start, only on SIGUSR1")
 args = ap.parse_args()
 
 sys.dont_write_bytecode = True
@@ -38,7 +40,10 @@ ops = importlib.import_module(args.package + "." + args.module)
 lib = ctypes.CDLL(args.lib)
 
 handler = logging.FileHandler(args.log)
-handler.setFormatter(logging.Formatter(args.format, args.datefmt))
+fmt = logging.Formatter(args.format, args.datefmt)
+if args.utc:
+    fmt.converter = time.gmtime
+handler.setFormatter(fmt)
 log = logging.getLogger("serve")
 log.addHandler(handler)
 log.setLevel(logging.INFO)
@@ -54,7 +59,8 @@ def marker(*_):
 
 signal.signal(signal.SIGUSR1, marker)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-marker()
+if not args.no_marker:
+    marker()
 tmp = args.pidfile + ".tmp"
 with open(tmp, "w") as f:
     f.write("%d\n" % os.getpid())
