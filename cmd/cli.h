@@ -13,7 +13,8 @@ struct cli_verb {
 	const char *help;
 };
 
-extern const struct cli_verb verb_run, verb_certify, verb_exec, verb_inspect, verb_maps;
+extern const struct cli_verb verb_run, verb_certify, verb_exec, verb_inspect, verb_maps,
+	verb_init;
 
 /* Colour escape codes, or "" when stdout is not a terminal or NO_COLOR is set. */
 struct cli_style {

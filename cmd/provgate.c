@@ -5,7 +5,7 @@
 #include "cli.h"
 
 static const struct cli_verb *const verbs[] = {
-	&verb_run, &verb_certify, &verb_exec, &verb_inspect, &verb_maps,
+	&verb_run, &verb_certify, &verb_exec, &verb_inspect, &verb_maps, &verb_init,
 };
 
 static void usage(FILE *f)
