@@ -527,8 +527,9 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		const struct pvg_proc *root = pvg_targets_find(t, t->root);
 		_cleanup_free_ char *hint = not_loaded_hint(&ex, root ? root : p, n_named > 0);
 		pvg_problem(res, "process-maps.not-loaded", hint,
-			    "no process of the tree of %d (%s, %zu processes checked) maps %s",
-			    (int)t->primary, p ? p->comm : "?", n_checked, ex.canon);
+			    "no process of the tree of %d (%s, %zu process%s checked) maps %s",
+			    (int)t->primary, p ? p->comm : "?", n_checked, n_checked == 1 ? "" : "es",
+			    ex.canon);
 		st = pvg_status_worst(st, PVG_FAIL);
 	}
 
