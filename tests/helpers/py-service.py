@@ -24,7 +24,7 @@ ap.add_argument("--site", required=True)
 ap.add_argument("--package", required=True)
 ap.add_argument("--module", required=True)
 ap.add_argument("--function", default="use_kernel")
-ap.add_argument("--lib", required=True)
+ap.add_argument("--lib", default="", help="the extension to load (none when empty: a lazy service)")
 ap.add_argument("--log", required=True)
 ap.add_argument("--pidfile", required=True)
 ap.add_argument("--format", default="%(asctime)s %(levelname)s [serve pid=%(process)d] %(message)s")
@@ -37,7 +37,7 @@ args = ap.parse_args()
 sys.dont_write_bytecode = True
 sys.path.insert(0, args.site)
 ops = importlib.import_module(args.package + "." + args.module)
-lib = ctypes.CDLL(args.lib)
+lib = ctypes.CDLL(args.lib) if args.lib else None
 
 handler = logging.FileHandler(args.log)
 fmt = logging.Formatter(args.format, args.datefmt)
