@@ -21,7 +21,7 @@ while IFS= read -r c; do
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
 done < <(find "$src/lib" "$src/checks" -name '*.c' | sort)
-targets=(offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config)
+targets=(offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config report-kind)
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
 		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lproc2 -lpthread
@@ -52,6 +52,8 @@ PY
 		config) cp "$src"/tests/fixtures/*/provgate*.json "$corpus/" 2>/dev/null || true
 			printf '{"name": "x", "build": {"artifact": "a"}} // c\n' >"$corpus/seed.json" ;;
 		buildlog) cp "$src"/tests/fixtures/buildlog/*.log "$corpus/" ;;
+		report-kind) printf '{"schema": "provgate.report/1"}' >"$corpus/report.json"
+			printf '{"payloadType": "x", "payload": "eyJfdHlwZSI6ImluLXRvdG8iLCJwcmVkaWNhdGVUeXBlIjoicHJvdmdhdGUifQ=="}' >"$corpus/dsse.json" ;;
 		markers) cp "$src"/tests/fixtures/markers/*.log "$corpus/" 2>/dev/null ||
 			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log" ;;
 		esac
