@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Gate 2 install-scope: every changed runtime file is installed with identical bytes.
- * The change set comes from lib/scope.c; this file decides what each class of change needs:
+ * The change set comes from lib/sys/scope.c; this file decides what each class of change needs:
  * mapped files must be at their install path with the work tree's bytes, deleted or
  * renamed-away mapped files must be gone from it, unknown files fail (default-deny), compiled
  * files are left to gates 1, 3 and 6, ignored files to nobody.

@@ -5,9 +5,12 @@
  *   live: every service process inside the target's tree (no orphan EngineCore of an earlier
  *   run), the port's listening socket owned by the tree, and no process outside the tree
  *   holding a GPU device (/dev/kfd, /dev/dri/renderD*, /dev/nvidia*, or
- *   $PROVGATE_GPU_DEVICES).
+ *   $PROVGATE_GPU_DEVICES); and no profiler or tracer attached to a process of the tree
+ *   (a tool library mapped, or injected through CUDA_INJECTION64_PATH, HSA_TOOLS_LIB,
+ *   LD_PRELOAD, ...) unless service.allow_profiler says the run is meant to profile.
  */
 #include "checks.h"
+#include "environment.h"
 #include "sys/net-tcp.h"
 #include "facts.h"
 
@@ -203,6 +206,49 @@ static enum pvg_status run_prestart(struct pvg_ctx *ctx, struct pvg_result *res,
 	return st;
 }
 
+/* A profiler's overhead (and its serialised launches) is in every number the benchmark
+ * prints: a benchmark service runs without one unless the run is meant to profile. */
+static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *res,
+				       const struct pvg_targets *t)
+{
+	struct pvg_roots roots;
+	pvg_ctx_roots(ctx, &roots);
+	struct pvg_strv attached = { 0 }, libraries = { 0 };
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pvg_proc *p = &t->procs[i];
+		if (!p->in_tree || p->zombie)
+			continue;
+		struct pvg_service_facts f;
+		if (pvg_service_facts_read(&roots, p->pid, false, &f) < 0)
+			continue; /* exited since the snapshot */
+		pvg_profilers_find(&f, &attached, &libraries);
+		pvg_service_facts_clear(&f);
+	}
+	cJSON *a = cJSON_AddArrayToObject(res->evidence, "profilers");
+	for (size_t i = 0; i < attached.n; i++)
+		cJSON_AddItemToArray(a, pvg_json_string(attached.v[i]));
+	/* loaded by frameworks whether or not anyone profiles (PyTorch preloads libcupti) */
+	cJSON *l = cJSON_AddArrayToObject(res->evidence, "profiling_libraries");
+	for (size_t i = 0; i < libraries.n; i++)
+		cJSON_AddItemToArray(l, pvg_json_string(libraries.v[i]));
+	pvg_json_add_bool(res->evidence, "allow_profiler", ctx->cfg->allow_profiler);
+	enum pvg_status st = PVG_PASS;
+	if (!ctx->cfg->allow_profiler) {
+		for (size_t i = 0; i < attached.n && i < MAX_LISTED; i++)
+			pvg_problem(res, "stale-service.profiler-attached",
+				    "restart the service without the profiler (or set "
+				    "service.allow_profiler for a run meant to profile): its overhead "
+				    "is in every number the benchmark prints",
+				    "a profiler or tracer is attached to the service: %s",
+				    attached.v[i]);
+		if (attached.n)
+			st = PVG_FAIL;
+	}
+	pvg_strv_clear(&attached);
+	pvg_strv_clear(&libraries);
+	return st;
+}
+
 static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 				const struct pvg_targets *t)
 {
@@ -330,6 +376,8 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 		st = PVG_FAIL;
 	}
 	st = pvg_status_worst(st, denied_problem(res, &fs, "a GPU holder outside the tree"));
+
+	st = pvg_status_worst(st, check_profilers(ctx, res, t));
 
 	size_t n_tree = 0;
 	for (size_t i = 0; i < t->n; i++)

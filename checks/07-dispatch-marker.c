@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Gate 7 dispatch-marker: the live service really selected the new kernel for the
- * benchmark's shapes. The service log is scanned once (lib/markers.c); only lines that can be
+ * benchmark's shapes. The service log is scanned once (lib/formats/markers.c); only lines that can be
  * attributed to the live service count, the rest is reported as unattributed.
  */
 #include <dirent.h>
@@ -305,6 +305,17 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	pvg_json_add_u64(mk, "unknown_origin", scan.attr_count[PVG_ATTR_UNKNOWN]);
 	if (scan.overlong_lines)
 		pvg_json_add_u64(ev, "overlong_lines", scan.overlong_lines);
+	/* each configured fact and whether the live service's lines hold it (compare reads
+	 * these: a declared "block size" must differ between baseline and candidate) */
+	cJSON *fj = cJSON_AddArrayToObject(ev, "facts");
+	for (size_t i = 0; i < cfg->markers.facts.n; i++) {
+		cJSON *f = cJSON_CreateObject();
+		pvg_json_add_str(f, "fact", cfg->markers.facts.v[i]);
+		pvg_json_add_bool(f, "live", scan.fact_live[i] > 0);
+		pvg_json_add_u64(f, "live_lines", scan.fact_live[i]);
+		pvg_json_add_u64(f, "unattributed_lines", scan.fact_unattributed[i]);
+		cJSON_AddItemToArray(fj, f);
+	}
 
 	cJSON *chain = cJSON_CreateObject();
 	cJSON_AddNumberToObject(chain, "matched", (double)scan.matched);

@@ -2,6 +2,7 @@
 /* Shared by the verbs of cmd/: rendering and report files. No gate logic lives here. */
 #pragma once
 #include <signal.h>
+#include "core/attest.h"
 #include "core/run.h"
 
 enum { EXIT_OK = 0, EXIT_NOT_CERTIFIED = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
@@ -13,8 +14,11 @@ struct cli_verb {
 	const char *help;
 };
 
-extern const struct cli_verb verb_run, verb_certify, verb_exec, verb_inspect, verb_maps,
-	verb_init;
+extern const struct cli_verb verb_run, verb_certify, verb_exec, verb_inspect, verb_maps;
+extern const struct cli_verb verb_merge;
+extern const struct cli_verb verb_verify_attestation;
+extern const struct cli_verb verb_compare;
+extern const struct cli_verb verb_init;
 
 /* Colour escape codes, or "" when stdout is not a terminal or NO_COLOR is set. */
 struct cli_style {
@@ -36,13 +40,46 @@ extern struct sigaction cli_sigpipe_inherited;
 /* 0 when a report can be written at PATH (a temp file beside it is made and removed); -errno */
 int cli_check_writable(const char *path);
 char *cli_junit(const struct pvg_run *run);
+/* Text for XML (attributes and content), UTF-8 sanitized. */
+void cli_xml_escape(FILE *f, const char *s);
 /* The run's JSON report (with a final newline) to PATH ("-": stdout). 0 or -errno. */
 int cli_write_json(const char *path, const struct pvg_run *run);
 /* The --json and --junit files (either may be NULL), a message on stderr for each that
  * cannot be written: EXIT_OK or EXIT_USAGE. */
 int cli_write_reports(const char *json, const char *junit, const struct pvg_run *run);
+/* Replaces the placeholders ({node}, {host}, {job}) of a report path given to flag, into
+ * buf; *path then points there. EXIT_OK, or EXIT_USAGE with a message naming the flag. */
+int cli_expand_path(const char *flag, const char **path, char *buf, size_t size);
 /* Loads the config named by -c / $PROVGATE_CONFIG / ./provgate.json; exit code or 0. */
 int cli_load_config(const char *opt_path, struct pvg_config **cfg);
 /* Parses "1,3-4" or gate names into a mask; -EINVAL with a message on stderr. */
 int cli_parse_gates(const char *spec, pvg_gate_mask *out);
 void cli_progress(const char *path, uint64_t done, uint64_t total);
+
+/* ---- attest.c: --attest / --sign-key of run, certify and exec ---- */
+
+struct cli_attest {
+	const char *path;     /* --attest FILE; NULL when not asked for */
+	const char *key_path; /* --sign-key KEY.pem; NULL: an unsigned Statement */
+	struct pvg_key *key;
+};
+
+/* Checks the flags together with --json/--junit and loads the signing key, before any gate
+ * runs: a key that cannot be used must not cost a whole certification. EXIT_OK or
+ * EXIT_USAGE with a message on stderr. */
+int cli_attest_open(struct cli_attest *a, const char *json, const char *junit);
+void cli_attest_close(struct cli_attest *a);
+
+/*
+ * The one writer of attestation files. Turns a provgate report (any report JSON whose
+ * "schema" has a predicate type, see pvg_predicate_for_schema) and its subjects (NULL: the
+ * installed and build artifacts of the report's chain) into an in-toto Statement v1, wrapped
+ * in a DSSE envelope signed by key when key is not NULL, and writes it to path (temp file +
+ * rename). EXIT_OK; EXIT_USAGE when the file cannot be written; EXIT_NOT_CERTIFIED when the
+ * report holds nothing to attest (no subject). A message on stderr for each failure.
+ */
+int cli_write_attestation(const char *path, const cJSON *report,
+			  const struct pvg_subject *subjects, size_t n_subjects,
+			  const struct pvg_key *key);
+/* The same for a run's report. */
+int cli_write_run_attestation(const struct cli_attest *a, const struct pvg_run *run);

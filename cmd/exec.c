@@ -90,7 +90,7 @@ static int exit_code_of(int st)
 
 static int exec_main(int argc, char **argv)
 {
-	struct run_opts o;
+	_cleanup_(cli_run_opts_done) struct run_opts o = { 0 };
 	bool run_anyway = false;
 	/* --run-anyway is exec's own flag; take it out before the shared parser sees it */
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
@@ -118,6 +118,9 @@ static int exec_main(int argc, char **argv)
 		fprintf(stderr, "provgate exec: the command owns stdout; write the report with --out FILE\n");
 		return EXIT_USAGE;
 	}
+	rc = cli_attest_open(&o.attest, o.json, o.junit);
+	if (rc)
+		return rc;
 	_cleanup_config_ struct pvg_config *cfg = NULL;
 	rc = cli_open_config(&o, &cfg);
 	if (rc)
@@ -180,6 +183,13 @@ static int exec_main(int argc, char **argv)
 					"the command\n", o.junit, strerror(-r));
 			return EXIT_USAGE;
 		}
+		/* the attestation is of the final report only (an interim one would be a signed
+		 * "not certified" of a run that may well succeed); its folder must take it */
+		if (o.attest.path && (r = cli_check_writable(o.attest.path)) < 0) {
+			fprintf(stderr, "provgate exec: cannot write attestation %s: %s; not running "
+					"the command\n", o.attest.path, strerror(-r));
+			return EXIT_USAGE;
+		}
 		fprintf(stdout, "%s-- running:%s", st.dim, st.reset);
 		for (int i = 0; i < o.n_rest; i++)
 			fprintf(stdout, " %s", o.rest[i]);
@@ -213,6 +223,9 @@ static int exec_main(int argc, char **argv)
 	fflush(stdout);
 
 	rc = cli_write_reports(o.json, o.junit, run);
+	int arc = cli_write_run_attestation(&o.attest, run);
+	if (!rc)
+		rc = arc;
 	if (!rc) {
 		if (!pvg_run_certified(run))
 			rc = EXIT_NOT_CERTIFIED;
@@ -225,12 +238,14 @@ static int exec_main(int argc, char **argv)
 const struct cli_verb verb_exec = {
 	.name = "exec",
 	.main = exec_main,
-	.synopsis = "exec [-c FILE] [--out FILE] [--run-anyway] -- CMD...",
+	.synopsis = "exec [-c FILE] [--out FILE] [--attest FILE [--sign-key KEY.pem]] [--run-anyway]\n"
+		    "                 -- CMD...",
 	.help = "Certifies (all seven gates), runs CMD (the benchmark), then re-checks gates 3, 4,\n"
 		"5 and 7 after it: same bytes, same mapping, still no stale process, markers still\n"
 		"attributable. One report covers both checks. Exit 1 if either check failed, else\n"
 		"CMD's exit status (128+N when a signal N ended it). Signals sent to provgate are\n"
 		"passed on to CMD (a terminal's ^C reaches it directly, once). The --out report is\n"
 		"written before CMD starts (state \"running\") and again at the end. CMD is not run\n"
-		"when certification fails (unless --run-anyway) or a report cannot be written.\n",
+		"when certification fails (unless --run-anyway) or a report cannot be written.\n"
+		"The --attest file is written once, at the end: an attestation of the final report.\n",
 };

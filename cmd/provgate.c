@@ -5,7 +5,11 @@
 #include "cli.h"
 
 static const struct cli_verb *const verbs[] = {
-	&verb_run, &verb_certify, &verb_exec, &verb_inspect, &verb_maps, &verb_init,
+	&verb_run, &verb_certify, &verb_exec, &verb_inspect, &verb_maps,
+	&verb_merge,
+	&verb_verify_attestation,
+	&verb_compare,
+	&verb_init,
 };
 
 static void usage(FILE *f)
@@ -25,7 +29,8 @@ static void usage(FILE *f)
 		"Exit: 0 every selected gate passed (certify: certified), 1 not certified,\n"
 		"2 usage or configuration error, 3 internal error.\n"
 		"\n"
-		"'provgate VERB --help' describes a verb; man provgate(1) and provgate.json(5).\n");
+		"'provgate VERB --help' describes a verb; man provgate(1), provgate.json(5) and\n"
+		"provgate-attestation(7).\n");
 }
 
 struct sigaction cli_sigpipe_inherited;

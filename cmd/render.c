@@ -255,7 +255,7 @@ int cli_write_reports(const char *json, const char *junit, const struct pvg_run 
 	return rc;
 }
 
-static void xml_escape(FILE *f, const char *s)
+void cli_xml_escape(FILE *f, const char *s)
 {
 	_cleanup_free_ char *c = pvg_utf8_sanitize(s ? s : "", s ? strlen(s) : 0);
 	for (const char *p = c; *p; p++) {
@@ -278,26 +278,26 @@ static void junit_cases(FILE *f, const struct pvg_result *results, const char *s
 			r->id, r->name, suffix, (double)r->elapsed_ns / 1e9);
 		if (r->status == PVG_FAIL || r->status == PVG_UNVERIFIABLE) {
 			fprintf(f, "      <failure type=\"%s\" message=\"", pvg_status_name(r->status));
-			xml_escape(f, r->summary);
+			cli_xml_escape(f, r->summary);
 			fputs("\">", f);
 			for (size_t k = 0; k < r->n_problems; k++) {
-				xml_escape(f, r->problems[k].code);
+				cli_xml_escape(f, r->problems[k].code);
 				fputs(": ", f);
-				xml_escape(f, r->problems[k].message);
+				cli_xml_escape(f, r->problems[k].message);
 				if (r->problems[k].hint) {
 					fputs("\nhint: ", f);
-					xml_escape(f, r->problems[k].hint);
+					cli_xml_escape(f, r->problems[k].hint);
 				}
 				fputc('\n', f);
 			}
 			fputs("</failure>\n", f);
 		} else if (r->status == PVG_BLOCKED || r->status == PVG_SKIPPED) {
 			fprintf(f, "      <skipped message=\"%s: ", pvg_status_name(r->status));
-			xml_escape(f, r->summary);
+			cli_xml_escape(f, r->summary);
 			fputs("\"/>\n", f);
 		} else {
 			fputs("      <system-out>", f);
-			xml_escape(f, r->summary);
+			cli_xml_escape(f, r->summary);
 			fputs("</system-out>\n", f);
 		}
 		fputs("    </testcase>\n", f);
@@ -329,7 +329,7 @@ char *cli_junit(const struct pvg_run *run)
 	fprintf(f, "<testsuites name=\"provgate\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
 		tests, fail, skip);
 	fputs("  <testsuite name=\"provgate ", f);
-	xml_escape(f, run->cfg->name ? run->cfg->name : "run");
+	cli_xml_escape(f, run->cfg->name ? run->cfg->name : "run");
 	fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", tests, fail,
 		skip);
 	junit_cases(f, run->results, "");

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "run-opts.h"
+#include "sys/node.h"
 
 enum {
 	OPT_PHASE = 256,
@@ -14,6 +15,8 @@ enum {
 	OPT_JUNIT,
 	OPT_OUT,
 	OPT_NO_COLOR,
+	OPT_ATTEST,
+	OPT_SIGN_KEY,
 	OPT_OVERRIDE_BASE = 512,
 };
 
@@ -49,6 +52,12 @@ void cli_run_opts_help(FILE *f, bool certify)
 		"      --json FILE|-     write the JSON report to FILE, or to stdout instead of text\n"
 		"      --out FILE        same as --json FILE\n"
 		"      --junit FILE      write a JUnit XML report (one testcase per gate)\n"
+		"      --attest FILE     write the report as the predicate of an in-toto Statement\n"
+		"                        v1; unsigned unless --sign-key is given\n"
+		"                        (in each FILE, {node} {host} {job} name this node of a job:\n"
+		"                        --out 'reports/{node}.json' under srun)\n"
+		"      --sign-key KEY    sign it in a DSSE envelope with this Ed25519 or ECDSA P-256\n"
+		"                        PEM private key, readable by its owner only\n"
 		"  -q, --quiet           print only the verdict\n"
 		"  -v, --verbose         print each gate's evidence too\n"
 		"      --no-color        never colour (NO_COLOR in the environment does the same)\n"
@@ -68,6 +77,8 @@ int cli_parse_run_opts(int argc, char **argv, struct run_opts *o, bool certify)
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "junit", required_argument, NULL, OPT_JUNIT },
 		{ "out", required_argument, NULL, OPT_OUT },
+		{ "attest", required_argument, NULL, OPT_ATTEST },
+		{ "sign-key", required_argument, NULL, OPT_SIGN_KEY },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-color", no_argument, NULL, OPT_NO_COLOR },
@@ -121,6 +132,12 @@ int cli_parse_run_opts(int argc, char **argv, struct run_opts *o, bool certify)
 		case OPT_JUNIT:
 			o->junit = optarg;
 			break;
+		case OPT_ATTEST:
+			o->attest.path = optarg;
+			break;
+		case OPT_SIGN_KEY:
+			o->attest.key_path = optarg;
+			break;
 		case 'q':
 			o->verbosity = -1;
 			break;
@@ -147,6 +164,10 @@ int cli_parse_run_opts(int argc, char **argv, struct run_opts *o, bool certify)
 	}
 	o->rest = argv + optind;
 	o->n_rest = argc - optind;
+	if (cli_expand_path("--json/--out", &o->json, o->json_buf, sizeof(o->json_buf)) ||
+	    cli_expand_path("--junit", &o->junit, o->junit_buf, sizeof(o->junit_buf)) ||
+	    cli_expand_path("--attest", &o->attest.path, o->attest_buf, sizeof(o->attest_buf)))
+		return EXIT_USAGE;
 	if (certify && (phase_given || o->gates)) {
 		if (!(o->phase == PVG_PHASE_LIVE && (!o->gates || o->gates == PVG_ALL_GATES))) {
 			fprintf(stderr, "provgate: certify always evaluates all seven gates in phase "
@@ -163,6 +184,35 @@ int cli_parse_run_opts(int argc, char **argv, struct run_opts *o, bool certify)
 		fprintf(stderr, ")\n");
 		return EXIT_USAGE;
 	}
+	return EXIT_OK;
+}
+
+int cli_expand_path(const char *flag, const char **path, char *buf, size_t size)
+{
+	if (!*path || !pvg_placeholder_present(*path))
+		return EXIT_OK;
+	struct pvg_node node;
+	struct pvg_placeholder ph[PVG_NODE_PLACEHOLDERS];
+	char why[300];
+	int r = pvg_node_get(&node, why, sizeof(why));
+	pvg_node_placeholders(&node, ph);
+	if (r < 0) {
+		ph[0].value = NULL;
+		ph[0].unset = why;
+	}
+	_cleanup_free_ char *out = NULL;
+	if (pvg_placeholder_expand(*path, ph, PVG_NODE_PLACEHOLDERS, &out, why, sizeof(why)) < 0) {
+		_cleanup_free_ char *cw = pvg_utf8_sanitize(why, strlen(why));
+		fprintf(stderr, "provgate: %s: %s\n", flag, cw);
+		return EXIT_USAGE;
+	}
+	if (!out[0] || strlen(out) >= size) {
+		fprintf(stderr, "provgate: %s: the path is %s once its placeholders are replaced\n",
+			flag, out[0] ? "too long" : "empty");
+		return EXIT_USAGE;
+	}
+	memcpy(buf, out, strlen(out) + 1);
+	*path = buf;
 	return EXIT_OK;
 }
 
@@ -187,6 +237,7 @@ void cli_add_outputs(const struct run_opts *o, struct pvg_run *run)
 {
 	pvg_run_add_output(run, o->json);
 	pvg_run_add_output(run, o->junit);
+	pvg_run_add_output(run, o->attest.path);
 }
 
 int cli_emit(const struct run_opts *o, const struct pvg_run *run, bool certify)
@@ -198,12 +249,19 @@ int cli_emit(const struct run_opts *o, const struct pvg_run *run, bool certify)
 		cli_print_run(stdout, run, certify, o->verbosity, &st);
 		fflush(stdout);
 	}
-	return cli_write_reports(o->json, o->junit, run);
+	int rc = cli_write_reports(o->json, o->junit, run);
+	int arc = cli_write_run_attestation(&o->attest, run);
+	return rc ? rc : arc;
+}
+
+void cli_run_opts_done(struct run_opts *o)
+{
+	cli_attest_close(&o->attest);
 }
 
 static int run_or_certify(int argc, char **argv, bool certify)
 {
-	struct run_opts o;
+	_cleanup_(cli_run_opts_done) struct run_opts o = { 0 };
 	int rc = cli_parse_run_opts(argc, argv, &o, certify);
 	if (rc || o.help) {
 		if (o.help) {
@@ -218,6 +276,9 @@ static int run_or_certify(int argc, char **argv, bool certify)
 		fprintf(stderr, "provgate: unexpected argument \"%s\"\n", o.rest[0]);
 		return EXIT_USAGE;
 	}
+	rc = cli_attest_open(&o.attest, o.json, o.junit);
+	if (rc)
+		return rc;
 	struct pvg_config *cfg = NULL;
 	rc = cli_open_config(&o, &cfg);
 	if (rc)
@@ -259,17 +320,21 @@ const struct cli_verb verb_run = {
 	.name = "run",
 	.main = run_main,
 	.synopsis = "run [-c FILE] [--phase install|prestart|live] [--gates 1,3-4] [--keep-going]\n"
-		    "                 [--json FILE|-] [--junit FILE] [-q|-v]",
+		    "                 [--json FILE|-] [--junit FILE] [--attest FILE [--sign-key KEY.pem]]\n"
+		    "                 [-q|-v]",
 	.help = "Evaluates the phase's gates in order (default phase live: all seven) and stops at\n"
 		"the first that does not pass; later ones are reported blocked. Exit 0 when every\n"
-		"selected gate passed.\n",
+		"selected gate passed. --attest writes the report as an in-toto Statement (signed\n"
+		"with --sign-key; check it with provgate verify-attestation).\n",
 };
 
 const struct cli_verb verb_certify = {
 	.name = "certify",
 	.main = certify_main,
 	.synopsis = "certify [-c FILE] [--keep-going] [--json FILE|-] [--out FILE] [--junit FILE]\n"
-		    "                 [-q|-v]",
+		    "                 [--attest FILE [--sign-key KEY.pem]] [-q|-v]",
 	.help = "Evaluates all seven gates in phase live. Exit 0 only when the benchmark is\n"
-		"certified: every link from source to dispatched kernel closed.\n",
+		"certified: every link from source to dispatched kernel closed. --attest FILE\n"
+		"--sign-key KEY.pem writes a signed in-toto attestation of the report that\n"
+		"provgate verify-attestation (or any DSSE verifier) checks.\n",
 };

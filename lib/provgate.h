@@ -75,9 +75,10 @@ PVG_EXPORT void pvg_run_add_output(struct pvg_run *run, const char *path);
 PVG_EXPORT int pvg_run_execute(struct pvg_run *run);
 PVG_EXPORT enum pvg_status pvg_run_gate_status(const struct pvg_run *run, int id);
 PVG_EXPORT bool pvg_run_certified(const struct pvg_run *run);
-/* Remembers the service process the run certified (its pid and start time), so that a later
- * pvg_run_recheck refuses a restarted service that would otherwise pass. 0, or -ESRCH when
- * the run selected no service process. */
+/* Remembers what a later pvg_run_recheck must find again: the service process the run
+ * certified (its pid and start time), so that a restarted service that would otherwise pass
+ * is refused. Call it after pvg_run_execute, before the benchmark. 0, or -ESRCH when a
+ * selected gate that needs the service found no service process. */
 PVG_EXPORT int pvg_run_pin(struct pvg_run *run);
 /* After the benchmark: evaluates again, with nothing cached from before but the pinned
  * service, every gate that must still hold (pvg_recheck_gates(): same bytes, same mapping,

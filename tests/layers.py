@@ -165,11 +165,14 @@ def check_cycles(src, build):
     for v in sorted(graph):
         if v not in index:
             visit(v)
+    # meson names lib/sys/procs.c's object lib_sys_procs.c.o: name loops by source path
+    path_of = {rel.replace("/", "_"): rel for rel in sources(src)}
+    name = lambda o: path_of.get(o, o)
     bad = 0
     for comp in comps:
         if len(comp) > 1:
-            names = sorted(c.replace("_", "/", 2) for c in comp)
-            edges = sorted(f"{a} -> {b}" for a in comp for b in graph[a] if b in comp)
+            names = sorted(name(c) for c in comp)
+            edges = sorted(f"{name(a)} -> {name(b)}" for a in comp for b in graph[a] if b in comp)
             print("call loop between " + ", ".join(names) + ": " + "; ".join(edges))
             bad += 1
     return bad

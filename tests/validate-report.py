@@ -1,5 +1,11 @@
 #!/usr/bin/python3
-"""Validates provgate reports against lib/report.schema.json: validate-report.py REPORT..."""
+"""Validates provgate's JSON files against the schemas in lib/: validate-report.py FILE...
+A report against report.schema.json; an attestation (an in-toto Statement, or a DSSE
+envelope and the Statement in its payload) and a verify-attestation --json output against
+attestation.schema.json, whose predicate is a report; provgate merge's cluster report
+against cluster.schema.json; provgate compare's provgate.compare/1 document against
+compare.schema.json."""
+import base64
 import json
 import os
 import sys
@@ -7,15 +13,61 @@ import sys
 import jsonschema
 
 here = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(here, "..", "lib", "report.schema.json")) as f:
-    schema = json.load(f)
-jsonschema.Draft202012Validator.check_schema(schema)
-validator = jsonschema.Draft202012Validator(schema)
+
+
+def load(name):
+    with open(os.path.join(here, "..", "lib", name)) as f:
+        schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return schema
+
+
+report_schema = load("report.schema.json")
+attestation_schema = load("attestation.schema.json")
+cluster_schema = load("cluster.schema.json")
+# the predicate's $ref names the report schema by its $id; jsonschema 4.10 resolves the
+# report schema's own "#/$defs/..." against the wrong document when it follows that $ref,
+# so the predicate is validated on its own against report.schema.json
+statement_def = attestation_schema["$defs"]["statement"]
+assert statement_def["properties"]["predicate"] == {"$ref": report_schema["$id"]}
+statement_def["properties"]["predicate"] = {"type": "object"}
+
+
+def validator(defn=None):
+    schema = report_schema
+    if defn:
+        schema = dict(attestation_schema, **{"$ref": f"#/$defs/{defn}"})
+        schema.pop("oneOf")
+    return jsonschema.Draft202012Validator(schema)
+
+
 bad = 0
+
+
+def check(path, doc, v, what=""):
+    global bad
+    for err in v.iter_errors(doc):
+        bad += 1
+        print(f"{path}{what}: {'/'.join(map(str, err.absolute_path))}: {err.message}")
+    if v.schema.get("$ref") == "#/$defs/statement" and isinstance(doc, dict):
+        check(path, doc.get("predicate"), validator(), what + " (predicate)")
+
+
 for path in sys.argv[1:]:
     with open(path) as f:
-        report = json.load(f)
-    for err in validator.iter_errors(report):
-        bad += 1
-        print(f"{path}: {'/'.join(map(str, err.absolute_path))}: {err.message}")
+        doc = json.load(f)
+    if isinstance(doc, dict) and "payloadType" in doc:
+        check(path, doc, validator("envelope"))
+        check(path, json.loads(base64.b64decode(doc.get("payload", ""))), validator("statement"),
+              " (payload)")
+    elif isinstance(doc, dict) and "_type" in doc:
+        check(path, doc, validator("statement"))
+    elif isinstance(doc, dict) and doc.get("schema") == "provgate.cluster/1":
+        check(path, doc, jsonschema.Draft202012Validator(cluster_schema))
+    elif isinstance(doc, dict) and doc.get("schema") == "provgate.compare/1":
+        check(path, doc, jsonschema.Draft202012Validator(load("compare.schema.json")))
+    elif isinstance(doc, dict) and doc.get("schema") == "provgate.attestation-verify/1":
+        check(path, doc, validator("verification"))
+    else:
+        check(path, doc, validator())
 sys.exit(1 if bad else 0)

@@ -9,6 +9,8 @@
 #include <openssl/evp.h>
 
 #include "core/config.h"
+#include "sys/node.h"
+#include "util/placeholder.h"
 
 enum field_kind {
 	F_STRING,  /* plain string */
@@ -20,6 +22,7 @@ enum field_kind {
 	F_PID,   /* integer >= 1 */
 	F_PORT,  /* 1..65535 */
 	F_STRV,  /* array of non-empty strings */
+	F_PATHV, /* array of paths, each resolved against the config's folder */
 	F_INSTALL_MAP,
 	F_REQUIRE,
 	F_SECTION,
@@ -31,20 +34,23 @@ struct field {
 	enum field_kind kind;
 	size_t off;
 	const struct field *sub; /* F_SECTION */
+	bool expand;             /* placeholders ({node}, ...) are replaced in its value */
 };
 
-#define CF(k, kind, member) { k, kind, offsetof(struct pvg_config, member), NULL }
-#define END { NULL, 0, 0, NULL }
+#define CF(k, kind, member) { k, kind, offsetof(struct pvg_config, member), NULL, false }
+/* a value that may differ per node: one config serves every node of a job */
+#define CFX(k, kind, member) { k, kind, offsetof(struct pvg_config, member), NULL, true }
+#define END { NULL, 0, 0, NULL, false }
 
 static const struct field build_fields[] = {
-	CF("log", F_PATH, build.log),
-	CF("artifact", F_PATH, build.artifact),
+	CFX("log", F_PATH, build.log),
+	CFX("artifact", F_PATH, build.artifact),
 	CF("max_unsupported_calls", F_COUNT, build.max_unsupported_calls),
 	END,
 };
 
 static const struct field source_fields[] = {
-	CF("repo", F_PATH, source.repo),
+	CFX("repo", F_PATH, source.repo),
 	CF("baseline", F_STRING, source.baseline),
 	CF("include_uncommitted", F_BOOL, source.include_uncommitted),
 	CF("compiled", F_STRV, source.compiled),
@@ -54,18 +60,19 @@ static const struct field source_fields[] = {
 };
 
 static const struct field install_fields[] = {
-	CF("artifact", F_PATH, install.artifact),
+	CFX("artifact", F_PATH, install.artifact),
 	CF("python_module", F_STRING, install.python_module),
-	CF("python", F_PROGRAM, install.python),
+	CFX("python", F_PROGRAM, install.python),
 	END,
 };
 
 static const struct field service_fields[] = {
-	CF("match", F_STRV, service.match),
+	CFX("match", F_STRV, service.match),
 	CF("pid", F_PID, service.pid),
-	CF("pidfile", F_PATH, service.pidfile),
+	CFX("pidfile", F_PATH, service.pidfile),
 	CF("port", F_PORT, service.port),
-	CF("family", F_STRV, service.family),
+	CFX("family", F_STRV, service.family),
+	CF("allow_profiler", F_BOOL, allow_profiler),
 	END,
 };
 
@@ -75,7 +82,7 @@ static const struct field code_object_fields[] = {
 };
 
 static const struct field markers_fields[] = {
-	CF("log", F_PATH, markers.log),
+	CFX("log", F_PATH, markers.log),
 	CF("prefix", F_STRING, markers.prefix),
 	CF("require", F_REQUIRE, markers.require),
 	CF("min_count", F_COUNT, markers.min_count),
@@ -84,16 +91,22 @@ static const struct field markers_fields[] = {
 	END,
 };
 
+static const struct field benchmark_fields[] = {
+	CF("inputs", F_PATHV, benchmark.inputs),
+	END,
+};
+
 static const struct field top_fields[] = {
-	{ "$schema", F_SCHEMA, 0, NULL },
-	CF("name", F_STRING, name),
+	{ "$schema", F_SCHEMA, 0, NULL, false },
+	CFX("name", F_STRING, name),
 	CF("arch", F_ARCH, arch),
-	{ "build", F_SECTION, 0, build_fields },
-	{ "source", F_SECTION, 0, source_fields },
-	{ "install", F_SECTION, 0, install_fields },
-	{ "service", F_SECTION, 0, service_fields },
-	{ "code_object", F_SECTION, 0, code_object_fields },
-	{ "markers", F_SECTION, 0, markers_fields },
+	{ "build", F_SECTION, 0, build_fields, false },
+	{ "source", F_SECTION, 0, source_fields, false },
+	{ "install", F_SECTION, 0, install_fields, false },
+	{ "service", F_SECTION, 0, service_fields, false },
+	{ "code_object", F_SECTION, 0, code_object_fields, false },
+	{ "markers", F_SECTION, 0, markers_fields, false },
+	{ "benchmark", F_SECTION, 0, benchmark_fields, false },
 	END,
 };
 
@@ -166,6 +179,7 @@ void pvg_config_free(struct pvg_config *cfg)
 	free(cfg->markers.require);
 	strv_free(&cfg->markers.forbid);
 	strv_free(&cfg->markers.facts);
+	strv_free(&cfg->benchmark.inputs);
 	free(cfg);
 }
 
@@ -370,7 +384,44 @@ struct loader {
 	const char *origin;
 	const char *base_dir; /* for F_PATH; NULL keeps paths as written */
 	struct pvg_error *err;
+	/* {node}, {host}, {job}: this node's values */
+	struct pvg_node node;
+	struct pvg_placeholder ph[PVG_NODE_PLACEHOLDERS];
 };
+
+static void loader_placeholders(struct loader *ld)
+{
+	static char why[160];
+	if (pvg_node_get(&ld->node, why, sizeof(why)) < 0) {
+		pvg_node_placeholders(&ld->node, ld->ph);
+		ld->ph[0].value = NULL; /* {node} only fails where it is used */
+		ld->ph[0].unset = why;
+		return;
+	}
+	pvg_node_placeholders(&ld->node, ld->ph);
+}
+
+/* *s with its placeholders replaced, in place; a config error naming key and placeholder. */
+static int expand_value(const struct loader *ld, const char *key, char **s)
+{
+	if (!pvg_placeholder_present(*s))
+		return 0;
+	char why[300];
+	char *out = NULL;
+	if (pvg_placeholder_expand(*s, ld->ph, PVG_NODE_PLACEHOLDERS, &out, why, sizeof(why)) < 0) {
+		_cleanup_free_ char *cw = pvg_utf8_sanitize(why, strlen(why));
+		set_err(ld->err, "%s: %s: %s", ld->origin, key, cw);
+		return -EINVAL;
+	}
+	if (!out[0]) {
+		free(out);
+		set_err(ld->err, "%s: %s: empty once its placeholders are replaced", ld->origin, key);
+		return -EINVAL;
+	}
+	free(*s);
+	*s = out;
+	return 0;
+}
 
 static int parse_integer(const struct loader *ld, const char *key, const cJSON *j, long min,
 			 long max, long *out)
@@ -408,7 +459,7 @@ static int parse_string(const struct loader *ld, const char *key, const cJSON *j
 }
 
 static int parse_strv(const struct loader *ld, const char *key, const cJSON *j,
-		      struct pvg_strv *out)
+		      struct pvg_strv *out, bool expand)
 {
 	if (!cJSON_IsArray(j)) {
 		set_err(ld->err, "%s: %s: expected an array of strings, got %s", ld->origin, key,
@@ -427,6 +478,13 @@ static int parse_strv(const struct loader *ld, const char *key, const cJSON *j,
 			return -EINVAL;
 		}
 		out->v[out->n++] = pvg_strdup(e->valuestring);
+		if (expand) {
+			char ek[160];
+			snprintf(ek, sizeof(ek), "%s[%d]", key, i);
+			int r = expand_value(ld, ek, &out->v[out->n - 1]);
+			if (r < 0)
+				return r;
+		}
 		i++;
 	}
 	return 0;
@@ -476,6 +534,8 @@ static int parse_install_map(const struct loader *ld, const char *key, const cJS
 			} else if (strcmp(f->string, "to") == 0) {
 				_cleanup_free_ char *to = NULL;
 				r = parse_string(ld, fk, f, &to);
+				if (r == 0)
+					r = expand_value(ld, fk, &to);
 				if (r == 0)
 					m->to = pvg_path_join(ld->base_dir, to);
 			} else {
@@ -542,10 +602,13 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 	int r;
 	switch (f->kind) {
 	case F_STRING:
-		return parse_string(ld, key, j, (char **)dst);
+		r = parse_string(ld, key, j, (char **)dst);
+		return r < 0 || !f->expand ? r : expand_value(ld, key, (char **)dst);
 	case F_PATH: {
 		_cleanup_free_ char *s = NULL;
 		r = parse_string(ld, key, j, &s);
+		if (r == 0 && f->expand)
+			r = expand_value(ld, key, &s);
 		if (r < 0)
 			return r;
 		free(*(char **)dst);
@@ -555,6 +618,8 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 	case F_PROGRAM: {
 		_cleanup_free_ char *s = NULL;
 		r = parse_string(ld, key, j, &s);
+		if (r == 0 && f->expand)
+			r = expand_value(ld, key, &s);
 		if (r < 0)
 			return r;
 		free(*(char **)dst);
@@ -589,7 +654,19 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 	case F_PORT:
 		return parse_integer(ld, key, j, 1, 65535, (long *)dst);
 	case F_STRV:
-		return parse_strv(ld, key, j, (struct pvg_strv *)dst);
+		return parse_strv(ld, key, j, (struct pvg_strv *)dst, f->expand);
+	case F_PATHV: {
+		struct pvg_strv *v = dst;
+		r = parse_strv(ld, key, j, v, f->expand);
+		if (r < 0)
+			return r;
+		for (size_t i = 0; i < v->n; i++) {
+			char *abs = pvg_path_join(ld->base_dir, v->v[i]);
+			free(v->v[i]);
+			v->v[i] = abs;
+		}
+		return 0;
+	}
 	case F_INSTALL_MAP:
 		return parse_install_map(ld, key, j);
 	case F_REQUIRE:
@@ -922,6 +999,7 @@ int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const
 		return -EINVAL;
 	}
 	struct loader ld = { .cfg = cfg, .origin = origin, .base_dir = cfg->dir, .err = err };
+	loader_placeholders(&ld);
 	int r = parse_object(&ld, top_fields, "", root);
 	if (r < 0)
 		add_position(err, origin, s, len);
@@ -986,6 +1064,7 @@ int pvg_config_override(struct pvg_config *cfg, const char *key, const char *val
 	snprintf(origin, sizeof(origin), "command line");
 	_cleanup_free_ char *cwd = pvg_path_absolute(".");
 	struct loader ld = { .cfg = cfg, .origin = origin, .base_dir = cwd, .err = err };
+	loader_placeholders(&ld);
 	_cleanup_json_ cJSON *j = NULL;
 	switch (f->kind) {
 	case F_COUNT:
@@ -1008,7 +1087,8 @@ int pvg_config_override(struct pvg_config *cfg, const char *key, const char *val
 		}
 		j = cJSON_CreateBool(strcmp(value, "true") == 0);
 		break;
-	case F_STRV: {
+	case F_STRV:
+	case F_PATHV: {
 		/* comma-separated on the command line */
 		j = cJSON_CreateArray();
 		_cleanup_free_ char *copy = pvg_strdup(value);

@@ -31,6 +31,7 @@ struct pvg_config {
 		char *python; /* default "python3" */
 	} install;
 	struct pvg_service_spec service;
+	bool allow_profiler; /* service.allow_profiler: a run meant to profile (gate 5) */
 	struct {
 		struct pvg_strv require_kernels;
 	} code_object;
@@ -43,6 +44,9 @@ struct pvg_config {
 		struct pvg_strv forbid;
 		struct pvg_strv facts;
 	} markers;
+	struct {
+		struct pvg_strv inputs; /* dataset and prompt files, hashed into the report */
+	} benchmark;
 };
 
 /* A config with every default and no keys set (tests, and the base of loading). */

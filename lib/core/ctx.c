@@ -28,6 +28,7 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 	ctx->cfg = cfg;
 	ctx->phase = phase;
 	ctx->procfs = pvg_procfs_root();
+	ctx->sysfs = pvg_sysfs_root();
 	ctx->started_ns = pvg_now_ns();
 	ctx->started_at = time(NULL);
 	ctx->chain = new_chain();

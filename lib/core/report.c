@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 
 #include "core/run.h"
+#include "sys/node.h"
 
 cJSON *pvg_result_json(const struct pvg_result *r)
 {
@@ -62,6 +63,17 @@ cJSON *pvg_report_build(const struct pvg_run *run)
 		cJSON_AddNullToObject(host, "hostname");
 		cJSON_AddNullToObject(host, "kernel");
 	}
+	/* which node of a job this report speaks for (provgate merge matches it with the job's
+	 * node list) */
+	struct pvg_node node;
+	if (pvg_node_get(&node, NULL, 0) == 0) {
+		pvg_json_add_str(host, "node", node.node);
+		pvg_json_add_str(host, "node_from", node.node_from);
+	} else {
+		cJSON_AddNullToObject(host, "node");
+		pvg_json_add_str(host, "node_from", "SLURMD_NODENAME (not a usable node name)");
+	}
+	pvg_json_add_str(host, "slurm_job_id", node.job[0] ? node.job : NULL);
 
 	cJSON *config = cJSON_AddObjectToObject(rep, "config");
 	pvg_json_add_str(config, "path", run->cfg->path);
@@ -75,6 +87,10 @@ cJSON *pvg_report_build(const struct pvg_run *run)
 	pvg_json_add_bool(rep, "certified", pvg_run_certified(run));
 	cJSON_AddItemToObject(rep, "gates", gates_json(run->results));
 	cJSON_AddItemToObject(rep, "chain", cJSON_Duplicate(run->ctx.chain, true));
+	if (run->environment)
+		cJSON_AddItemToObject(rep, "environment", cJSON_Duplicate(run->environment, true));
+	else
+		cJSON_AddNullToObject(rep, "environment");
 	if (run->after) {
 		cJSON *after = cJSON_AddObjectToObject(rep, "after");
 		cJSON *asel = cJSON_AddArrayToObject(after, "selected_gates");

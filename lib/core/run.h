@@ -18,7 +18,14 @@ struct pvg_run {
 	cJSON *exec_info;
 	/* exec: the command is still running (the interim report); never certified */
 	bool in_progress;
+	/* the report's "environment": what the benchmark ran on (host, GPU, service, inputs) */
+	cJSON *environment;
 };
+
+/* Collects the report's "environment" after the gates ran, from their facts (the process
+ * snapshot). Declared here, set in checks/table.c beside the gates the runner drives (the
+ * reader is checks/environment.c, which shares the gates' facts). */
+extern cJSON *(*const pvg_environment_reader)(struct pvg_ctx *ctx);
 
 /* Evaluates `selected` gates into results[] (stop at first non-pass unless keep_going).
  * Returns the number of selected gates that did not pass. */

@@ -148,6 +148,8 @@ int pvg_run_execute(struct pvg_run *run)
 	int n = pvg_evaluate(&run->ctx, run->selected, run->keep_going, run->results,
 			     "not selected by --gates");
 	run->executed = true;
+	/* read while the service the gates just saw is still there, from the same snapshot */
+	run->environment = pvg_environment_reader(&run->ctx);
 	return n > 0 ? 1 : 0;
 }
 
@@ -228,6 +230,8 @@ void pvg_run_free(struct pvg_run *run)
 	}
 	if (run->exec_info)
 		cJSON_Delete(run->exec_info);
+	if (run->environment)
+		cJSON_Delete(run->environment);
 	pvg_ctx_done(&run->ctx);
 	free(run);
 }

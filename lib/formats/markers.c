@@ -319,7 +319,7 @@ static bool time_at(const char *b, size_t n, size_t p, time_t now, time_t *out)
 /* A pid at b[p]: "pid=N", "pid N", "pid:N" (vLLM's "(EngineCore_DP0 pid=N)", Ray's
  * "(MyActor pid=N, ip=...)", "[serve pid=N]"), or a bracket holding only digits ("[N]",
  * syslog's "prog[N]:", gunicorn's "[N]"). */
-static bool pid_at(const char *b, size_t n, size_t p, pid_t *out)
+static bool pid_at(const char *b, size_t n, size_t p, pid_t *out, bool *remote)
 {
 	size_t d;
 	if (p + 4 <= n && (memcmp(b + p, "pid", 3) == 0 || memcmp(b + p, "PID", 3) == 0) &&
@@ -343,6 +343,13 @@ static bool pid_at(const char *b, size_t n, size_t p, pid_t *out)
 	if (e == d || v < 1)
 		return false;
 	if (b[p] == '[' ? (e >= n || b[e] != ']') : (e < n && is_alnum(b[e])))
+		return false;
+	/* Ray's driver names a worker of another node with its address:
+	 * "(RayWorkerWrapper pid=N, ip=10.0.0.2)"; another qualifier there may say the same in
+	 * words this parser does not know, so such a pid is not taken */
+	*remote = b[p] != '[' && n - e > 5 && memcmp(b + e, ", ip=", 5) == 0;
+	if (!*remote && b[p] != '[' && n - e > 2 && b[e] == ',' && b[e + 1] == ' ' &&
+	    memchr(b + e + 2, '=', n - e - 2))
 		return false;
 	*out = (pid_t)v;
 	return true;
@@ -374,7 +381,7 @@ void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_li
 			h->has_time = true;
 			continue;
 		}
-		if (!h->has_pid && pid_at(b, n, p, &h->pid))
+		if (!h->has_pid && pid_at(b, n, p, &h->pid, &h->remote))
 			h->has_pid = true;
 	}
 }
@@ -383,7 +390,8 @@ enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
 				   const struct pvg_service_view *view, bool file_after_start)
 {
 	if (h->has_pid) {
-		if (!view->in_tree(view->opaque, h->pid))
+		/* another node's pid, never a process of this node's tree, whatever its number */
+		if (h->remote || !view->in_tree(view->opaque, h->pid))
 			return PVG_ATTR_FOREIGN_PID;
 		/* a reused pid: the same number written by an earlier run */
 		if (h->has_time && h->time < view->start.tv_sec)

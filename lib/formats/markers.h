@@ -55,7 +55,9 @@ const struct pvg_marker_field *pvg_marker_get(const struct pvg_marker *m, const 
 /* What the head of a log line says about who wrote it and when. */
 struct pvg_line_head {
 	bool has_pid;
-	pid_t pid;
+	pid_t pid;     /* vLLM "(EngineCore_DP0 pid=N)", Ray "(RayWorkerWrapper pid=N)" */
+	bool remote;   /* Ray's "(RayWorkerWrapper pid=N, ip=ADDR)": a worker on another node,
+			* whose pid is no pid of this machine */
 	bool has_time;
 	time_t time; /* epoch seconds (fractions dropped) */
 };

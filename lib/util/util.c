@@ -397,10 +397,25 @@ void pvg_json_add_bool(cJSON *obj, const char *key, bool v)
 	cJSON_AddBoolToObject(obj, key, v);
 }
 
+void pvg_strv_clear(struct pvg_strv *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		free(v->v[i]);
+	free(v->v);
+	v->v = NULL;
+	v->n = 0;
+}
+
 const char *pvg_procfs_root(void)
 {
 	const char *procfs = getenv("PROVGATE_PROCFS");
 	return procfs && procfs[0] ? procfs : "/proc";
+}
+
+const char *pvg_sysfs_root(void)
+{
+	const char *sysfs = getenv("PROVGATE_SYSFS");
+	return sysfs && sysfs[0] ? sysfs : "/sys";
 }
 
 void pvg_msg_set(struct pvg_msg *m, const char *hint, const char *fmt, ...)
@@ -418,4 +433,42 @@ void pvg_msg_clear(struct pvg_msg *m)
 	free(m->text);
 	free(m->hint);
 	m->text = m->hint = NULL;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorting keeps this O(n log n) for objects with very many members (bounded input only). */
+const char *pvg_json_find_duplicate(const cJSON *item, bool recursive)
+{
+	if (!item)
+		return NULL;
+	if (cJSON_IsObject(item)) {
+		size_t n = 0;
+		for (const cJSON *c = item->child; c; c = c->next)
+			n++;
+		if (n > 1) {
+			_cleanup_free_ const char **names = pvg_xcalloc(n, sizeof(*names));
+			size_t k = 0;
+			for (const cJSON *c = item->child; c; c = c->next)
+				names[k++] = c->string ? c->string : "";
+			qsort(names, n, sizeof(*names), name_cmp);
+			for (k = 1; k < n; k++)
+				if (strcmp(names[k - 1], names[k]) == 0) {
+					/* a pointer into the tree, not into the freed array */
+					for (const cJSON *c = item->child; c; c = c->next)
+						if (c->string && strcmp(c->string, names[k]) == 0)
+							return c->string;
+				}
+		}
+	}
+	if (recursive && (cJSON_IsObject(item) || cJSON_IsArray(item)))
+		for (const cJSON *c = item->child; c; c = c->next) {
+			const char *d = pvg_json_find_duplicate(c, true);
+			if (d)
+				return d;
+		}
+	return NULL;
 }

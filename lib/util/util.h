@@ -73,6 +73,9 @@ int pvg_read_file(const char *path, size_t max, char **out, size_t *len);
  * host /proc mounted elsewhere). The one seam: every reader of /proc text takes this root.
  * libproc2's process list always comes from the real /proc. */
 const char *pvg_procfs_root(void);
+/* Where /sys is read from (the environment's amdgpu version and KFD topology): "/sys", or
+ * $PROVGATE_SYSFS, the same way. */
+const char *pvg_sysfs_root(void);
 /* "2026-11-29T12:00:00Z" (UTC) or with nanoseconds when ns >= 0. */
 void pvg_format_time(time_t t, long ns, char *out, size_t size);
 uint64_t pvg_now_ns(void);
@@ -84,6 +87,10 @@ void pvg_json_add_u64(cJSON *obj, const char *key, uint64_t v);
 void pvg_json_add_i64(cJSON *obj, const char *key, int64_t v);
 void pvg_json_add_int(cJSON *obj, const char *key, int v);
 void pvg_json_add_bool(cJSON *obj, const char *key, bool v);
+/* The name of a member that appears twice in one object of item (and, when recursive, in
+ * the objects and arrays inside it), or NULL. Signed JSON with such a member is refused:
+ * readers that take the first and those that take the last would read different documents. */
+const char *pvg_json_find_duplicate(const cJSON *item, bool recursive);
 
 /* What went wrong, in words: what was seen and, where one helps, what to do. A lower layer
  * hands it up beside its -errno; the gate that reads it turns it into a problem. Owned by
@@ -101,4 +108,6 @@ struct pvg_strv {
 	char **v;
 	size_t n;
 };
+/* Frees every string and the list; leaves it empty. */
+void pvg_strv_clear(struct pvg_strv *v);
 

@@ -21,7 +21,7 @@ while IFS= read -r c; do
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
 done < <(find "$src/lib" "$src/checks" -name '*.c' | sort)
-targets=(offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config report-kind)
+targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config dsse hostlist elf-note compare report-kind})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
 		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lproc2 -lpthread
@@ -54,6 +54,20 @@ PY
 		buildlog) cp "$src"/tests/fixtures/buildlog/*.log "$corpus/" ;;
 		report-kind) printf '{"schema": "provgate.report/1"}' >"$corpus/report.json"
 			printf '{"payloadType": "x", "payload": "eyJfdHlwZSI6ImluLXRvdG8iLCJwcmVkaWNhdGVUeXBlIjoicHJvdmdhdGUifQ=="}' >"$corpus/dsse.json" ;;
+		hostlist) printf 'gpu[01-04,07]' >"$corpus/a"; printf 'r[1-2]n[001-3],x' >"$corpus/b"
+			printf 'reports/{node}-{{x}}.json' >"$corpus/c" ;;
+		dsse) cp "$src"/tests/fixtures/attest/*.json "$corpus/" ;;
+		elf-note) cp /usr/lib/x86_64-linux-gnu/libc.so.6 "$fx"/cuda.so "$corpus/" 2>/dev/null || true ;;
+		compare) /usr/bin/python3 - "$corpus/pair" "$src/tests/gpu/results" <<'PY'
+import glob, json, sys
+# two real reports with an environment (the GPU A/B's), small enough for -max_len
+for a in sorted(glob.glob(sys.argv[2] + "/*/A.json"))[:1]:
+    r = json.load(open(a))
+    r["environment"]["service"]["shared_objects"] = r["environment"]["service"]["shared_objects"][:4]
+    t = json.dumps(r, separators=(",", ":")).encode()
+    open(sys.argv[1], "wb").write(t + b"\0" + t)
+PY
+		;;
 		markers) cp "$src"/tests/fixtures/markers/*.log "$corpus/" 2>/dev/null ||
 			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log" ;;
 		esac

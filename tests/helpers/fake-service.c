@@ -8,6 +8,7 @@
  *   fake-service [--server] [--lib PATH]... [--port N] [--workers N] [--device PATH]
  *                [--pidfile PATH] [--engine-pidfile PATH] [--title T] [--tag WORD]
  *                [--comm NAME] [--churn] [--log PATH [--prefix P] [--multiple K]]
+ *                [--serve-args "ARGS"]
  *
  * --log: the engine appends vLLM-format lines to PATH: its settings at start, and on each
  * SIGUSR1 (a "request") one dispatch marker per line "M N DTYPE" of PATH.request. The new
@@ -16,7 +17,9 @@
  * line), as a real dispatcher does without an error.
  *
  * --server: the top process becomes "vllm serve fixture" (holding the port) and forks the
- * engine; without it the engine is the top process. --churn: the engine keeps forking workers
+ * engine; without it the engine is the top process. --serve-args: the server's command line
+ * goes on with ARGS, as `vllm serve MODEL ARGS` keeps its own; the engine's config line
+ * follows them (--block-size N, --enable-prefix-caching), as vLLM's does. --churn: the engine keeps forking workers
  * that exit at once (processes that exit while being scanned).
  */
 #include <dlfcn.h>
@@ -40,7 +43,7 @@ static size_t arg_len;
 static struct {
 	bool server, churn;
 	const char *lib[4], *device, *pidfile, *engine_pidfile, *title, *tag, *comm;
-	const char *log, *prefix;
+	const char *log, *prefix, *serve_args;
 	int n_lib, port, workers, multiple;
 } opt = { .title = "VLLM::EngineCore", .prefix = "DCU_KERNEL_DIAG", .multiple = 256 };
 
@@ -62,6 +65,22 @@ static void set_title(const char *title)
 		snprintf(arg_area, arg_len, "%s %s", title, opt.tag);
 	else
 		snprintf(arg_area, arg_len, "%s", title);
+}
+
+/* The server keeps its arguments: one NUL-separated argument each, after the title. */
+static void set_server_title(void)
+{
+	set_title("vllm serve fixture");
+	if (!opt.serve_args)
+		return;
+	size_t at = strlen(arg_area) + 1;
+	char *copy = strdup(opt.serve_args), *save = NULL;
+	for (char *t = strtok_r(copy, " ", &save); t && at + strlen(t) + 1 < arg_len;
+	     t = strtok_r(NULL, " ", &save)) {
+		memcpy(arg_area + at, t, strlen(t) + 1);
+		at += strlen(t) + 1;
+	}
+	free(copy);
 }
 
 static void write_pidfile(const char *path, pid_t pid)
@@ -237,7 +256,11 @@ static void engine(int ready_fd)
 		FILE *f = fopen(opt.log, "a");
 		if (!f)
 			die(opt.log);
-		log_line(f, "Initializing an engine with config: block size = 832, prefix caching = False");
+		const char *bs = opt.serve_args ? strstr(opt.serve_args, "--block-size ") : NULL;
+		log_line(f, "Initializing an engine with config: block size = %d, prefix caching = %s",
+			 bs ? atoi(bs + strlen("--block-size ")) : 832,
+			 opt.serve_args && strstr(opt.serve_args, "--enable-prefix-caching") ? "True"
+											      : "False");
 		fclose(f);
 	}
 	if (opt.engine_pidfile)
@@ -286,6 +309,8 @@ int main(int argc, char **argv)
 			opt.multiple = atoi(argv[++i]);
 		else if (v && strcmp(a, "--title") == 0)
 			opt.title = strdup(argv[++i]);
+		else if (v && strcmp(a, "--serve-args") == 0)
+			opt.serve_args = strdup(argv[++i]);
 		else {
 			fprintf(stderr, "fake-service: bad argument %s\n", a);
 			return 2;
@@ -299,7 +324,7 @@ int main(int argc, char **argv)
 	if (!opt.server)
 		engine(-1);
 
-	set_title("vllm serve fixture");
+	set_server_title();
 	if (opt.port)
 		listen_on(opt.port);
 	int p[2];

@@ -12,12 +12,16 @@ test_meson_install_places_every_file_and_the_api_works() {
 		usr/share/man/man5/provgate.json.5 usr/share/bash-completion/completions/provgate \
 		usr/share/provgate/hooks/post-install usr/share/provgate/hooks/pre-benchmark \
 		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
-		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json; do
+		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json \
+		usr/share/provgate/attestation.schema.json usr/share/man/man7/provgate-attestation.7 \
+		usr/share/provgate/cluster.schema.json usr/share/provgate/hooks/slurm/provgate.sbatch \
+		usr/share/provgate/compare.schema.json usr/share/provgate/hooks/ab; do
 		[ -e "dd/$f" ] || fail "not installed: $f"
 	done
 	ls dd/usr/lib/*/libprovgate.so.0* >/dev/null || fail "library not installed"
 	pc=$(ls dd/usr/lib/*/pkgconfig/provgate.pc) || fail "pkg-config file not installed"
 	[ -x dd/usr/share/provgate/hooks/post-install ] || fail "hook not executable"
+	[ -x dd/usr/share/provgate/hooks/slurm/provgate.sbatch ] || fail "sbatch hook not executable"
 	libdir=$(dirname "$(ls dd/usr/lib/*/libprovgate.so)")
 	cat >api.c <<-'C'
 	#include <provgate.h>
@@ -41,9 +45,44 @@ test_meson_install_places_every_file_and_the_api_works() {
 	grep -q '^Libs: .*-lprovgate' "$pc" || fail "pkg-config Libs"
 }
 
+# The public API can say "re-check": pvg_run_recheck evaluates the re-checked gates again on
+# the system as it is now, and the run is no longer certified when one of them fails.
+test_api_recheck_sees_a_change_after_the_run() {
+	need cc
+	cat >api.c <<-'C'
+	#include <provgate.h>
+	#include <stdio.h>
+	#include <stdlib.h>
+	int main(int argc, char **argv) {
+		struct pvg_config *cfg; struct pvg_error err;
+		(void)argc;
+		if (pvg_config_load(argv[1], &cfg, &err) < 0) { fprintf(stderr, "%s\n", err.message); return 2; }
+		struct pvg_run *run = pvg_run_new(cfg, PVG_PHASE_INSTALL, PVG_GATE_BIT(3), false);
+		int first = pvg_run_execute(run);
+		int pin = pvg_run_pin(run);
+		if (system(argv[2]) != 0) return 3;
+		int again = pvg_run_recheck(run);
+		char *json = pvg_run_report_json(run);
+		printf("%d %d %d %d %s\n", first, pin, again, (int)pvg_run_certified(run),
+		       (pvg_recheck_gates() & PVG_GATE_BIT(3)) ? "3-rechecked" : "3-not-rechecked");
+		fputs(json, stderr);
+		free(json);
+		pvg_run_free(run); pvg_config_free(cfg);
+		return 0;
+	}
+	C
+	cc -Wall -Werror -fsanitize=address,undefined -o api api.c -I "$PVG_SRC/lib" \
+		-L "$PVG_BUILD" -lprovgate -Wl,-rpath,"$PVG_BUILD" || fail "compile against the build tree"
+	head -c 100 /dev/urandom >x.so; cp x.so y.so
+	echo '{"build": {"artifact": "x.so"}, "install": {"artifact": "y.so"}}' >c.json
+	out=$(./api c.json 'echo changed >>y.so' 2>report.json)
+	assert_eq "$out" "0 0 1 0 3-rechecked" "first run, pin, re-check, certified"
+	assert_eq "$(jq -r '.after.gates[2].status' report.json)" fail "gate 3 after"
+}
+
 test_man_pages_render_without_warnings() {
 	need man scdoc
-	for page in provgate.1.scd provgate.json.5.scd; do
+	for page in provgate.1.scd provgate.json.5.scd provgate-attestation.7.scd; do
 		"$PVG_SRC/man/assemble.sh" "$T/page" "$PVG_SRC/man/$page" "$PVG_SRC/man/codes"
 		warn=$(MANWIDTH=80 man --warnings -l "$T/page" 2>&1 >/dev/null)
 		assert_eq "$warn" "" "man warnings for $page"
@@ -53,7 +92,7 @@ test_man_pages_render_without_warnings() {
 }
 
 test_every_problem_code_in_the_code_is_documented() {
-	codes=$(grep -rhoE '"(build-log|install-scope|artifact-hash|process-maps|stale-service|code-object|dispatch-marker)\.[a-z0-9-]+"' \
+	codes=$(grep -rhoE '"(build-log|install-scope|artifact-hash|process-maps|stale-service|code-object|dispatch-marker|attestation|compare)\.[a-z0-9-]+"' \
 		"$PVG_SRC/checks" "$PVG_SRC/lib" | tr -d '"' | sort -u)
 	[ -n "$codes" ] || fail "no codes found"
 	for c in $codes; do
@@ -128,6 +167,16 @@ test_bash_completion_offers_verbs() {
 	assert_eq "$out" "certify"
 	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate run --phase p); COMP_CWORD=3; _provgate; echo \${COMPREPLY[*]}")
 	assert_eq "$out" "prestart"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate ver); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "verify-attestation"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate verify-attestation a.json --ar); COMP_CWORD=3; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "--artifact"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate certify --sign); COMP_CWORD=2; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "--sign-key"
+	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate me); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "merge"
+	out=$(cd "$T" && bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate merge --max); COMP_CWORD=2; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "--max-skew"
 }
 
 run_tests

@@ -4,12 +4,27 @@
 # working `man provgate`; a built tree has nothing left to rebuild (man pages included).
 source "$PVG_SRC/tests/lib.sh"
 
-VERBS="run certify exec inspect maps init"
+VERBS=$("$PROVGATE" --help | sed -n 's/^  provgate \([a-z][a-z-]*\) .*/\1/p')
 
-# the flags a verb's --help names (in its usage line and option list)
+# the flags a verb's --help names: in its usage lines and at the start of its option lines
+# (prose that mentions a flag of another verb does not count)
 help_flags() {
-	"$PROVGATE" "$1" --help | grep -oE '(^|[][ ,|])--?[a-zA-Z][a-zA-Z-]*' |
-		sed -E 's/^[][ ,|]//' | grep -vx -- '--help' | sort -u
+	"$PROVGATE" "$1" --help | /usr/bin/python3 -c '
+import re, sys
+flags, usage = set(), False
+for line in sys.stdin:
+    if line.startswith("Usage:"):
+        usage = True
+    elif usage and not re.match(r"^ +\[", line):
+        usage = False
+    if usage:
+        flags.update(re.findall(r"(?:^|[][ ,|])(--?[a-zA-Z][a-zA-Z-]*)", line))
+    elif re.match(r"^ +-", line):
+        head = re.split(r"\s{2,}", line.strip())[0]
+        flags.update(t for t in re.findall(r"--?[a-zA-Z][a-zA-Z-]*", head))
+flags.discard("--help")
+print("\n".join(sorted(flags)))
+'
 }
 
 # what the completion offers after "provgate VERB -"

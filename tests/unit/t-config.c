@@ -185,6 +185,70 @@ static void overrides_use_flag_semantics(void)
 	pvg_config_free(cfg);
 }
 
+/* One config for every node of a job: {node} in paths and service patterns. */
+static void placeholders_expand_per_node(void)
+{
+	const char *text =
+		"{\"name\": \"run-{node}\",\n"
+		" \"build\": {\"log\": \"logs/build.log\", \"artifact\": \"b/x.so\"},\n"
+		" \"source\": {\"install_map\": [{\"from\": \"v/\", \"to\": \"site-{node}/v/\"}]},\n"
+		" \"install\": {\"artifact\": \"/opt/{node}/x.so\"},\n"
+		" \"service\": {\"match\": [\"ray::RayWorkerWrapper {{{node}}}\"], \"pidfile\": \"run/{node}.pid\",\n"
+		"             \"family\": [\"raylet\", \"{host}\"]},\n"
+		" \"markers\": {\"log\": \"logs/ray-{node}-{job}.log\", \"prefix\": \"P\",\n"
+		"     \"forbid\": [\"{node} stays literal in log patterns\"]}}\n";
+	setenv("SLURMD_NODENAME", "gpu07", 1);
+	setenv("SLURM_JOB_ID", "41", 1);
+	struct pvg_config *cfg;
+	struct pvg_error err;
+	int r = parse(text, &cfg, &err);
+	CHECK_INT(r, 0);
+	if (r == 0) {
+		CHECK_STR(cfg->name, "run-gpu07");
+		CHECK_STR(cfg->build.log, "/exp/logs/build.log");
+		CHECK_STR(cfg->install.artifact, "/opt/gpu07/x.so");
+		CHECK_STR(cfg->source.install_map[0].to, "/exp/site-gpu07/v/");
+		CHECK_STR(cfg->service.match.v[0], "ray::RayWorkerWrapper {gpu07}");
+		CHECK_STR(cfg->service.pidfile, "/exp/run/gpu07.pid");
+		CHECK(strchr(cfg->service.family.v[1], '{') == NULL);
+		CHECK_STR(cfg->markers.log, "/exp/logs/ray-gpu07-41.log");
+		CHECK_STR(cfg->markers.forbid.v[0], "{node} stays literal in log patterns");
+		pvg_config_free(cfg);
+	} else {
+		printf("#   %s\n", err.message);
+	}
+	/* the same override from the command line */
+	cfg = pvg_config_new();
+	CHECK_INT(pvg_config_override(cfg, "install.artifact", "/x/{node}.so", &err), 0);
+	CHECK_STR(cfg->install.artifact, "/x/gpu07.so");
+	pvg_config_free(cfg);
+
+	/* an unknown placeholder is a config error naming it */
+	r = parse("{\"install\": {\"artifact\": \"/opt/{nodename}/x.so\"}}", &cfg, &err);
+	CHECK_INT(r, -EINVAL);
+	CHECK(strstr(err.message, "install.artifact") != NULL);
+	CHECK(strstr(err.message, "{nodename}") != NULL);
+	CHECK(strstr(err.message, "{node}") != NULL);
+	r = parse("{\"service\": {\"match\": [\"ok\", \"x{bad\"]}}", &cfg, &err);
+	CHECK_INT(r, -EINVAL);
+	CHECK(strstr(err.message, "service.match[1]") != NULL);
+	/* a known one without a value here says why */
+	unsetenv("SLURM_JOB_ID");
+	r = parse("{\"markers\": {\"log\": \"l/{job}.log\"}}", &cfg, &err);
+	CHECK_INT(r, -EINVAL);
+	CHECK(strstr(err.message, "SLURM_JOB_ID") != NULL);
+	/* a SLURMD_NODENAME that cannot stand in a path fails where {node} is used, only */
+	setenv("SLURMD_NODENAME", "a/b", 1);
+	r = parse("{\"install\": {\"artifact\": \"/opt/{node}/x.so\"}}", &cfg, &err);
+	CHECK_INT(r, -EINVAL);
+	CHECK(strstr(err.message, "SLURMD_NODENAME") != NULL);
+	r = parse("{\"install\": {\"artifact\": \"/opt/x.so\"}}", &cfg, &err);
+	CHECK_INT(r, 0);
+	if (r == 0)
+		pvg_config_free(cfg);
+	unsetenv("SLURMD_NODENAME");
+}
+
 int main(void)
 {
 	RUN(full_spec_example_loads);
@@ -196,5 +260,6 @@ int main(void)
 	RUN(misspelt_keys_get_a_suggestion);
 	RUN(arch_names_are_checked_against_known_targets);
 	RUN(overrides_use_flag_semantics);
+	RUN(placeholders_expand_per_node);
 	TAP_EXIT();
 }

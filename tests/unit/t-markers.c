@@ -85,6 +85,17 @@ static void reads_vllm_line_heads(void)
 	const char *d = "DCU_KERNEL_DIAG selected=True";
 	pvg_line_head_parse(d, strlen(d), now, &h);
 	CHECK(!h.has_pid && !h.has_time);
+	/* Ray's driver output: a worker of this node, and one of another node (its address) */
+	const char *r1 = "(RayWorkerWrapper pid=4242) INFO 11-29 12:10:28 [worker.py:1] z";
+	pvg_line_head_parse(r1, strlen(r1), now, &h);
+	CHECK(h.has_pid && h.pid == 4242 && !h.remote);
+	const char *r2 = "\x1b[36m(RayWorkerWrapper pid=4243, ip=10.0.0.2)\x1b[0m INFO 11-29 12:10:29 [w.py:1] z";
+	pvg_line_head_parse(r2, strlen(r2), now, &h);
+	CHECK(h.has_pid && h.pid == 4243 && h.remote);
+	CHECK(h.has_time && h.time == mk(2026, 11, 29, 12, 10, 29));
+	const char *r3 = "(RayWorkerWrapper pid=4243, node=x) INFO 11-29 12:10:29 [w.py:1] z";
+	pvg_line_head_parse(r3, strlen(r3), now, &h);
+	CHECK(!h.has_pid);
 	const char *e = "(Worker pid=notanumber) INFO 13-40 99:00:00 x";
 	pvg_line_head_parse(e, strlen(e), now, &h);
 	CHECK(!h.has_pid && !h.has_time);
@@ -173,6 +184,9 @@ static void attribution_follows_pid_then_time_then_file(void)
 				      .start = { mk(2026, 11, 29, 12, 10, 25), 700000000 } };
 	struct pvg_line_head h = { .has_pid = true, .pid = 150 };
 	CHECK_INT(pvg_attribute(&h, &v, false), PVG_ATTR_LIVE);
+	/* the same number from a worker of another node is not this tree's process */
+	struct pvg_line_head rh = { .has_pid = true, .pid = 150, .remote = true };
+	CHECK_INT(pvg_attribute(&rh, &v, true), PVG_ATTR_FOREIGN_PID);
 	h.pid = 250;
 	CHECK_INT(pvg_attribute(&h, &v, true), PVG_ATTR_FOREIGN_PID);
 	/* one-second resolution: the start's own second counts */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Classification of changed paths (lib/scope.c): precedence and install locations. */
+/* Classification of changed paths (lib/sys/scope.c): precedence and install locations. */
 #include "core/config.h"
 #include "tap.h"
 

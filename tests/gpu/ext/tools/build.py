@@ -14,5 +14,8 @@ load(name="_C",
      build_directory=bdir,
      extra_cflags=["-O2"],
      extra_cuda_cflags=["-O3", "-lineinfo"],
+     # a GNU build-id note, as distribution toolchains write by default: what provgate
+     # compare identifies a mapped library by
+     extra_ldflags=["-Wl,--build-id"],
      verbose=True)
 print("built", os.path.join(bdir, "_C.so"), flush=True)

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/* provgate compare BASELINE.json CANDIDATE.json: the A/B certificate (lib/core/compare.c
+ * decides; this file reads the reports and renders the verdict). */
+#include <getopt.h>
+
+#include "cli.h"
+#include "core/compare.h"
+
+#define REPORT_MAX (512u << 20)
+#define MAX_DECLARED 64
+#define CELL 44 /* widest value shown in the table; --json has them whole */
+
+enum { OPT_DIFFER = 256, OPT_JSON, OPT_JUNIT, OPT_NO_COLOR };
+
+struct side_input {
+	cJSON *report;
+	char *why;
+};
+
+/* Reads and parses one report. EXIT_USAGE when the file cannot be read at all; content that
+ * is not a report is left for the comparison to refuse (in->report NULL, in->why). */
+static int load(const char *path, struct side_input *in)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = pvg_read_file(path, REPORT_MAX, &text, &len);
+	if (r == -EFBIG) {
+		in->why = pvg_asprintf("larger than %u MiB: not a provgate report", REPORT_MAX >> 20);
+		return 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "provgate compare: cannot read %s: %s\n", path, strerror(-r));
+		return EXIT_USAGE;
+	}
+	if (len == 0) {
+		in->why = pvg_strdup("empty file");
+		return 0;
+	}
+	const char *end = NULL;
+	in->report = cJSON_ParseWithLengthOpts(text, len, &end, false);
+	if (!in->report) {
+		size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+		size_t rest = at;
+		while (rest < len && (text[rest] == ' ' || text[rest] == '\n' || text[rest] == '\t' ||
+				      text[rest] == '\r'))
+			rest++;
+		in->why = rest >= len ? pvg_asprintf("not valid JSON: it ends early at byte %zu "
+						   "(truncated?)", len)
+				    : pvg_asprintf("not valid JSON at byte %zu", at);
+		return 0;
+	}
+	if (!cJSON_IsObject(in->report)) {
+		cJSON_Delete(in->report);
+		in->report = NULL;
+		in->why = pvg_strdup("JSON, but not an object: not a provgate report");
+	}
+	return 0;
+}
+
+static void cell(FILE *f, const char *s, int width)
+{
+	if (!s)
+		s = "(absent)";
+	size_t n = strlen(s);
+	if (n <= CELL) {
+		fprintf(f, "%-*s", width, s);
+		return;
+	}
+	/* the end of a long value tells more (a build-id's tail, a path's file name) */
+	fprintf(f, "...%-*s", width - 3, s + n - (CELL - 3));
+}
+
+static void print_text(FILE *f, const struct pvg_compare *c, const char *const *declared,
+		       size_t n_declared, int verbosity, const struct cli_style *st)
+{
+	if (verbosity >= 0) {
+		fprintf(f, "%sprovgate compare%s: baseline %s (%s) vs candidate %s (%s)\n", st->bold,
+			st->reset, c->baseline.path, c->baseline.name ? c->baseline.name : "?",
+			c->candidate.path, c->candidate.name ? c->candidate.name : "?");
+		size_t shown = 0, equal = 0, wname = 5;
+		for (size_t i = 0; i < c->n_fields; i++) {
+			const struct pvg_compare_field *fl = &c->fields[i];
+			bool quiet = fl->verdict == PVG_FIELD_EQUAL || fl->verdict == PVG_FIELD_EQUAL_WEAK;
+			if (quiet && verbosity < 1)
+				continue;
+			size_t n = strlen(fl->name);
+			wname = n > wname ? n : wname;
+		}
+		if (wname > 60)
+			wname = 60;
+		for (size_t i = 0; i < c->n_fields; i++) {
+			const struct pvg_compare_field *fl = &c->fields[i];
+			bool quiet = fl->verdict == PVG_FIELD_EQUAL || fl->verdict == PVG_FIELD_EQUAL_WEAK;
+			if (quiet)
+				equal++;
+			if (quiet && verbosity < 1)
+				continue;
+			if (!shown++)
+				fprintf(f, "  %-*s  %-*s  %-*s  %s\n", (int)wname, "field", CELL,
+					"baseline", CELL, "candidate", "verdict");
+			const char *col = fl->verdict == PVG_FIELD_DECLARED ? st->pass
+					  : quiet			     ? st->dim
+									     : st->fail;
+			fprintf(f, "  %-*s  ", (int)wname, fl->name);
+			cell(f, fl->baseline_unreadable ? "(unreadable)" : fl->baseline, CELL);
+			fputs("  ", f);
+			cell(f, fl->candidate_unreadable ? "(unreadable)" : fl->candidate, CELL);
+			fprintf(f, "  %s%s%s\n", col, pvg_field_verdict_name(fl->verdict), st->reset);
+		}
+		if (c->n_fields)
+			fprintf(f, "  %s%zu of %zu fields equal%s%s\n", st->dim, equal, c->n_fields,
+				verbosity < 1 && equal ? " (-v lists them)" : "", st->reset);
+		if (c->n_weak)
+			fprintf(f, "  %s%s%zu shared object%s without a build-id compared by size only\n",
+				st->warn, st->reset, c->n_weak, c->n_weak == 1 ? "" : "s");
+		for (size_t i = 0; i < c->n_problems; i++) {
+			fprintf(f, "  %s%s%s: %s\n", st->fail, c->problems[i].code, st->reset,
+				c->problems[i].message);
+			if (c->problems[i].hint)
+				fprintf(f, "    %shint: %s%s\n", st->dim, c->problems[i].hint, st->reset);
+		}
+	}
+	if (c->like_for_like) {
+		fprintf(f, "%sLIKE FOR LIKE%s: both certified, different service processes; they "
+			   "differ only in",
+			st->pass, st->reset);
+		for (size_t d = 0; d < n_declared; d++)
+			fprintf(f, "%s %s", d ? "," : "", declared[d]);
+		fputc('\n', f);
+	} else {
+		fprintf(f, "%sREFUSED%s: not an A/B pair (%zu problem%s:", st->fail, st->reset,
+			c->n_problems, c->n_problems == 1 ? "" : "s");
+		/* each code once */
+		for (size_t i = 0; i < c->n_problems; i++) {
+			bool seen = false;
+			for (size_t k = 0; k < i; k++)
+				seen |= strcmp(c->problems[k].code, c->problems[i].code) == 0;
+			if (!seen)
+				fprintf(f, " %s", c->problems[i].code);
+		}
+		fputs(")\n", f);
+	}
+}
+
+/* JUnit: one testcase per condition of the certificate, failed by the problems of its kind. */
+static const struct {
+	const char *name;
+	const char *codes[8];
+} junit_cases[] = {
+	{ "both reports certified",
+	  { "compare.bad-report", "compare.no-environment", "compare.not-certified",
+	    "compare.exec-unfinished", "compare.exec-failed", "compare.no-service" } },
+	{ "different service processes", { "compare.same-process" } },
+	{ "declared differences really differ",
+	  { "compare.declared-equal", "compare.declared-unknown" } },
+	{ "every field readable", { "compare.unreadable" } },
+	{ "environment equal except declared", { NULL } }, /* every other code */
+};
+
+static int junit_case_of(const char *code)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(junit_cases); i++)
+		for (size_t k = 0; junit_cases[i].codes[k]; k++)
+			if (strcmp(junit_cases[i].codes[k], code) == 0)
+				return (int)i;
+	return (int)ARRAY_SIZE(junit_cases) - 1;
+}
+
+static char *junit(const struct pvg_compare *c)
+{
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	if (!f)
+		return pvg_strdup("");
+	int fails = 0, n = (int)ARRAY_SIZE(junit_cases);
+	for (int i = 0; i < n; i++)
+		for (size_t p = 0; p < c->n_problems; p++)
+			if (junit_case_of(c->problems[p].code) == i) {
+				fails++;
+				break;
+			}
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
+	fprintf(f, "<testsuites name=\"provgate compare\" tests=\"%d\" failures=\"%d\">\n", n, fails);
+	fprintf(f, "  <testsuite name=\"provgate compare\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
+		   "skipped=\"0\">\n", n, fails);
+	for (int i = 0; i < n; i++) {
+		fputs("    <testcase classname=\"provgate.compare\" name=\"", f);
+		cli_xml_escape(f, junit_cases[i].name);
+		fputs("\">\n", f);
+		bool failed = false;
+		for (size_t p = 0; p < c->n_problems; p++) {
+			if (junit_case_of(c->problems[p].code) != i)
+				continue;
+			if (!failed) {
+				fputs("      <failure type=\"refused\" message=\"", f);
+				cli_xml_escape(f, c->problems[p].message);
+				fputs("\">", f);
+				failed = true;
+			}
+			cli_xml_escape(f, c->problems[p].code);
+			fputs(": ", f);
+			cli_xml_escape(f, c->problems[p].message);
+			fputc('\n', f);
+		}
+		if (failed)
+			fputs("</failure>\n", f);
+		fputs("    </testcase>\n", f);
+	}
+	fputs("  </testsuite>\n</testsuites>\n", f);
+	fclose(f);
+	return buf;
+}
+
+static void help(FILE *f)
+{
+	fprintf(f, "Usage: provgate %s\n\n%s\n", verb_compare.synopsis, verb_compare.help);
+	fprintf(f,
+		"  -d, --differ FIELD    a declared difference: a field name (fact.block size,\n"
+		"                        service.env.VLLM_ATTENTION_BACKEND) or a pattern\n"
+		"                        ('service.shared_objects.*/_C.abi3.so'); repeatable\n"
+		"      --json FILE|-     write the provgate.compare/1 document (- : stdout, no text)\n"
+		"      --junit FILE      write a JUnit XML file (one testcase per condition)\n"
+		"  -q, --quiet           print only the verdict\n"
+		"  -v, --verbose         list every field, equal ones too\n"
+		"      --no-color        never colour (NO_COLOR does the same)\n");
+}
+
+static int compare_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "differ", required_argument, NULL, 'd' },
+		{ "json", required_argument, NULL, OPT_JSON },
+		{ "junit", required_argument, NULL, OPT_JUNIT },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "no-color", no_argument, NULL, OPT_NO_COLOR },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *declared[MAX_DECLARED];
+	size_t n_declared = 0;
+	const char *json = NULL, *junit_path = NULL;
+	int verbosity = 0;
+	bool no_color = false;
+	optind = 1;
+	opterr = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "d:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (!optarg[0]) {
+				fprintf(stderr, "provgate compare: --differ: empty field name\n");
+				return EXIT_USAGE;
+			}
+			if (n_declared == MAX_DECLARED) {
+				fprintf(stderr, "provgate compare: more than %d --differ\n", MAX_DECLARED);
+				return EXIT_USAGE;
+			}
+			declared[n_declared++] = optarg;
+			break;
+		case OPT_JSON:
+			json = optarg;
+			break;
+		case OPT_JUNIT:
+			junit_path = optarg;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'v':
+			verbosity = 1;
+			break;
+		case OPT_NO_COLOR:
+			no_color = true;
+			break;
+		case 'h':
+			help(stdout);
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "provgate compare: expected BASELINE.json CANDIDATE.json, got %d "
+				"argument%s; try 'provgate compare --help'\n",
+			argc - optind, argc - optind == 1 ? "" : "s");
+		return EXIT_USAGE;
+	}
+	const char *bpath = argv[optind], *cpath = argv[optind + 1];
+	struct side_input b = { 0 }, k = { 0 };
+	int rc = load(bpath, &b);
+	if (!rc)
+		rc = load(cpath, &k);
+	if (rc) {
+		cJSON_Delete(b.report);
+		free(b.why);
+		return rc;
+	}
+	struct pvg_compare_input bi = { bpath, b.report, b.why }, ki = { cpath, k.report, k.why };
+	struct pvg_compare cmp;
+	pvg_compare_reports(&bi, &ki, declared, n_declared, &cmp);
+
+	bool json_stdout = json && strcmp(json, "-") == 0;
+	if (!json_stdout) {
+		struct cli_style st;
+		cli_style_init(&st, stdout, no_color);
+		print_text(stdout, &cmp, declared, n_declared, verbosity, &st);
+		fflush(stdout);
+	}
+	rc = cmp.like_for_like ? EXIT_OK : EXIT_NOT_CERTIFIED;
+	if (json) {
+		_cleanup_json_ cJSON *doc = pvg_compare_json(&cmp, declared, n_declared);
+		_cleanup_free_ char *text = cJSON_Print(doc);
+		_cleanup_free_ char *line = pvg_asprintf("%s\n", text);
+		int r = cli_write_file(json, line);
+		if (r < 0) {
+			fprintf(stderr, "provgate compare: cannot write %s: %s\n", json, strerror(-r));
+			rc = EXIT_USAGE;
+		}
+	}
+	if (junit_path) {
+		_cleanup_free_ char *xml = junit(&cmp);
+		int r = cli_write_file(junit_path, xml);
+		if (r < 0) {
+			fprintf(stderr, "provgate compare: cannot write %s: %s\n", junit_path,
+				strerror(-r));
+			rc = EXIT_USAGE;
+		}
+	}
+	pvg_compare_clear(&cmp);
+	cJSON_Delete(b.report);
+	cJSON_Delete(k.report);
+	free(b.why);
+	free(k.why);
+	return rc;
+}
+
+const struct cli_verb verb_compare = {
+	.name = "compare",
+	.main = compare_main,
+	.synopsis = "compare BASELINE.json CANDIDATE.json [--differ FIELD]... [--json FILE|-]\n"
+		    "                 [--junit FILE] [-q|-v]",
+	.help = "An A/B certificate: exit 0 only when both reports are certified (an exec report:\n"
+		"finished, after-check passed, command exit 0), they come from two different\n"
+		"service processes, every field of their environments (host, GPU driver and GPUs,\n"
+		"the service's command line, kernel-steering variables, namespaces, cgroup,\n"
+		"devices, profilers, shared objects by build-id, benchmark inputs by sha256, the\n"
+		"benchmark command) and gate 7's facts is equal except the declared differences,\n"
+		"and each declared difference really differs. Exit 1 refused, 2 usage.\n",
+};
