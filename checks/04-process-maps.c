@@ -12,8 +12,9 @@
 #include <sys/sysmacros.h>
 
 #include "checks.h"
-#include "sys/maps.h"
 #include "facts.h"
+#include "sys/maps.h"
+#include "sys/ns.h"
 
 struct expect {
 	const char *installed;  /* as configured */
@@ -37,6 +38,23 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* stat of a path as the process sees it: through its root, in its mount namespace */
+static int stat_in_ns(const char *procfs, pid_t pid, const char *path, struct stat *st)
+{
+	_cleanup_free_ char *p = pvg_asprintf("%s/%d/root%s", procfs, (int)pid, path);
+	if (stat(p, st) == 0)
+		return 0;
+	if (errno != EACCES && errno != EPERM)
+		return -errno;
+	/* another user's process: its root cannot be entered; read the path as ours */
+	return stat(path, st) == 0 ? 0 : -errno;
 }
 
 static bool same_identity(const struct pvg_file_id *id, const struct stat *st)
@@ -201,12 +219,22 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 	bool installed_ok = false, named = false;
 	for (size_t i = 0; i < files.n; i++) {
 		struct pvg_mapped_file *f = &files.f[i];
-		bool is_inst_path = strcmp(f->path, ex->canon) == 0;
-		/* by name: an inode number alone may belong to another file system */
-		if (strcmp(pvg_basename(f->path), ex->name) != 0)
+		/* Identity, never path text: the path in maps is a path in the process's mount
+		 * namespace (a container's bind mount, its own image), the file is what counts. */
+		bool quirk = false;
+		bool is_installed = !f->deleted && pvg_mapping_is_file(ctx->procfs, p->pid, f,
+									ex->canon, &ex->st, &quirk);
+		/* by name otherwise: an inode number alone may belong to another file system */
+		if (!is_installed && strcmp(pvg_basename(f->path), ex->name) != 0)
 			continue;
+		/* what the mapped path names now, in the process's own mount namespace */
+		struct stat now;
+		int now_r = is_installed ? 0 : stat_in_ns(ctx->procfs, p->pid, f->path, &now);
+		bool now_installed = now_r == 0 && !is_installed && same_file(&now, &ex->st);
+		bool same_path = strcmp(f->path, ex->canon) == 0;
 		named = true;
-		*mapped |= is_inst_path; /* deleted or not: the installed file was loaded */
+		/* deleted or not: the installed file (or its former self) was loaded */
+		*mapped |= is_installed || same_path || now_installed;
 		cJSON *fj = cJSON_CreateObject();
 		cJSON_AddItemToArray(arr, fj);
 		pvg_json_add_str(fj, "path", f->path);
@@ -216,6 +244,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 		pvg_json_add_str(fj, "dev", dev);
 		pvg_json_add_u64(fj, "inode", f->inode);
 		pvg_json_add_int(fj, "mappings", (int)f->n_mappings);
+		pvg_json_add_bool(fj, "installed_file", is_installed);
 		if (f->deleted) {
 			pvg_problem(res, "process-maps.deleted",
 				    "restart the service: it still maps the replaced file",
@@ -225,23 +254,41 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 			st = pvg_status_worst(st, PVG_FAIL);
 			continue;
 		}
-		if (!is_inst_path) {
-			pvg_problem(res, "process-maps.other-copy",
-				    "the service loads the artifact from another location (build "
-				    "tree, PYTHONPATH, second install); make it load the installed one",
-				    "process %d (%s) maps %s, but the installed artifact is %s",
-				    (int)p->pid, p->comm, f->path, ex->canon);
-			st = pvg_status_worst(st, PVG_FAIL);
-			continue;
-		}
-		bool quirk = false;
-		if (!pvg_mapping_is_file(ctx->procfs, p->pid, f, ex->canon, &ex->st, &quirk)) {
-			pvg_problem(res, "process-maps.replaced",
-				    "restart the service: the installed file is not the one it loaded",
-				    "process %d (%s) maps %s as dev %s inode %" PRIu64 ", but that path "
-				    "is now dev %u:%u inode %" PRIu64,
-				    (int)p->pid, p->comm, f->path, dev, f->inode,
-				    major(ex->st.st_dev), minor(ex->st.st_dev), (uint64_t)ex->st.st_ino);
+		if (!is_installed) {
+			bool quirk2 = false;
+			/* the mapped file is still at its path there: a file of its own */
+			bool still_there = now_r == 0 && pvg_mapping_is_file(ctx->procfs, p->pid, f,
+									     f->path, &now, &quirk2);
+			if (now_installed || (same_path && !still_there)) {
+				pvg_problem(res, "process-maps.replaced",
+					    "restart the service: the installed file is not the one it "
+					    "loaded",
+					    "process %d (%s) maps %s as dev %s inode %" PRIu64 ", but that "
+					    "path now names %s (dev %u:%u inode %" PRIu64 ")",
+					    (int)p->pid, p->comm, f->path, dev, f->inode,
+					    now_installed ? "the installed artifact" : "another file",
+					    now_r == 0 ? major(now.st_dev) : major(ex->st.st_dev),
+					    now_r == 0 ? minor(now.st_dev) : minor(ex->st.st_dev),
+					    now_r == 0 ? (uint64_t)now.st_ino : (uint64_t)ex->st.st_ino);
+			} else if (same_path) {
+				pvg_problem(res, "process-maps.other-copy",
+					    "the service's mount namespace has a file of its own at the "
+					    "installed path (an image layer or another mount): bind-mount "
+					    "the installed artifact there, or install inside the container",
+					    "process %d (%s) maps %s, which in its mount namespace is "
+					    "another file (dev %s inode %" PRIu64 ") than the installed "
+					    "artifact (dev %u:%u inode %" PRIu64 ")",
+					    (int)p->pid, p->comm, f->path, dev, f->inode,
+					    major(ex->st.st_dev), minor(ex->st.st_dev),
+					    (uint64_t)ex->st.st_ino);
+			} else {
+				pvg_problem(res, "process-maps.other-copy",
+					    "the service loads the artifact from another location (build "
+					    "tree, PYTHONPATH, second install); make it load the installed one",
+					    "process %d (%s) maps %s (dev %s inode %" PRIu64 "), another "
+					    "file than the installed artifact %s",
+					    (int)p->pid, p->comm, f->path, dev, f->inode, ex->canon);
+			}
 			st = pvg_status_worst(st, PVG_FAIL);
 			continue;
 		}
@@ -274,6 +321,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 		if (bs == PVG_PASS) {
 			installed_ok = true;
 			pvg_json_add_str(pj, "maps_path", f->path);
+			pvg_json_add_str(pj, "installed_path", ex->canon);
 		}
 	}
 	pvg_mapped_files_clear(&files);
@@ -283,7 +331,7 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 		_cleanup_free_ char *hint = not_loaded_hint(ex, p, named);
 		pvg_problem(res, "process-maps.not-loaded", hint, "process %d (%s) does not map %s%s",
 			    (int)p->pid, p->comm, ex->canon,
-			    named ? " (only another copy of it)" : "");
+			    named ? " (only another file of that name)" : "");
 		st = pvg_status_worst(st, PVG_FAIL);
 	}
 	*named_out = named;
@@ -392,6 +440,44 @@ static enum pvg_status check_change_set(struct pvg_ctx *ctx, struct pvg_result *
 	return st;
 }
 
+/* Which namespaces and container a process runs in: what a later A/B comparison checks as
+ * "the same container". */
+static void add_identity(cJSON *c, const struct pvg_proc *p, const struct pvg_self_view *self)
+{
+	if (p->ns_pid)
+		cJSON_AddNumberToObject(c, "ns_pid", p->ns_pid);
+	else
+		cJSON_AddNullToObject(c, "ns_pid");
+	cJSON *ns = cJSON_AddObjectToObject(c, "namespaces");
+	const struct {
+		const char *name;
+		uint64_t ino;
+	} kinds[] = { { "pid", p->ns.pid }, { "mnt", p->ns.mnt }, { "net", p->ns.net } };
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		if (kinds[i].ino)
+			pvg_json_add_u64(ns, kinds[i].name, kinds[i].ino);
+		else
+			cJSON_AddNullToObject(ns, kinds[i].name);
+	}
+	struct pvg_container ctr;
+	bool found = pvg_proc_container("/proc", p->pid, &ctr) > 0 && !ctr.conmon;
+	/* a private cgroup namespace hides the path: provgate's own container is the
+	 * process's when they share the pid namespace */
+	if (!found && self->in_container && self->have_container && p->ns.pid == self->ns.pid) {
+		ctr = self->container;
+		found = true;
+	}
+	if (found) {
+		cJSON *o = cJSON_AddObjectToObject(c, "container");
+		pvg_json_add_str(o, "engine", ctr.engine);
+		pvg_json_add_str(o, "id", ctr.id);
+		if (ctr.pod[0])
+			pvg_json_add_str(o, "pod", ctr.pod);
+	} else {
+		cJSON_AddNullToObject(c, "container");
+	}
+}
+
 static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
@@ -474,6 +560,8 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 			st = PVG_FAIL;
 		}
 	}
+	struct pvg_self_view self;
+	(void)pvg_self_view_read(ctx->procfs, "/", &self);
 	cJSON *procs = cJSON_AddArrayToObject(res->evidence, "processes");
 	cJSON *chain = cJSON_CreateArray();
 	size_t n_mapping = 0, n_checked = 0, n_unscanned = 0, n_named = 0;
@@ -506,6 +594,11 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		pvg_json_add_str(c, "start_time", sv ? sv->valuestring : NULL);
 		cJSON *mp = cJSON_GetObjectItem(pj, "maps_path");
 		pvg_json_add_str(c, "maps_path", mp ? mp->valuestring : NULL);
+		/* the same file as provgate names it; on the host, the host's path */
+		cJSON *ip = cJSON_GetObjectItem(pj, "installed_path");
+		pvg_json_add_str(c, "installed_path", ip ? ip->valuestring : NULL);
+		pvg_json_add_str(c, "host_path", ip && !self.in_container ? ip->valuestring : NULL);
+		add_identity(c, p, &self);
 		pvg_json_add_str(c, "comm", p->comm);
 		pvg_json_add_bool(c, "target", target);
 		cJSON *v = cJSON_GetObjectItem(pj, "verified");

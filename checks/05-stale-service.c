@@ -8,11 +8,17 @@
  *   $PROVGATE_GPU_DEVICES); and no profiler or tracer attached to a process of the tree
  *   (a tool library mapped, or injected through CUDA_INJECTION64_PATH, HSA_TOOLS_LIB,
  *   LD_PRELOAD, ...) unless service.allow_profiler says the run is meant to profile.
+ * A service in its own network namespace is checked there (/proc/PID/net/tcp of the service);
+ * the host side of a published port belongs to the container engine's forwarder. Inside a
+ * container provgate cannot see the processes outside it: the GPU driver tells whether more
+ * hold the GPU than the tree accounts for.
  */
 #include "checks.h"
 #include "environment.h"
-#include "sys/net-tcp.h"
 #include "facts.h"
+#include "sys/gpu-procs.h"
+#include "sys/net-tcp.h"
+#include "sys/ns.h"
 
 #define MAX_LISTED 8 /* problems listed one by one; the rest are counted */
 
@@ -72,12 +78,17 @@ static enum pvg_status read_port(struct pvg_ctx *ctx, struct pvg_result *res, st
 	return report_port(ctx, res, r, pv);
 }
 
-/* The live check's reads: the port's listeners and one pass over every process's fds. Made
- * by run(), or earlier by prepare() while gate 3 hashes. */
+/* The live check's reads: the port's listeners (in the service's network namespace, and
+ * the host side when that is another one) and one pass over every process's fds. Made by
+ * run(), or earlier by prepare() while gate 3 hashes. */
 struct live_read {
 	const struct pvg_targets *t; /* the snapshot it was made from */
 	int tcp_r;
-	struct pvg_tcp_table listeners;
+	struct pvg_tcp_table listeners; /* in the service's network namespace */
+	uint64_t netns;                 /* that namespace (0: unknown) */
+	bool own_netns;                 /* the service has a namespace other than provgate's */
+	int host_r;
+	struct pvg_tcp_table host_listeners; /* provgate's namespace, when own_netns */
 	struct pvg_fd_scan fs;
 };
 
@@ -88,6 +99,7 @@ static void live_read_free(void *p)
 		return;
 	pvg_fd_scan_clear(&lr->fs);
 	pvg_tcp_table_clear(&lr->listeners);
+	pvg_tcp_table_clear(&lr->host_listeners);
 	free(lr);
 }
 
@@ -101,17 +113,44 @@ static struct live_read *read_live(struct pvg_ctx *ctx, const struct pvg_targets
 	struct live_read *lr = pvg_xcalloc(1, sizeof(*lr));
 	lr->t = t;
 	_cleanup_free_ uint64_t *inodes = NULL;
+	size_t n_inodes = 0;
 	if (ctx->cfg->service.port > 0) {
-		lr->tcp_r = pvg_net_tcp_listeners(ctx->procfs, (uint16_t)ctx->cfg->service.port,
-						  &lr->listeners);
+		uint16_t port = (uint16_t)ctx->cfg->service.port;
+		const struct pvg_proc *p = pvg_targets_find(t, t->primary);
+		struct pvg_ns_ids self;
+		bool self_ok = pvg_ns_read(ctx->procfs, 0, &self) == 0 && self.net;
+		lr->netns = p ? p->ns.net : 0;
+		lr->own_netns = self_ok && lr->netns && lr->netns != self.net;
+		if (lr->own_netns) {
+			/* /proc/PID/net is the network namespace of PID */
+			_cleanup_free_ char *dir = pvg_asprintf("%s/%d", ctx->procfs, (int)p->pid);
+			lr->tcp_r = pvg_net_tcp_listeners(dir, port, &lr->listeners);
+			lr->host_r = pvg_net_tcp_listeners(ctx->procfs, port, &lr->host_listeners);
+		} else {
+			lr->tcp_r = pvg_net_tcp_listeners(ctx->procfs, port, &lr->listeners);
+			if (self_ok && !lr->netns)
+				lr->netns = self.net;
+		}
 		if (lr->tcp_r < 0)
-			lr->listeners.n = 0;
-		inodes = pvg_xcalloc(lr->listeners.n ? lr->listeners.n : 1, sizeof(uint64_t));
+			pvg_tcp_table_clear(&lr->listeners);
+		if (lr->host_r < 0)
+			pvg_tcp_table_clear(&lr->host_listeners);
+		inodes = pvg_xcalloc(lr->listeners.n + lr->host_listeners.n + 1, sizeof(uint64_t));
 		for (size_t i = 0; i < lr->listeners.n; i++)
-			inodes[i] = lr->listeners.s[i].inode;
+			inodes[n_inodes++] = lr->listeners.s[i].inode;
+		for (size_t i = 0; i < lr->host_listeners.n; i++)
+			inodes[n_inodes++] = lr->host_listeners.s[i].inode;
 	}
-	pvg_fd_scan(ctx->procfs, t, inodes, lr->listeners.n, pvg_gpu_device_globs(), &lr->fs);
+	pvg_fd_scan(ctx->procfs, t, inodes, n_inodes, pvg_gpu_device_globs(), &lr->fs);
 	return lr;
+}
+
+static bool in_table(const struct pvg_tcp_table *tb, uint64_t inode)
+{
+	for (size_t i = 0; i < tb->n; i++)
+		if (tb->s[i].inode == inode)
+			return true;
+	return false;
 }
 
 static void prepare_stale_service(struct pvg_ctx *ctx)
@@ -308,12 +347,14 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 
 	if (cfg->service.port > 0 && pv.read_ok) {
 		size_t in_tree = 0, foreign = 0;
+		pvg_json_add_u64(res->evidence, "listeners_netns", lr->netns);
+		pvg_json_add_bool(res->evidence, "service_own_netns", lr->own_netns);
 		cJSON *oj = cJSON_AddArrayToObject(res->evidence, "port_owners");
 		for (size_t i = 0; i < fs.n_hits; i++) {
 			const struct pvg_fd_holder *h = &fs.hits[i];
-			if (!h->socket_inode)
+			if (!h->socket_inode || !in_table(&lr->listeners, h->socket_inode))
 				continue;
-			bool mine = pvg_targets_in_tree(t, h->pid);
+			bool mine = h->in_tree;
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddNumberToObject(o, "pid", h->pid);
 			pvg_json_add_str(o, "comm", comm_of(t, h->pid));
@@ -336,7 +377,10 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 		if (pv.listeners.n == 0) {
 			pvg_problem(res, "stale-service.port-not-listening",
 				    "check service.port, and that the service finished starting",
-				    "nothing listens on port %ld", cfg->service.port);
+				    lr->own_netns ? "nothing listens on port %ld in the service's network "
+						    "namespace"
+						  : "nothing listens on port %ld",
+				    cfg->service.port);
 			st = PVG_FAIL;
 		} else if (!in_tree && !foreign) {
 			st = pvg_status_worst(st, denied_problem(res, &fs, "a foreign owner of the port"));
@@ -348,20 +392,75 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 				st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 			}
 		}
+		/* The host side of a published port (-p PORT:PORT): the engine's forwarder holds
+		 * it (conmon, rootlessport, pasta, slirp4netns, docker-proxy), or a NAT rule with
+		 * no socket at all. Anyone else there takes the benchmark's connections. */
+		if (lr->own_netns && lr->host_r == 0) {
+			/* 0: nothing listens on provgate's side (a NAT rule, or not published) */
+			pvg_json_add_int(res->evidence, "host_side_listeners", (int)lr->host_listeners.n);
+			cJSON *fj = cJSON_AddArrayToObject(res->evidence, "port_forwarders");
+			size_t held = 0;
+			for (size_t i = 0; i < fs.n_hits; i++) {
+				const struct pvg_fd_holder *h = &fs.hits[i];
+				if (!h->socket_inode || !in_table(&lr->host_listeners, h->socket_inode))
+					continue;
+				held++;
+				const char *engine = pvg_port_forwarder_engine(comm_of(t, h->pid));
+				if (engine || h->in_tree) {
+					cJSON *o = cJSON_CreateObject();
+					cJSON_AddNumberToObject(o, "pid", h->pid);
+					pvg_json_add_str(o, "comm", comm_of(t, h->pid));
+					pvg_json_add_str(o, "engine", engine);
+					cJSON_AddItemToArray(fj, o);
+					continue;
+				}
+				if (foreign++ < MAX_LISTED)
+					pvg_problem(res, "stale-service.port-foreign",
+						    "stop the process that holds the port on the host; the "
+						    "benchmark would talk to it instead of the service",
+						    "port %ld on the host's side is held by process %d (%s), "
+						    "which is neither the service nor a container engine's "
+						    "port forwarder",
+						    cfg->service.port, (int)h->pid, comm_of(t, h->pid));
+				st = PVG_FAIL;
+			}
+			if (lr->host_listeners.n && !held) {
+				st = pvg_status_worst(st, denied_problem(res, &fs, "a foreign listener on "
+									 "the host's side of the port"));
+				if (!fs.n_denied) {
+					pvg_problem(res, "stale-service.port-owner-unknown", NULL,
+						    "port %ld is listened on in provgate's network namespace "
+						    "too, by a socket no process's open files hold",
+						    cfg->service.port);
+					st = pvg_status_worst(st, PVG_UNVERIFIABLE);
+				}
+			}
+		} else if (lr->own_netns && lr->host_r < 0) {
+			pvg_problem(res, "stale-service.net-unreadable", "is /proc mounted?",
+				    "cannot read %s/net/tcp: %s", ctx->procfs, strerror(-lr->host_r));
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
+		}
 	}
 
 	size_t holders = 0;
+	pid_t *tree_holders = NULL;
+	size_t n_tree_holders = 0;
 	cJSON *gj = cJSON_AddArrayToObject(res->evidence, "gpu_holders_outside_tree");
 	for (size_t i = 0; i < fs.n_hits; i++) {
 		const struct pvg_fd_holder *h = &fs.hits[i];
 		if (!h->path)
 			continue;
-		/* one problem per process, not per fd */
+		/* one per process, not per fd */
 		bool seen = false;
 		for (size_t k = 0; k < i; k++)
 			seen |= fs.hits[k].path && fs.hits[k].pid == h->pid;
 		if (seen)
 			continue;
+		if (h->in_tree) {
+			tree_holders = pvg_xrealloc(tree_holders, n_tree_holders + 1, sizeof(pid_t));
+			tree_holders[n_tree_holders++] = h->pid;
+			continue;
+		}
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "pid", h->pid);
 		pvg_json_add_str(o, "comm", comm_of(t, h->pid));
@@ -375,7 +474,89 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 				    comm_of(t, h->pid), h->path);
 		st = PVG_FAIL;
 	}
+	cJSON *tj = cJSON_AddArrayToObject(res->evidence, "gpu_holders_in_tree");
+	for (size_t i = 0; i < n_tree_holders; i++)
+		cJSON_AddItemToArray(tj, cJSON_CreateNumber(tree_holders[i]));
+	free(tree_holders);
 	st = pvg_status_worst(st, denied_problem(res, &fs, "a GPU holder outside the tree"));
+
+	/* From inside a pid namespace the processes outside it are invisible. KFD's list covers
+	 * the machine, by host pids: only its count compares. NVML's list holds this
+	 * namespace's processes only, but the memory in use is the machine's. */
+	bool gpu_checked = true;
+	struct pvg_self_view self;
+	if (pvg_self_view_read(ctx->procfs, "/", &self) == 0 && self.in_container) {
+		struct pvg_gpu_procs g;
+		_cleanup_free_ char *why = NULL;
+		int gr = pvg_gpu_procs_read(ctx->sysfs, true, &g, &why);
+		cJSON *dj2 = cJSON_AddObjectToObject(res->evidence, "gpu_driver");
+		if (gr < 0) {
+			gpu_checked = false;
+			pvg_json_add_str(dj2, "error", why);
+			pvg_problem(res, "stale-service.gpu-holders-unverifiable",
+				    "run provgate on the host, or give the container the driver's "
+				    "list (/sys/class/kfd for amdgpu, libnvidia-ml.so.1 for NVIDIA)",
+				    "provgate runs in a pid namespace of its own and sees no process "
+				    "outside it, and %s: a GPU holder outside the container cannot be "
+				    "ruled out",
+				    why ? why : "no driver list of GPU processes can be read");
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
+		} else {
+			size_t accounted = n_tree_holders + holders;
+			pvg_json_add_str(dj2, "source", g.source);
+			pvg_json_add_str(dj2, "where", g.where);
+			pvg_json_add_int(dj2, "processes", (int)g.n);
+			pvg_json_add_int(dj2, "accounted", (int)accounted);
+			pvg_json_add_bool(dj2, "lists_this_namespace_only", g.namespaced);
+			if (g.n > accounted) {
+				pvg_problem(res, "stale-service.gpu-holder-outside-view",
+					    "look on the host (another container, an orphaned engine) for "
+					    "the process that holds the GPU, and stop it",
+					    "the GPU driver (%s) lists %zu process%s using the GPU; this "
+					    "container's view accounts for %zu (%zu of the service tree): "
+					    "%zu outside it",
+					    g.source, g.n, g.n == 1 ? "" : "es", accounted, n_tree_holders,
+					    g.n - accounted);
+				st = PVG_FAIL;
+			}
+			/* NVML lists only this namespace's processes; the memory in use is the
+			 * machine's. Measured on an H200: each process uses 8 MiB more than NVML
+			 * lists for it, a CUDA context at least 500 MiB. */
+			if (g.namespaced && !g.have_memory) {
+				gpu_checked = false;
+				pvg_problem(res, "stale-service.gpu-holders-unverifiable",
+					    "run provgate on the host",
+					    "%s lists only the GPU processes of provgate's own pid namespace "
+					    "and reports no device memory use, so a GPU holder outside the "
+					    "container cannot be ruled out",
+					    g.where);
+				st = pvg_status_worst(st, PVG_UNVERIFIABLE);
+			} else if (g.namespaced) {
+				uint64_t mib = 1 << 20;
+				uint64_t unaccounted = g.used_bytes > g.listed_bytes
+							       ? g.used_bytes - g.listed_bytes : 0;
+				uint64_t tolerance = (64 + 16 * (uint64_t)g.n_entries) * mib;
+				pvg_json_add_u64(dj2, "used_mib", g.used_bytes / mib);
+				pvg_json_add_u64(dj2, "listed_mib", g.listed_bytes / mib);
+				pvg_json_add_u64(dj2, "unaccounted_mib", unaccounted / mib);
+				pvg_json_add_u64(dj2, "tolerance_mib", tolerance / mib);
+				if (unaccounted > tolerance) {
+					pvg_problem(res, "stale-service.gpu-holder-outside-view",
+						    "look on the host (another container, an orphaned "
+						    "engine) for the process that holds the GPU, and stop it",
+						    "the GPUs have %" PRIu64 " MiB in use, %" PRIu64 " MiB "
+						    "more than the %zu process%s NVML lists in this pid "
+						    "namespace account for: processes outside the container "
+						    "hold the GPU",
+						    g.used_bytes / mib, unaccounted / mib, g.n,
+						    g.n == 1 ? "" : "es");
+					st = PVG_FAIL;
+				}
+			}
+			pvg_gpu_procs_clear(&g);
+		}
+	}
+	pvg_json_add_str(res->evidence, "view", self.in_container ? "container" : "host");
 
 	st = pvg_status_worst(st, check_profilers(ctx, res, t));
 
@@ -385,9 +566,14 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 	pvg_json_add_int(res->evidence, "tree_size", (int)n_tree);
 	if (st == PVG_PASS)
 		pvg_summary(res, "service tree of %d (%zu process%s) is the only service%s; no "
-			    "foreign GPU holder",
+			    "foreign GPU holder%s",
 			    (int)t->root, n_tree, n_tree == 1 ? "" : "es",
-			    cfg->service.port > 0 ? " and owns the port" : "");
+			    cfg->service.port > 0 ? " and owns the port" : "",
+			    self.in_container ? " (by the driver's list)" : "");
+	else if (!gpu_checked && res->n_problems == 1)
+		pvg_summary(res, "service tree of %d (%zu process%s) is the only service it can "
+			    "see; GPU holders outside the container unverifiable",
+			    (int)t->root, n_tree, n_tree == 1 ? "" : "es");
 	else
 		pvg_summary(res, "%s", res->problems[0].message);
 	return st;

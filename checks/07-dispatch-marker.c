@@ -20,7 +20,8 @@ static const char *attr_name(enum pvg_attribution a, bool btime_known)
 	case PVG_ATTR_LIVE:
 		return "live";
 	case PVG_ATTR_FOREIGN_PID:
-		return "its pid is outside the service's process tree";
+		return "its pid is no process of the service's tree, in that process's own pid "
+		       "namespace";
 	case PVG_ATTR_BEFORE_START:
 		return "its timestamp is before the service started";
 	case PVG_ATTR_UNKNOWN:
@@ -301,6 +302,7 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	pvg_json_add_u64(mk, "unattributed", scan.markers_unattributed);
 	pvg_json_add_u64(mk, "unparseable", scan.markers_unparseable);
 	pvg_json_add_u64(mk, "foreign_pid", scan.attr_count[PVG_ATTR_FOREIGN_PID]);
+	pvg_json_add_u64(mk, "foreign_pid_since_start", scan.markers_foreign_recent);
 	pvg_json_add_u64(mk, "before_start", scan.attr_count[PVG_ATTR_BEFORE_START]);
 	pvg_json_add_u64(mk, "unknown_origin", scan.attr_count[PVG_ATTR_UNKNOWN]);
 	if (scan.overlong_lines)
@@ -394,13 +396,23 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 						    : pvg_strdup(cfg->markers.prefix);
 		size_t unattr = cfg->markers.n_require ? scan.require_unattributed[e]
 						       : scan.markers_unattributed;
-		/* no live marker at all: perhaps the service writes somewhere else */
-		const char *w = scan.markers_live == 0 ? note_elsewhere(m, ctx, ev) : NULL;
+		/* No live marker at all: perhaps the service writes somewhere else. Not when lines
+		 * of other pids are there: this log is written, by another process (another
+		 * container, an earlier run), and that is what the hint must say. */
+		bool foreign = scan.markers_foreign_recent > 0;
+		const char *w = scan.markers_live == 0 && !foreign ? note_elsewhere(m, ctx, ev) : NULL;
 		/* "only from an earlier run" when the live service wrote no marker at all; live
 		 * markers that match nothing say more (wrong shape, dtype) */
 		if (got == 0 && unattr > 0 && scan.markers_live == 0 && scan.markers_unparseable == 0) {
 			pvg_problem(res, "dispatch-marker.unattributed",
-				    w ? w : attr_hint(scan.unattributed.attr),
+				    w ? w
+				    : foreign
+					    ? "another process writes markers to this log while the service "
+					      "runs (pids are compared in the service's own pid namespace: "
+					      "another container or a second service): run the benchmark "
+					      "against the live service, and give each service a log of "
+					      "its own"
+					    : attr_hint(scan.unattributed.attr),
 				    "no marker for {%s} from the live service; %zu matching marker%s "
 				    "cannot be attributed to it (%s, e.g. at byte %" PRIu64 ")",
 				    want, unattr, unattr == 1 ? "" : "s",

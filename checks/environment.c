@@ -6,6 +6,7 @@
  */
 #include "environment.h"
 #include "facts.h"
+#include "sys/ns.h"
 
 /* Tool libraries: loaded only by a profiler or tracer (nsys, ncu, rocprof, rocprofv3,
  * rocprof-sys / omnitrace) into the process it profiles. */
@@ -303,6 +304,30 @@ static void inputs_json(const struct pvg_config *cfg, cJSON *env)
 	}
 }
 
+/* The service's container, as its cgroup path names it (or, from inside a container with
+ * a private cgroup namespace, provgate's own when they share the pid namespace): what an
+ * A/B comparison checks as "the same container". null when it runs in none. */
+static cJSON *service_container_json(const struct pvg_targets *t)
+{
+	const struct pvg_proc *p = pvg_targets_find(t, t->primary);
+	struct pvg_container c;
+	bool found = p && pvg_proc_container("/proc", p->pid, &c) > 0 && !c.conmon;
+	struct pvg_self_view self;
+	if (!found && p && pvg_self_view_read("/proc", "/", &self) == 0 && self.in_container &&
+	    self.have_container && p->ns.pid == self.ns.pid) {
+		c = self.container;
+		found = true;
+	}
+	if (!found)
+		return cJSON_CreateNull();
+	cJSON *o = cJSON_CreateObject();
+	pvg_json_add_str(o, "engine", c.engine);
+	pvg_json_add_str(o, "id", c.id[0] ? c.id : NULL);
+	if (c.pod[0])
+		pvg_json_add_str(o, "pod", c.pod);
+	return o;
+}
+
 static bool selects_service(const struct pvg_config *cfg)
 {
 	return cfg->service.match.n || cfg->service.pid > 0 || cfg->service.pidfile;
@@ -320,7 +345,7 @@ cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 	pvg_json_add_str(r, "sysfs", roots.sysfs);
 	host_json(&roots, env, errors);
 	gpu_json(&roots, env, errors);
-	/* the container the service runs in: recorded by the container support, null here */
+	/* the container the service runs in (filled in below once the service is known) */
 	cJSON_AddNullToObject(env, "container");
 
 	cJSON *svc = NULL;
@@ -336,6 +361,8 @@ cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 		why = t->msg.text ? t->msg.text : "no service process was selected";
 	else if (!(svc = service_json(&roots, t, errors)))
 		why = "the service process exited while it was read";
+	if (svc)
+		cJSON_ReplaceItemInObject(env, "container", service_container_json(t));
 	if (svc)
 		cJSON_AddItemToObject(env, "service", svc);
 	else

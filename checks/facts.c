@@ -26,9 +26,11 @@ void pvg_targets_prepare(struct pvg_ctx *ctx)
 	(void)pvg_targets_get(ctx, &t);
 }
 
+/* A log line's pid is a pid of its writer's namespace (vLLM prints os.getpid()): it is the
+ * service's when a process of the tree has that pid in its own namespace. */
 static bool targets_in_tree(void *opaque, pid_t pid)
 {
-	return pvg_targets_in_tree(opaque, pid);
+	return pvg_targets_tree_has_ns_pid(opaque, pid);
 }
 
 int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view)
@@ -83,6 +85,12 @@ enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_resu
 	case -EINVAL:
 		reason = "pidfile-invalid";
 		hint = "the pidfile must hold one decimal pid";
+		break;
+	case -ENOTUNIQ:
+		reason = "pidfile-ambiguous";
+		hint = "set service.family to the service's process names so that the pidfile's "
+		       "writer can be told apart, or run provgate inside the service's container";
+		st = PVG_UNVERIFIABLE;
 		break;
 	default:
 		reason = t->how == PVG_SELECT_MATCH ? "no-target" : "target-not-running";

@@ -45,7 +45,7 @@ int cli_write_attestation(const char *path, const cJSON *report,
 {
 	struct pvg_subject own[2];
 	if (!subjects) {
-		n_subjects = pvg_attest_report_subjects(report, own);
+		n_subjects = pvg_attest_subjects(report, own);
 		subjects = own;
 	}
 	_cleanup_free_ char *statement = NULL;

@@ -10,11 +10,12 @@
 #define MAX_DECLARED 64
 #define CELL 44 /* widest value shown in the table; --json has them whole */
 
-enum { OPT_DIFFER = 256, OPT_JSON, OPT_JUNIT, OPT_NO_COLOR };
+enum { OPT_DIFFER = 256, OPT_JSON, OPT_JUNIT, OPT_NO_COLOR, OPT_ATTEST, OPT_SIGN_KEY };
 
 struct side_input {
 	cJSON *report;
 	char *why;
+	char sha256[65]; /* of the bytes read ("" when none were) */
 };
 
 /* Reads and parses one report. EXIT_USAGE when the file cannot be read at all; content that
@@ -32,6 +33,7 @@ static int load(const char *path, struct side_input *in)
 		fprintf(stderr, "provgate compare: cannot read %s: %s\n", path, strerror(-r));
 		return EXIT_USAGE;
 	}
+	pvg_sha256_hex(text, len, in->sha256);
 	if (len == 0) {
 		in->why = pvg_strdup("empty file");
 		return 0;
@@ -221,6 +223,9 @@ static void help(FILE *f)
 		"                        ('service.shared_objects.*/_C.abi3.so'); repeatable\n"
 		"      --json FILE|-     write the provgate.compare/1 document (- : stdout, no text)\n"
 		"      --junit FILE      write a JUnit XML file (one testcase per condition)\n"
+		"      --attest FILE     write the comparison as the predicate of an in-toto\n"
+		"                        Statement whose subjects are the two report files\n"
+		"      --sign-key KEY.pem  sign it (DSSE; Ed25519 or ECDSA P-256, mode 0600)\n"
 		"  -q, --quiet           print only the verdict\n"
 		"  -v, --verbose         list every field, equal ones too\n"
 		"      --no-color        never colour (NO_COLOR does the same)\n");
@@ -235,9 +240,12 @@ static int compare_main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-color", no_argument, NULL, OPT_NO_COLOR },
+		{ "attest", required_argument, NULL, OPT_ATTEST },
+		{ "sign-key", required_argument, NULL, OPT_SIGN_KEY },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct cli_attest attest = { 0 };
 	const char *declared[MAX_DECLARED];
 	size_t n_declared = 0;
 	const char *json = NULL, *junit_path = NULL;
@@ -261,6 +269,12 @@ static int compare_main(int argc, char **argv)
 			break;
 		case OPT_JSON:
 			json = optarg;
+			break;
+		case OPT_ATTEST:
+			attest.path = optarg;
+			break;
+		case OPT_SIGN_KEY:
+			attest.key_path = optarg;
 			break;
 		case OPT_JUNIT:
 			junit_path = optarg;
@@ -287,6 +301,10 @@ static int compare_main(int argc, char **argv)
 			argc - optind, argc - optind == 1 ? "" : "s");
 		return EXIT_USAGE;
 	}
+	/* the key is read, and its file's mode checked, before anything is compared */
+	int arc = cli_attest_open(&attest, json, junit_path);
+	if (arc)
+		return arc;
 	const char *bpath = argv[optind], *cpath = argv[optind + 1];
 	struct side_input b = { 0 }, k = { 0 };
 	int rc = load(bpath, &b);
@@ -295,9 +313,11 @@ static int compare_main(int argc, char **argv)
 	if (rc) {
 		cJSON_Delete(b.report);
 		free(b.why);
+		cli_attest_close(&attest);
 		return rc;
 	}
-	struct pvg_compare_input bi = { bpath, b.report, b.why }, ki = { cpath, k.report, k.why };
+	struct pvg_compare_input bi = { bpath, b.report, b.why, b.sha256[0] ? b.sha256 : NULL },
+				 ki = { cpath, k.report, k.why, k.sha256[0] ? k.sha256 : NULL };
 	struct pvg_compare cmp;
 	pvg_compare_reports(&bi, &ki, declared, n_declared, &cmp);
 
@@ -319,6 +339,13 @@ static int compare_main(int argc, char **argv)
 			rc = EXIT_USAGE;
 		}
 	}
+	if (attest.path) {
+		_cleanup_json_ cJSON *doc = pvg_compare_json(&cmp, declared, n_declared);
+		int r = cli_write_attestation(attest.path, doc, NULL, 0, attest.key);
+		if (r != EXIT_OK && (rc == EXIT_OK || r != EXIT_NOT_CERTIFIED))
+			rc = r; /* a file not written outranks a refusal */
+	}
+	cli_attest_close(&attest);
 	if (junit_path) {
 		_cleanup_free_ char *xml = junit(&cmp);
 		int r = cli_write_file(junit_path, xml);
@@ -340,7 +367,7 @@ const struct cli_verb verb_compare = {
 	.name = "compare",
 	.main = compare_main,
 	.synopsis = "compare BASELINE.json CANDIDATE.json [--differ FIELD]... [--json FILE|-]\n"
-		    "                 [--junit FILE] [-q|-v]",
+		    "                 [--junit FILE] [--attest FILE [--sign-key KEY.pem]] [-q|-v]",
 	.help = "An A/B certificate: exit 0 only when both reports are certified (an exec report:\n"
 		"finished, after-check passed, command exit 0), they come from two different\n"
 		"service processes, every field of their environments (host, GPU driver and GPUs,\n"

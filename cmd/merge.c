@@ -67,6 +67,8 @@ struct node_report {
 	time_t started;
 	bool started_ok;
 	char *ident[ID__MAX];
+	/* file names of the installed and build artifacts: what an attestation names */
+	char *installed_name, *build_name;
 	char *tool_version;
 	char *failed; /* "gate 4 process-maps fail (process-maps.deleted), ..." or NULL */
 	int first_failed_gate;
@@ -101,9 +103,9 @@ struct merge {
 	char *agreed[ID__MAX];
 	time_t first, last;
 	bool have_window;
-	/* --json / --junit outputs, never read back as inputs */
-	struct stat out_st[2];
-	bool out_exists[2];
+	/* --json / --junit / --attest outputs, never read back as inputs */
+	struct stat out_st[3];
+	bool out_exists[3];
 };
 
 static ssize_t expected_index(const struct merge *m, const char *node);
@@ -136,6 +138,8 @@ static void node_report_clear(struct node_report *r)
 	free(r->started_at);
 	for (int i = 0; i < ID__MAX; i++)
 		free(r->ident[i]);
+	free(r->installed_name);
+	free(r->build_name);
 	free(r->tool_version);
 	free(r->failed);
 }
@@ -397,6 +401,10 @@ static int read_report(struct merge *m, const char *path, bool from_dir, struct 
 	r->tool_version = clean_dup(json_str_at(root, "tool", "version", NULL));
 	r->ident[ID_INSTALLED] = clean_dup(json_str_at(root, "chain", "installed", "sha256"));
 	r->ident[ID_BUILD] = clean_dup(json_str_at(root, "chain", "build", "sha256"));
+	const char *ip = json_str_at(root, "chain", "installed", "path");
+	const char *bp = json_str_at(root, "chain", "build", "path");
+	r->installed_name = ip ? clean_dup(pvg_basename(ip)) : NULL;
+	r->build_name = bp ? clean_dup(pvg_basename(bp)) : NULL;
 	r->ident[ID_CONFIG] = clean_dup(json_str_at(root, "config", "sha256", NULL));
 	const cJSON *gates = cJSON_GetObjectItemCaseSensitive(root, "gates"), *g;
 	cJSON_ArrayForEach(g, gates) {
@@ -461,7 +469,7 @@ static int read_report(struct merge *m, const char *path, bool from_dir, struct 
 
 static bool is_output(const struct merge *m, const struct stat *st)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (m->out_exists[i] && m->out_st[i].st_dev == st->st_dev &&
 		    m->out_st[i].st_ino == st->st_ino)
 			return true;
@@ -860,6 +868,19 @@ static cJSON *cluster_json(const struct merge *m)
 	cJSON *id = cJSON_AddObjectToObject(rep, "identity");
 	for (int f = 0; f < ID__MAX; f++)
 		pvg_json_add_str(id, idents[f].key, m->agreed[f]);
+	/* the artifacts' file names, from a node that holds the agreed digests */
+	const char *names[2] = { NULL, NULL };
+	for (size_t k = 0; k < m->n_reports; k++) {
+		const struct node_report *r = &m->reports[k];
+		if (!names[0] && m->agreed[ID_INSTALLED] && r->ident[ID_INSTALLED] &&
+		    strcmp(r->ident[ID_INSTALLED], m->agreed[ID_INSTALLED]) == 0)
+			names[0] = r->installed_name;
+		if (!names[1] && m->agreed[ID_BUILD] && r->ident[ID_BUILD] &&
+		    strcmp(r->ident[ID_BUILD], m->agreed[ID_BUILD]) == 0)
+			names[1] = r->build_name;
+	}
+	pvg_json_add_str(id, "installed_name", names[0]);
+	pvg_json_add_str(id, "build_name", names[1]);
 	cJSON *win = cJSON_AddObjectToObject(rep, "window");
 	if (m->have_window) {
 		pvg_format_time(m->first, -1, ts, sizeof(ts));
@@ -1079,7 +1100,7 @@ static void print_table(FILE *f, const struct merge *m, const struct cli_style *
 
 /* ---- the verb -------------------------------------------------------------------------- */
 
-enum { OPT_NODES = 256, OPT_MAX_SKEW, OPT_JSON, OPT_JUNIT, OPT_NO_COLOR };
+enum { OPT_NODES = 256, OPT_MAX_SKEW, OPT_JSON, OPT_JUNIT, OPT_NO_COLOR, OPT_ATTEST, OPT_SIGN_KEY };
 
 static void merge_help(FILE *f)
 {
@@ -1092,6 +1113,9 @@ static void merge_help(FILE *f)
 		"      --json FILE|-     write the cluster report (provgate.cluster/1); - for stdout\n"
 		"      --out FILE        same as --json FILE\n"
 		"      --junit FILE      write JUnit XML, one testcase per node\n"
+		"      --attest FILE     write the cluster verdict as the predicate of an in-toto\n"
+		"                        Statement (subjects: the agreed installed and build artifacts)\n"
+		"      --sign-key KEY.pem  sign it (DSSE; Ed25519 or ECDSA P-256, mode 0600)\n"
 		"  -q, --quiet           print only the verdict\n"
 		"      --no-color        never colour (NO_COLOR does the same)\n"
 		"Exit: 0 cluster certified, 1 refused, 2 usage error.\n",
@@ -1108,9 +1132,12 @@ static int merge_main(int argc, char **argv)
 		{ "junit", required_argument, NULL, OPT_JUNIT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-color", no_argument, NULL, OPT_NO_COLOR },
+		{ "attest", required_argument, NULL, OPT_ATTEST },
+		{ "sign-key", required_argument, NULL, OPT_SIGN_KEY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	_cleanup_(cli_attest_close) struct cli_attest attest = { 0 };
 	const char *nodes = NULL, *json = NULL, *junit = NULL;
 	long max_skew = DEFAULT_MAX_SKEW;
 	bool quiet = false, no_color = false;
@@ -1139,6 +1166,12 @@ static int merge_main(int argc, char **argv)
 		case OPT_JUNIT:
 			junit = optarg;
 			break;
+		case OPT_ATTEST:
+			attest.path = optarg;
+			break;
+		case OPT_SIGN_KEY:
+			attest.key_path = optarg;
+			break;
 		case 'q':
 			quiet = true;
 			break;
@@ -1157,10 +1190,15 @@ static int merge_main(int argc, char **argv)
 				"'provgate merge --help'\n");
 		return EXIT_USAGE;
 	}
-	char json_buf[4096], junit_buf[4096];
+	char json_buf[4096], junit_buf[4096], attest_buf[4096];
 	if (cli_expand_path("--json", &json, json_buf, sizeof(json_buf)) ||
-	    cli_expand_path("--junit", &junit, junit_buf, sizeof(junit_buf)))
+	    cli_expand_path("--junit", &junit, junit_buf, sizeof(junit_buf)) ||
+	    cli_expand_path("--attest", &attest.path, attest_buf, sizeof(attest_buf)))
 		return EXIT_USAGE;
+	/* the key is read, and its file's mode checked, before any report is */
+	int arc = cli_attest_open(&attest, json, junit);
+	if (arc)
+		return arc;
 	struct merge m = { .max_skew = max_skew };
 	int rc = EXIT_OK;
 	m.nodes_source = "--nodes";
@@ -1190,11 +1228,11 @@ static int merge_main(int argc, char **argv)
 		merge_clear(&m);
 		return EXIT_USAGE;
 	}
-	const char *outs[2] = { json, junit };
-	for (int i = 0; i < 2; i++)
+	const char *outs[3] = { json, junit, attest.path };
+	for (int i = 0; i < 3; i++)
 		m.out_exists[i] = outs[i] && strcmp(outs[i], "-") != 0 &&
 				  stat(outs[i], &m.out_st[i]) == 0;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (outs[i] && (r = cli_check_writable(outs[i])) < 0) {
 			fprintf(stderr, "provgate: merge: cannot write %s: %s\n", outs[i],
 				strerror(-r));
@@ -1236,14 +1274,20 @@ static int merge_main(int argc, char **argv)
 		fflush(stdout);
 	}
 	rc = m.n_problems ? EXIT_NOT_CERTIFIED : EXIT_OK;
+	/* one document for --json and --attest: the attestation's predicate is that file */
+	_cleanup_json_ cJSON *rep = json || attest.path ? cluster_json(&m) : NULL;
 	if (json) {
-		_cleanup_json_ cJSON *rep = cluster_json(&m);
 		_cleanup_free_ char *text = cJSON_Print(rep);
 		_cleanup_free_ char *withnl = pvg_asprintf("%s\n", text);
 		if ((r = cli_write_file(json, withnl)) < 0) {
 			fprintf(stderr, "provgate: merge: cannot write %s: %s\n", json, strerror(-r));
 			rc = EXIT_USAGE;
 		}
+	}
+	if (attest.path) {
+		r = cli_write_attestation(attest.path, rep, NULL, 0, attest.key);
+		if (r != EXIT_OK && (rc == EXIT_OK || r != EXIT_NOT_CERTIFIED))
+			rc = r; /* a file not written outranks a refusal */
 	}
 	if (junit) {
 		_cleanup_free_ char *xml = cluster_junit(&m);
@@ -1261,7 +1305,7 @@ const struct cli_verb verb_merge = {
 	.name = "merge",
 	.main = merge_main,
 	.synopsis = "merge REPORT...|DIR [--nodes LIST] [--max-skew SECONDS] [--json FILE|-]\n"
-		    "                 [--junit FILE]",
+		    "                 [--junit FILE] [--attest FILE [--sign-key KEY.pem]]",
 	.help = "One verdict for every node of a job: certified only when every expected node has\n"
 		"exactly one certified report, all nodes run the same installed artifact from the\n"
 		"same build (artifact digest, source commit) under the same config, and the reports\n"

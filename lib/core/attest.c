@@ -2,8 +2,13 @@
 /* in-toto Statements of provgate reports, their DSSE envelopes, and their verification. */
 #include "core/attest.h"
 
+static size_t cluster_subjects(const cJSON *doc, struct pvg_subject out[2]);
+static size_t compare_subjects(const cJSON *doc, struct pvg_subject out[2]);
+
 static const struct pvg_predicate_kind predicate_kinds[] = {
-	{ PVG_PREDICATE_REPORT, "provgate.report/1", "certified" },
+	{ PVG_PREDICATE_REPORT, "provgate.report/1", "certified", pvg_attest_report_subjects, true },
+	{ PVG_PREDICATE_CLUSTER, "provgate.cluster/1", "certified", cluster_subjects, false },
+	{ PVG_PREDICATE_COMPARE, "provgate.compare/1", "like_for_like", compare_subjects, false },
 };
 
 const struct pvg_predicate_kind *pvg_predicate_for_type(const char *predicate_type)
@@ -53,6 +58,40 @@ size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2]
 		out[n++] = (struct pvg_subject){ path, sha };
 	}
 	return n;
+}
+
+/* subject name and digest from two members of one object, when both are there */
+static size_t add_subject(const cJSON *obj, const char *name_key, const char *sha_key,
+			  struct pvg_subject *out, size_t n)
+{
+	const char *name = json_str(obj, name_key), *sha = json_str(obj, sha_key);
+	if (!name || !is_sha256_hex(sha))
+		return n;
+	if (n == 1 && strcmp(out[0].name, name) == 0 && strcasecmp(out[0].sha256, sha) == 0)
+		return n; /* the same file named twice */
+	out[n] = (struct pvg_subject){ name, sha };
+	return n + 1;
+}
+
+static size_t cluster_subjects(const cJSON *doc, struct pvg_subject out[2])
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "identity");
+	size_t n = add_subject(id, "installed_name", "installed_sha256", out, 0);
+	return add_subject(id, "build_name", "build_sha256", out, n);
+}
+
+static size_t compare_subjects(const cJSON *doc, struct pvg_subject out[2])
+{
+	size_t n = add_subject(cJSON_GetObjectItemCaseSensitive(doc, "baseline"), "path", "sha256",
+			       out, 0);
+	return add_subject(cJSON_GetObjectItemCaseSensitive(doc, "candidate"), "path", "sha256",
+			   out, n);
+}
+
+size_t pvg_attest_subjects(const cJSON *doc, struct pvg_subject out[2])
+{
+	const struct pvg_predicate_kind *kind = pvg_predicate_for_schema(json_str(doc, "schema"));
+	return kind ? kind->subjects(doc, out) : 0;
 }
 
 int pvg_attest_statement(const cJSON *report, const struct pvg_subject *subjects, size_t n,
@@ -202,7 +241,7 @@ static void check_signature(struct pvg_attest_verification *v, const struct pvg_
 }
 
 static void check_subjects(struct pvg_attest_verification *v, const cJSON *subjects,
-			   const cJSON *predicate, bool report_kind)
+			   const cJSON *predicate, const struct pvg_predicate_kind *kind)
 {
 	if (!cJSON_IsArray(subjects) || cJSON_GetArraySize(subjects) == 0) {
 		problem(v, "attestation.subject-malformed",
@@ -219,12 +258,12 @@ static void check_subjects(struct pvg_attest_verification *v, const cJSON *subje
 			return;
 		}
 	}
-	if (!report_kind || !cJSON_IsObject(predicate))
+	if (!kind || !cJSON_IsObject(predicate))
 		return;
 	/* the subjects are what the report's chain says was hashed: an attestation whose
 	 * subjects were swapped for other files is not the report's */
 	struct pvg_subject rs[2];
-	size_t n = pvg_attest_report_subjects(predicate, rs);
+	size_t n = kind->subjects(predicate, rs);
 	bool same = (size_t)cJSON_GetArraySize(subjects) == n;
 	i = 0;
 	for (const cJSON *s = subjects->child; same && s; s = s->next, i++)
@@ -250,6 +289,15 @@ static void check_certified(struct pvg_attest_verification *v, const cJSON *pred
 {
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(predicate, kind->verdict_key);
 	v->certified = cJSON_IsBool(c) ? cJSON_IsTrue(c) : -1;
+	if (!kind->has_gates) {
+		if (v->certified < 0)
+			problem(v, "attestation.not-certified", "the %s document has no boolean \"%s\"",
+				kind->schema, kind->verdict_key);
+		else if (!v->certified)
+			problem(v, "attestation.not-certified", "the %s document says %s is false",
+				kind->schema, kind->verdict_key);
+		return;
+	}
 	if (v->certified == 1) {
 		/* a report that says certified has all seven gates passed, before and after */
 		const cJSON *gates = cJSON_GetObjectItemCaseSensitive(predicate, "gates"), *g;
@@ -403,8 +451,10 @@ int pvg_attest_verify(const char *text, size_t len, const struct pvg_attest_veri
 	const cJSON *pred = cJSON_GetObjectItemCaseSensitive(st, "predicate");
 	if (!kind) {
 		problem(v, "attestation.predicate-type",
-			"predicateType is %s%s%s, not provgate's %s", ptype ? "\"" : "",
-			ptype ? v->predicate_type : "missing", ptype ? "\"" : "", PVG_PREDICATE_REPORT);
+			"predicateType is %s%s%s, not provgate's %s (nor its cluster/v1 or "
+			"compare/v1)",
+			ptype ? "\"" : "", ptype ? v->predicate_type : "missing", ptype ? "\"" : "",
+			PVG_PREDICATE_REPORT);
 	} else if (!cJSON_IsObject(pred)) {
 		problem(v, "attestation.predicate-malformed", "the Statement has no predicate object");
 		kind = NULL;
@@ -420,7 +470,7 @@ int pvg_attest_verify(const char *text, size_t len, const struct pvg_attest_veri
 		v->report_name = name ? pvg_utf8_sanitize(name, strlen(name)) : NULL;
 		v->report_started_at = at ? pvg_utf8_sanitize(at, strlen(at)) : NULL;
 	}
-	check_subjects(v, cJSON_GetObjectItemCaseSensitive(st, "subject"), pred, kind != NULL);
+	check_subjects(v, cJSON_GetObjectItemCaseSensitive(st, "subject"), pred, kind);
 	if (kind)
 		check_certified(v, pred, kind);
 	check_artifacts(v, o);

@@ -11,21 +11,28 @@
 #include "provgate.h"
 
 #define PVG_STATEMENT_TYPE "https://in-toto.io/Statement/v1"
-/* provgate's predicate: a provgate.report/1 report, as written by --json. */
+/* provgate's predicates: a provgate.report/1 report as written by --json, a
+ * provgate.cluster/1 document (merge --json) and a provgate.compare/1 document (compare
+ * --json). */
 #define PVG_PREDICATE_REPORT "https://provgate.dev/attestation/report/v1"
+#define PVG_PREDICATE_CLUSTER "https://provgate.dev/attestation/cluster/v1"
+#define PVG_PREDICATE_COMPARE "https://provgate.dev/attestation/compare/v1"
 
 struct pvg_subject {
 	const char *name;   /* the artifact's path as the report names it */
 	const char *sha256; /* 64 lowercase hex digits */
 };
 
-/* The predicate types provgate writes and verifies, with the report schema each carries
- * and the boolean member that says the predicate's verdict. A verb with reports of its own
- * (compare, merge) adds a row here. NULL when unknown. */
+/* The predicate types provgate writes and verifies, with the report schema each carries,
+ * the boolean member that says the predicate's verdict and where its subjects come from. A
+ * verb with reports of its own adds a row here. NULL when unknown. */
 struct pvg_predicate_kind {
 	const char *predicate_type;
 	const char *schema;        /* the predicate's "schema" member */
-	const char *verdict_key;   /* "certified" */
+	const char *verdict_key;   /* "certified", "like_for_like" */
+	/* the document's subjects (what it vouches for), at most 2, pointing into doc */
+	size_t (*subjects)(const cJSON *doc, struct pvg_subject out[2]);
+	bool has_gates;            /* a gate report: "certified" needs its seven gates passed */
 };
 const struct pvg_predicate_kind *pvg_predicate_for_type(const char *predicate_type);
 const struct pvg_predicate_kind *pvg_predicate_for_schema(const char *schema);
@@ -34,6 +41,10 @@ const struct pvg_predicate_kind *pvg_predicate_for_schema(const char *schema);
  * report's chain gives its path and sha256. Returns how many (0 to 2); the strings point
  * into report. */
 size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2]);
+/* The subjects of any document pvg_predicate_for_schema knows: a report's artifacts
+ * (above); a cluster's agreed installed and build artifacts (identity); a comparison's two
+ * report files (baseline, candidate, by their sha256). 0 when the schema is unknown. */
+size_t pvg_attest_subjects(const cJSON *doc, struct pvg_subject out[2]);
 
 /* The Statement's JSON text (compact, final newline) for a report (any provgate report JSON
  * with a "schema" member that pvg_predicate_for_schema knows) and its subjects. -EINVAL with

@@ -480,6 +480,8 @@ static bool judge_side(struct pvg_compare *c, const char *role,
 	const cJSON *rep = in->report;
 	const char *why = in->why, *path = in->path;
 	side->path = pvg_strdup(path);
+	if (in->sha256)
+		snprintf(side->sha256, sizeof(side->sha256), "%s", in->sha256);
 	side->pid = -1;
 	if (!rep) {
 		problem(c, "compare.bad-report", "give the JSON report provgate certify or exec wrote",
@@ -743,6 +745,7 @@ static cJSON *side_json(const struct pvg_compare_side *s)
 {
 	cJSON *o = cJSON_CreateObject();
 	pvg_json_add_str(o, "path", s->path);
+	pvg_json_add_str(o, "sha256", s->sha256[0] ? s->sha256 : NULL);
 	pvg_json_add_str(o, "name", s->name);
 	pvg_json_add_str(o, "started_at", s->started_at);
 	pvg_json_add_bool(o, "certified", s->certified);

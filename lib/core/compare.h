@@ -27,6 +27,7 @@ struct pvg_compare_field {
 
 struct pvg_compare_side {
 	char *path;
+	char sha256[65];  /* of the report file ("" unknown): an attestation's subject */
 	char *name;       /* the report's experiment name */
 	char *started_at;
 	bool certified;   /* as this comparison judged it */
@@ -49,6 +50,7 @@ struct pvg_compare_input {
 	const char *path;
 	const cJSON *report; /* NULL when it could not be parsed */
 	const char *why;     /* why not, then */
+	const char *sha256;  /* of the file's bytes as read; NULL when not read */
 };
 
 /* Compares two reports (a side that is not a report is a refusal, never a crash).

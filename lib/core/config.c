@@ -6,9 +6,9 @@
 #include <ctype.h>
 #include <limits.h>
 #include <stddef.h>
-#include <openssl/evp.h>
 
 #include "core/config.h"
+#include "util/hash.h"
 #include "sys/node.h"
 #include "util/placeholder.h"
 
@@ -1025,10 +1025,7 @@ int pvg_config_load(const char *path, struct pvg_config **out, struct pvg_error 
 	char *slash = strrchr(cfg->path, '/');
 	cfg->dir = slash == cfg->path ? pvg_strdup("/")
 				      : pvg_asprintf("%.*s", (int)(slash - cfg->path), cfg->path);
-	unsigned char md[32];
-	unsigned int mdlen = 0;
-	EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL);
-	pvg_hex(md, 32, cfg->sha256);
+	pvg_sha256_hex(text, len, cfg->sha256);
 	r = pvg_config_parse(cfg, text, len, path, err);
 	if (r < 0) {
 		pvg_config_free(cfg);

@@ -29,7 +29,7 @@ struct pvg_ctx {
 	const struct pvg_config *cfg;
 	enum pvg_phase phase;
 	const char *procfs; /* "/proc", or $PROVGATE_PROCFS for parser tests on a fixture tree */
-	const char *sysfs;  /* "/sys", or $PROVGATE_SYSFS (the environment's GPU driver, KFD) */
+	const char *sysfs;  /* "/sys", or $PROVGATE_SYSFS (the GPU driver's KFD tree; stand-ins in tests) */
 	uint64_t started_ns;
 	time_t started_at;
 

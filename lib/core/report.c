@@ -4,6 +4,7 @@
 
 #include "core/run.h"
 #include "sys/node.h"
+#include "sys/ns.h"
 
 cJSON *pvg_result_json(const struct pvg_result *r)
 {
@@ -40,6 +41,32 @@ static cJSON *gates_json(const struct pvg_result *results)
 	return gates;
 }
 
+/* Where provgate ran: "host" (the initial pid namespace) or "container", its namespaces and,
+ * inside a container, which one. */
+static cJSON *view_json(const char *procfs)
+{
+	struct pvg_self_view v;
+	cJSON *o = cJSON_CreateObject();
+	if (pvg_self_view_read(procfs, "/", &v) < 0) {
+		cJSON_AddNullToObject(o, "kind");
+		return o;
+	}
+	pvg_json_add_str(o, "kind", v.in_container ? "container" : "host");
+	cJSON *ns = cJSON_AddObjectToObject(o, "namespaces");
+	pvg_json_add_u64(ns, "pid", v.ns.pid);
+	pvg_json_add_u64(ns, "mnt", v.ns.mnt);
+	pvg_json_add_u64(ns, "net", v.ns.net);
+	if (v.have_container) {
+		cJSON *c = cJSON_AddObjectToObject(o, "container");
+		pvg_json_add_str(c, "engine", v.container.engine);
+		pvg_json_add_str(c, "id", v.container.id[0] ? v.container.id : NULL);
+		pvg_json_add_str(c, "from", v.how);
+	} else {
+		cJSON_AddNullToObject(o, "container");
+	}
+	return o;
+}
+
 cJSON *pvg_report_build(const struct pvg_run *run)
 {
 	cJSON *rep = cJSON_CreateObject();
@@ -74,6 +101,8 @@ cJSON *pvg_report_build(const struct pvg_run *run)
 		pvg_json_add_str(host, "node_from", "SLURMD_NODENAME (not a usable node name)");
 	}
 	pvg_json_add_str(host, "slurm_job_id", node.job[0] ? node.job : NULL);
+
+	cJSON_AddItemToObject(rep, "view", view_json("/proc")); /* provgate itself: the real /proc */
 
 	cJSON *config = cJSON_AddObjectToObject(rep, "config");
 	pvg_json_add_str(config, "path", run->cfg->path);

@@ -599,6 +599,8 @@ static enum pvg_attribution line_attr(struct pvg_marker_scan *s, const char *ls,
 {
 	struct pvg_line_head h;
 	pvg_line_head_parse(ls, (size_t)(le - ls), s->now, &h);
+	/* another process's line written while the service runs (not an earlier run's) */
+	s->line_recent = h.has_time && h.time >= s->view->start.tv_sec;
 	return pvg_attribute(&h, s->view, s->file_after_start);
 }
 
@@ -644,6 +646,8 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 					} else {
 						marker_line(s, ls, (size_t)(le - ls), (size_t)(hit - ls), a,
 							    base + (uint64_t)(ls - start));
+						if (a == PVG_ATTR_FOREIGN_PID && s->line_recent)
+							s->markers_foreign_recent++;
 					}
 				} else if (kind == 1) {
 					if (live) {

@@ -125,12 +125,16 @@ struct pvg_marker_scan {
 	enum pvg_attribution *fact_attr; /* per fact: the first unattributed line's */
 	size_t *forbid_live, *forbid_unattributed;
 	size_t attr_count[4];     /* marker lines per attribution */
+	/* marker lines of a pid outside the tree stamped at or after the service's start:
+	 * another process writes this log now (another container, a second service) */
+	size_t markers_foreign_recent;
 	struct pvg_marker_sample not_selected, forbidden, unmatched, unattributed;
 
 	/* streaming state of an overlong line */
 	bool cont;
 	enum pvg_attribution cont_attr;
 	bool cont_marker_seen;
+	bool line_recent; /* the line being attributed is stamped at or after the start */
 	bool *cont_forbid_seen;
 	size_t max_pattern;
 };

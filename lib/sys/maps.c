@@ -112,7 +112,21 @@ void pvg_mapped_files_build(const char *procfs, pid_t pid, const struct pvg_maps
 			if (k != i && strcmp(out->f[k].path, f->path) != 0 &&
 			    strcmp(pvg_basename(out->f[k].path), pvg_basename(f->path)) == 0)
 				f->duplicate = true;
-		if (stat(f->path, &st) < 0) {
+		/* the path as the process sees it: in its own mount namespace, through its root
+		 * (another user's process cannot be entered: then the path as provgate sees it) */
+		_cleanup_free_ char *in_ns = pvg_asprintf("%s/%d/root%s", procfs, (int)pid, f->path);
+		int sr = stat(in_ns, &st);
+		int se = sr < 0 ? errno : 0;
+		if (se == EACCES || se == EPERM || se == ENOENT) {
+			/* ENOENT: the path is gone there, or a fixture tree has no root links */
+			_cleanup_free_ char *root = pvg_asprintf("%s/%d/root", procfs, (int)pid);
+			struct stat rs;
+			if (se != ENOENT || lstat(root, &rs) < 0)
+				sr = stat(f->path, &st);
+			else
+				errno = se;
+		}
+		if (sr < 0) {
 			f->stat_err = errno;
 			f->replaced = !f->deleted; /* a deleted file is reported as such */
 			continue;

@@ -53,6 +53,18 @@ bool pvg_targets_in_tree(const struct pvg_targets *t, pid_t pid)
 	return p && p->in_tree;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+bool pvg_targets_tree_has_ns_pid(const struct pvg_targets *t, pid_t pid)
+{
+	return t && t->n_tree_ns_pids &&
+	       bsearch(&pid, t->tree_ns_pids, t->n_tree_ns_pids, sizeof(pid_t), cmp_pid);
+}
+
 void pvg_targets_free(void *ptr)
 {
 	struct pvg_targets *t = ptr;
@@ -64,6 +76,7 @@ void pvg_targets_free(void *ptr)
 	pvg_msg_clear(&t->msg);
 	free(t->targets);
 	free(t->strays);
+	free(t->tree_ns_pids);
 	free(t);
 }
 
@@ -262,6 +275,115 @@ static void fill_uids(struct pvg_targets *t)
 	}
 }
 
+/* Namespaces and own-namespace pids of the tree, the selected and the service processes. A
+ * process whose NSpid cannot be read (a kernel before 4.1, or gone) keeps pid as its
+ * own-namespace pid when it shares provgate's pid namespace or its namespace cannot be read
+ * either. */
+static void fill_ns(struct pvg_targets *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		if (!(p->family || p->matched || p->in_tree) || p->ns_pid)
+			continue;
+		(void)pvg_ns_read("/proc", p->pid, &p->ns);
+		struct pvg_nspid n;
+		if (pvg_proc_nspid("/proc", p->pid, &n) == 0)
+			p->ns_pid = pvg_nspid_inner(&n);
+		else if (!p->ns.pid || p->ns.pid == t->self_pidns)
+			p->ns_pid = p->pid; /* provgate's namespace (or gone: as it was seen) */
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (t->procs[i].in_tree && t->procs[i].ns_pid)
+			add_pid(&t->tree_ns_pids, &t->n_tree_ns_pids, t->procs[i].ns_pid);
+	if (t->n_tree_ns_pids)
+		qsort(t->tree_ns_pids, t->n_tree_ns_pids, sizeof(pid_t), cmp_pid);
+}
+
+static bool kernel_thread(const struct pvg_proc *p)
+{
+	return p->pid == 2 || p->ppid == 2;
+}
+
+/*
+ * A pidfile's pid is a pid of the namespace its writer ran in: a service in a container
+ * writes 1 or 57, which on the host is init or a kernel thread. Every process whose pid in
+ * its own namespace is that number is a candidate (a process of provgate's namespace is one
+ * when its pid is the number); one that started after the pidfile was written did not
+ * write it; among several, the service processes (service.family / match) are kept.
+ */
+static struct pvg_proc *resolve_pidfile(struct pvg_targets *t, pid_t pid, const char *pidfile,
+					struct timespec mtime)
+{
+	struct pvg_proc **cand = NULL;
+	size_t n = 0, reused = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		if (p->zombie || kernel_thread(p))
+			continue;
+		pid_t own = 0;
+		struct pvg_ns_ids ns;
+		if (pvg_ns_read("/proc", p->pid, &ns) < 0 || ns.pid == t->self_pidns || !ns.pid) {
+			own = p->pid;
+		} else {
+			struct pvg_nspid np;
+			if (pvg_proc_nspid("/proc", p->pid, &np) == 0)
+				own = pvg_nspid_inner(&np);
+		}
+		if (own != pid)
+			continue;
+		if (mtime.tv_sec && ts_ns(p->start) > ts_ns(mtime) + t->tick_ns) {
+			reused++;
+			continue;
+		}
+		cand = pvg_xrealloc(cand, n + 1, sizeof(*cand));
+		cand[n++] = p;
+	}
+	if (n > 1) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (cand[i]->family && !cand[i]->self)
+				cand[k++] = cand[i];
+		if (k)
+			n = k;
+	}
+	/* still several: the writer sees the pidfile at that path in its own mount namespace
+	 * (a process of another container usually does not) */
+	struct stat pf;
+	_cleanup_free_ char *abs = n > 1 ? realpath(pidfile, NULL) : NULL;
+	if (abs && stat(abs, &pf) == 0) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			_cleanup_free_ char *via = pvg_asprintf("/proc/%d/root%s", (int)cand[i]->pid, abs);
+			struct stat st;
+			int r = stat(via, &st) == 0 ? 0 : -errno;
+			/* a root provgate may not enter could see it: that one stays a candidate */
+			if ((r == 0 && st.st_dev == pf.st_dev && st.st_ino == pf.st_ino) ||
+			    r == -EACCES || r == -EPERM)
+				cand[k++] = cand[i];
+		}
+		if (k)
+			n = k;
+	}
+	struct pvg_proc *found = n == 1 ? cand[0] : NULL;
+	if (n > 1) {
+		t->err = -ENOTUNIQ;
+		t->msg.text = pvg_asprintf("pidfile %s names pid %d, which is the pid of %zu processes in "
+				      "different pid namespaces that all see the pidfile (first %d and %d "
+				      "in provgate's view)",
+				      pidfile, (int)pid, n, (int)cand[0]->pid, (int)cand[1]->pid);
+	} else if (!n) {
+		t->err = -ESRCH;
+		t->msg.text = reused ? pvg_asprintf("pidfile %s names pid %d, but that process started "
+					       "after the pidfile was written: the pid was reused",
+					       pidfile, (int)pid)
+				: pvg_asprintf("pidfile %s names pid %d, which is not running (in "
+					       "any pid namespace provgate can see)",
+					       pidfile, (int)pid);
+	}
+	free(cand);
+	return found;
+}
+
 static void select_targets(const struct pvg_service_spec *svc, struct pvg_targets *t)
 {
 	struct stat self_exe_st;
@@ -295,22 +417,15 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 				return;
 			}
 		}
-		struct pvg_proc *p = (struct pvg_proc *)pvg_targets_find(t, pid);
-		if (!p) {
+		struct pvg_proc *p;
+		if (t->how == PVG_SELECT_PIDFILE) {
+			p = resolve_pidfile(t, pid, svc->pidfile, pidfile_mtime);
+			if (!p)
+				return;
+			pid = p->pid;
+		} else if (!(p = (struct pvg_proc *)pvg_targets_find(t, pid))) {
 			t->err = -ESRCH;
-			t->msg.text = t->how == PVG_SELECT_PID
-					 ? pvg_asprintf("service.pid %d is not running", (int)pid)
-					 : pvg_asprintf("pidfile %s names pid %d, which is not running",
-							svc->pidfile, (int)pid);
-			return;
-		}
-		/* a process that started after the pidfile was written did not write it */
-		if (t->how == PVG_SELECT_PIDFILE && pidfile_mtime.tv_sec &&
-		    ts_ns(p->start) > ts_ns(pidfile_mtime) + t->tick_ns) {
-			t->err = -ESRCH;
-			t->msg.text = pvg_asprintf("pidfile %s names pid %d, but that process started after "
-					      "the pidfile was written: the pid was reused",
-					      svc->pidfile, (int)pid);
+			t->msg.text = pvg_asprintf("service.pid %d is not running", (int)pid);
 			return;
 		}
 		if (p->self) {
@@ -362,7 +477,9 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 	const struct pvg_proc *root = pvg_targets_find(t, t->primary);
 	for (;;) {
 		const struct pvg_proc *parent = pvg_targets_find(t, root->ppid);
-		if (!parent || parent == root || parent->pid <= 1 || parent->self ||
+		/* pid 1 is the service's own top process in a container's pid namespace; the
+		 * host's init is never a service process */
+		if (!parent || parent == root || parent->ppid == parent->pid || parent->self ||
 		    !(parent->family || parent->matched))
 			break;
 		root = parent;
@@ -391,8 +508,12 @@ int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **ou
 		pvg_targets_free(t);
 		return r;
 	}
+	struct pvg_ns_ids self;
+	if (pvg_ns_read("/proc", 0, &self) == 0)
+		t->self_pidns = self.pid;
 	select_targets(svc, t);
 	fill_uids(t);
+	fill_ns(t);
 	t->scan_ns = pvg_now_ns() - t0;
 	*out = t;
 	return 0;
@@ -445,11 +566,14 @@ void pvg_fd_scan_clear(struct pvg_fd_scan *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static void add_hit(struct pvg_fd_scan *s, pid_t pid, uint64_t inode, const char *path)
+static void add_hit(struct pvg_fd_scan *s, const struct pvg_proc *p, uint64_t inode,
+		    const char *path)
 {
+	pid_t pid = p->pid;
 	s->hits = pvg_xrealloc(s->hits, s->n_hits + 1, sizeof(*s->hits));
 	s->hits[s->n_hits++] = (struct pvg_fd_holder){
 		.pid = pid,
+		.in_tree = p->in_tree,
 		.socket_inode = inode,
 		.path = path ? pvg_strdup(path) : NULL,
 	};
@@ -491,7 +615,7 @@ int pvg_proc_fds(const char *procfs, pid_t pid, pvg_fd_fn fn, void *opaque)
 struct fd_match {
 	const struct fd_scan_job *job;
 	struct pvg_fd_scan *out;
-	pid_t pid;
+	const struct pvg_proc *p;
 	bool want_dev;
 };
 
@@ -504,11 +628,11 @@ static bool match_fd(void *opaque, int dirfd, int fd, const char *link)
 		uint64_t ino = strtoull(link + 8, NULL, 10);
 		for (size_t k = 0; k < m->job->n_inodes; k++)
 			if (m->job->inodes[k] == ino) {
-				add_hit(m->out, m->pid, ino, NULL);
+				add_hit(m->out, m->p, ino, NULL);
 				break;
 			}
 	} else if (m->want_dev && link[0] == '/' && device_matches(m->job->devices, link)) {
-		add_hit(m->out, m->pid, 0, link);
+		add_hit(m->out, m->p, 0, link);
 	}
 	return true;
 }
@@ -520,12 +644,12 @@ static void fd_scan_range(void *arg)
 	struct pvg_fd_scan *out = &job->out;
 	for (size_t i = job->from; i < job->to; i++) {
 		const struct pvg_proc *p = &t->procs[i];
-		bool want_dev = job->devices && !p->in_tree;
+		bool want_dev = job->devices != NULL;
 		if (p->self || p->zombie || (!want_dev && job->n_inodes == 0))
 			continue;
 		if (p->pid == 2 || p->ppid == 2)
 			continue; /* kernel threads hold no files */
-		struct fd_match m = { job, out, p->pid, want_dev };
+		struct fd_match m = { job, out, p, want_dev };
 		int r = pvg_proc_fds(job->procfs, p->pid, match_fd, &m);
 		if (r == -EACCES || r == -EPERM)
 			add_pid(&out->denied, &out->n_denied, p->pid);

@@ -5,6 +5,7 @@
  * Callers share one snapshot per evaluation (checks/facts.h caches it).
  */
 #pragma once
+#include "sys/ns.h"
 #include "util/util.h"
 
 /* How the service is found (the config's "service" section). */
@@ -28,6 +29,9 @@ struct pvg_proc {
 	bool matched;           /* selected by service.pid / pidfile / match */
 	bool family;            /* matches service.family or service.match */
 	bool in_tree;           /* inside the service tree */
+	/* read for processes of the tree, selected ones and service processes only: */
+	struct pvg_ns_ids ns;   /* its namespaces (0: not read) */
+	pid_t ns_pid;           /* its pid in its own pid namespace (NSpid); 0: not read */
 };
 
 enum pvg_select { PVG_SELECT_NONE = 0, PVG_SELECT_PID, PVG_SELECT_PIDFILE, PVG_SELECT_MATCH };
@@ -38,7 +42,9 @@ struct pvg_targets {
 	enum pvg_select how;
 	/* 0 when a target was found; otherwise -EDESTADDRREQ (nothing configured), -ESRCH (no
 	 * such process / none matched / pidfile names a dead or reused pid), -ENOENT (pidfile
-	 * missing), -EINVAL (pidfile content), -EACCES (pidfile unreadable); msg.text says which. */
+	 * missing), -EINVAL (pidfile content), -EACCES (pidfile unreadable), -ENOTUNIQ (the
+	 * pidfile's pid names a process in more than one pid namespace); msg.text says which.
+	 * A pidfile's pid is a pid in its writer's namespace: it is resolved through NSpid. */
 	int err;
 	struct pvg_msg msg;
 	pid_t root;       /* root of the service tree: the target's topmost service ancestor */
@@ -47,12 +53,19 @@ struct pvg_targets {
 	size_t n_targets;
 	pid_t *strays;    /* selected (matching) processes outside the tree */
 	size_t n_strays;
+	/* the pids the tree's processes have in their own pid namespaces (sorted): what the
+	 * service writes in its log prefixes and pidfiles */
+	pid_t *tree_ns_pids;
+	size_t n_tree_ns_pids;
+	uint64_t self_pidns; /* provgate's own pid namespace */
 	long tick_ns;     /* resolution of start times */
 	uint64_t scan_ns; /* how long the snapshot took */
 };
 
 const struct pvg_proc *pvg_targets_find(const struct pvg_targets *t, pid_t pid);
 bool pvg_targets_in_tree(const struct pvg_targets *t, pid_t pid);
+/* Is pid, read as a pid of the writer's own pid namespace, a process of the tree? */
+bool pvg_targets_tree_has_ns_pid(const struct pvg_targets *t, pid_t pid);
 void pvg_targets_free(void *t);
 
 
@@ -69,6 +82,7 @@ bool pvg_proc_matches_any(const struct pvg_proc *p, const struct pvg_strv *patte
 /* Who holds what: one pass over /proc/<pid>/fd of the snapshot's processes. */
 struct pvg_fd_holder {
 	pid_t pid;
+	bool in_tree;          /* the holder is a process of the service tree */
 	uint64_t socket_inode; /* 0 unless a wanted socket */
 	char *path;            /* the device path for a GPU device hit */
 };
@@ -85,8 +99,8 @@ struct pvg_fd_scan {
  * /dev/nvidia*. Returns a static string list owned by the function. */
 const struct pvg_strv *pvg_gpu_device_globs(void);
 /* Scans fds of every process of t but provgate itself: socket:[inode] for each of inodes,
- * and (when devices is non-NULL) paths matching a device glob, only for processes outside
- * the tree. */
+ * and (when devices is non-NULL) paths matching a device glob (hits of the tree's own
+ * processes have in_tree set). */
 int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
 		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out);
 void pvg_fd_scan_clear(struct pvg_fd_scan *s);

@@ -594,3 +594,11 @@ void pvg_pair_cancel(struct pvg_pair_job *j)
 	pvg_file_id_clear(&b);
 	pvg_file_id_clear(&i);
 }
+
+void pvg_sha256_hex(const void *data, size_t n, char out[65])
+{
+	unsigned char d[32];
+	unsigned int dl = 0;
+	EVP_Digest(data, n, d, &dl, EVP_sha256(), NULL);
+	pvg_hex(d, 32, out);
+}

@@ -24,6 +24,9 @@ struct pvg_file_id {
 	bool digest_by_compare;
 };
 
+/* SHA-256 of bytes in memory, as 64 lowercase hex digits. */
+void pvg_sha256_hex(const void *data, size_t n, char out[65]);
+
 /* Opens without blocking (FIFOs), fstats, refuses non-regular files with -EINVAL
  * (err_what says why), hashes the regular file on the same fd. */
 int pvg_hash_file(const char *path, struct pvg_file_id *out);

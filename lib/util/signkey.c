@@ -8,6 +8,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "util/hash.h"
 #include "util/signkey.h"
 
 #define KEY_FILE_MAX (64u << 10)
@@ -59,14 +60,6 @@ static const char *crypto_reason(const char *fallback)
 	return r ? r : fallback;
 }
 
-static void sha256_hex(const void *data, size_t n, char out[65])
-{
-	unsigned char d[32];
-	unsigned int dl = 0;
-	EVP_Digest(data, n, d, &dl, EVP_sha256(), NULL);
-	pvg_hex(d, 32, out);
-}
-
 /* securesystemslib 0.26's keyid: sha256 of the canonical JSON of its key metadata; canonical
  * JSON sorts keys and escapes only '\\' and '"' (a PEM has neither). */
 static int sslib_keyid(struct pvg_key *k)
@@ -99,7 +92,7 @@ static int sslib_keyid(struct pvg_key *k)
 			"{\"keyid_hash_algorithms\":[\"sha256\",\"sha512\"],\"keytype\":\"%s\","
 			"\"keyval\":{\"public\":\"%s%s\"},\"scheme\":\"%s\"}",
 			keytype, public, nl && k->type == PVG_KEY_ECDSA_P256 ? "\n" : "", scheme);
-		sha256_hex(meta, strlen(meta), nl ? k->sslib_keyid_nl : k->sslib_keyid);
+		pvg_sha256_hex(meta, strlen(meta), nl ? k->sslib_keyid_nl : k->sslib_keyid);
 	}
 	return 0;
 }
@@ -137,7 +130,7 @@ static int key_from_pkey(EVP_PKEY *pkey, struct pvg_key **out, struct pvg_msg *w
 		pvg_key_free(k);
 		return -EIO;
 	}
-	sha256_hex(der, (size_t)dl, k->keyid);
+	pvg_sha256_hex(der, (size_t)dl, k->keyid);
 	OPENSSL_free(der);
 	*out = k;
 	return 0;

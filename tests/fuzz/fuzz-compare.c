@@ -13,8 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t b_off = z ? a + 1 : a;
 	cJSON *ja = cJSON_ParseWithLength((const char *)data, a);
 	cJSON *jb = cJSON_ParseWithLength((const char *)data + b_off, size - b_off);
-	struct pvg_compare_input ai = { "a.json", ja, ja ? NULL : "not JSON" };
-	struct pvg_compare_input bi = { "b.json", jb, jb ? NULL : "not JSON" };
+	struct pvg_compare_input ai = { "a.json", ja, ja ? NULL : "not JSON", NULL };
+	struct pvg_compare_input bi = { "b.json", jb, jb ? NULL : "not JSON", NULL };
 	const char *decl[] = { "fact.block size", "service.shared_objects.*", "service.args.--x" };
 	struct pvg_compare c;
 	pvg_compare_reports(&ai, &bi, decl, 3, &c);

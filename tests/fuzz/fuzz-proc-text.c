@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer target: /proc/<pid>/maps and /proc/net/tcp{,6} text on arbitrary bytes. */
+/* libFuzzer target: /proc/<pid>/maps, /proc/net/tcp{,6}, the NSpid line of status and
+ * /proc/<pid>/cgroup text on arbitrary bytes. */
 /* Built by tests/fuzz/build.sh. */
+#include "formats/container.h"
 #include "formats/maps.h"
 #include "formats/net-tcp.h"
 
@@ -20,5 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		pvg_tcp_table_clear(&t);
 	}
+	struct pvg_nspid nspid;
+	pvg_nspid_parse((const char *)data, size, &nspid);
+	struct pvg_container ctr;
+	pvg_cgroup_container((const char *)data, size, &ctr);
 	return 0;
 }

@@ -8,7 +8,7 @@
  *   fake-service [--server] [--lib PATH]... [--port N] [--workers N] [--device PATH]
  *                [--pidfile PATH] [--engine-pidfile PATH] [--title T] [--tag WORD]
  *                [--comm NAME] [--churn] [--log PATH [--prefix P] [--multiple K]]
- *                [--serve-args "ARGS"]
+ *                [--serve-args "ARGS"] [--host ADDR]
  *
  * --log: the engine appends vLLM-format lines to PATH: its settings at start, and on each
  * SIGUSR1 (a "request") one dispatch marker per line "M N DTYPE" of PATH.request. The new
@@ -19,12 +19,18 @@
  * --server: the top process becomes "vllm serve fixture" (holding the port) and forks the
  * engine; without it the engine is the top process. --serve-args: the server's command line
  * goes on with ARGS, as `vllm serve MODEL ARGS` keeps its own; the engine's config line
- * follows them (--block-size N, --enable-prefix-caching), as vLLM's does. --churn: the engine keeps forking workers
+ * follows them (--block-size N, --enable-prefix-caching), as vLLM's does. With --log, the API server logs its
+ * start as vLLM's does, "(APIServer pid=N) INFO ... Starting vLLM API server 0 on
+ * http://HOST:PORT", and the engine prefixes its lines "(EngineCore_DP0 pid=N)": vLLM's
+ * decorate_logs() prints os.getpid(), the pid in the process's own pid namespace (in a
+ * container, not the host's). --host: the address the port is bound to (default 127.0.0.1;
+ * 0.0.0.0 as `vllm serve --host 0.0.0.0` in a container with a published port). --churn: the engine keeps forking workers
  * that exit at once (processes that exit while being scanned).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,9 +49,10 @@ static size_t arg_len;
 static struct {
 	bool server, churn;
 	const char *lib[4], *device, *pidfile, *engine_pidfile, *title, *tag, *comm;
-	const char *log, *prefix, *serve_args;
+	const char *log, *prefix, *serve_args, *host;
 	int n_lib, port, workers, multiple;
-} opt = { .title = "VLLM::EngineCore", .prefix = "DCU_KERNEL_DIAG", .multiple = 256 };
+} opt = { .title = "VLLM::EngineCore", .prefix = "DCU_KERNEL_DIAG", .multiple = 256,
+	    .host = "127.0.0.1" };
 
 static pid_t children[64];
 static int n_children;
@@ -102,8 +109,11 @@ static int listen_on(int port)
 		die("socket");
 	int one = 1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, opt.host, &a.sin_addr) != 1) {
+		errno = EINVAL;
+		die(opt.host);
+	}
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 16) < 0)
 		die("bind/listen");
 	return fd;
@@ -120,6 +130,9 @@ static sigset_t wait_set(void)
 	return s;
 }
 
+/* The process's name in its log prefix, as vLLM's decorate_logs() writes it. */
+static const char *log_name = "EngineCore_DP0";
+
 /* One vLLM-format log line from this process: "(EngineCore_DP0 pid=N) INFO MM-DD HH:MM:SS". */
 static void log_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_line(FILE *f, const char *fmt, ...)
@@ -127,7 +140,7 @@ static void log_line(FILE *f, const char *fmt, ...)
 	time_t now = time(NULL);
 	struct tm tm;
 	localtime_r(&now, &tm);
-	fprintf(f, "(EngineCore_DP0 pid=%d) INFO %02d-%02d %02d:%02d:%02d [fake_service.py:%d] ",
+	fprintf(f, "(%s pid=%d) INFO %02d-%02d %02d:%02d:%02d [fake_service.py:%d] ", log_name,
 		(int)getpid(), tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		__LINE__);
 	va_list ap;
@@ -230,8 +243,6 @@ static void engine(int ready_fd)
 	}
 	if (opt.port && !opt.server)
 		listen_on(opt.port);
-	if (opt.device && open(opt.device, O_RDONLY) < 0)
-		die(opt.device);
 	int p[2];
 	if (pipe(p) < 0)
 		die("pipe");
@@ -252,6 +263,10 @@ static void engine(int ready_fd)
 			die("worker did not start");
 	}
 	close(p[0]);
+	/* after the fork: the engine holds the GPU, as vLLM's in-process executor does, and the
+	 * driver lists it once (workers that inherited the fd would not be listed) */
+	if (opt.device && open(opt.device, O_RDONLY) < 0)
+		die(opt.device);
 	if (opt.log) {
 		FILE *f = fopen(opt.log, "a");
 		if (!f)
@@ -307,6 +322,8 @@ int main(int argc, char **argv)
 			opt.prefix = strdup(argv[++i]);
 		else if (v && strcmp(a, "--multiple") == 0)
 			opt.multiple = atoi(argv[++i]);
+		else if (v && strcmp(a, "--host") == 0)
+			opt.host = strdup(argv[++i]);
 		else if (v && strcmp(a, "--title") == 0)
 			opt.title = strdup(argv[++i]);
 		else if (v && strcmp(a, "--serve-args") == 0)
@@ -327,6 +344,15 @@ int main(int argc, char **argv)
 	set_server_title();
 	if (opt.port)
 		listen_on(opt.port);
+	if (opt.log) {
+		FILE *f = fopen(opt.log, "a");
+		if (!f)
+			die(opt.log);
+		log_name = "APIServer";
+		log_line(f, "Starting vLLM API server 0 on http://%s:%d", opt.host, opt.port);
+		log_name = "EngineCore_DP0";
+		fclose(f);
+	}
 	int p[2];
 	if (pipe(p) < 0)
 		die("pipe");

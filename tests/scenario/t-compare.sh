@@ -112,6 +112,46 @@ test_clean_ab_with_one_declared_change_is_like_for_like() {
 	assert_eq "$(echo "$out" | jq -r .like_for_like)" true
 }
 
+# compare --attest: the comparison as a signed in-toto Statement whose subjects are the two
+# report files; verify-attestation checks it against them, and refuses a refused A/B.
+test_compare_attestation_names_both_reports_and_verifies() {
+	setup
+	need openssl
+	openssl genpkey -algorithm ed25519 -out key.pem 2>/dev/null
+	chmod 600 key.pem
+	openssl pkey -in key.pem -pubout -out pub.pem 2>/dev/null
+	baseline
+	start_side "--block-size 832"
+	certify_side cand.json 832
+	pg compare base.json cand.json "${declared[@]}" --json cmp.json --attest cmp.att --sign-key key.pem
+	assert_eq "$rc" 0 "compare exit ($out $err)"
+	local payload
+	payload=$(jq -r .payload cmp.att | base64 -d)
+	assert_eq "$(echo "$payload" | jq -r .predicateType)" "https://provgate.dev/attestation/compare/v1"
+	assert_eq "$(echo "$payload" | jq -r '[.subject[].name] | join(" ")')" "base.json cand.json"
+	assert_eq "$(echo "$payload" | jq -r '.subject[0].digest.sha256')" "$(sha256sum <base.json | cut -d' ' -f1)"
+	assert_eq "$(echo "$payload" | jq -c .predicate)" "$(jq -c . cmp.json)" "predicate is the --json document"
+	validate cmp.att
+	pg verify-attestation cmp.att --key pub.pem --artifact base.json --artifact cand.json
+	assert_eq "$rc" 0 "verify ($out $err)"
+	# a report edited after the comparison is no longer the one attested
+	jq '.name = "edited"' base.json >base2.json && mv base2.json base.json
+	pg verify-attestation cmp.att --key pub.pem --artifact base.json
+	assert_eq "$rc" 1
+	assert_contains "$out" "attestation.artifact-mismatch"
+	# a refused comparison is attested as refused, and verifies as not certified
+	pg compare cand.json cand.json --attest same.att --sign-key key.pem
+	assert_eq "$rc" 1
+	pg verify-attestation same.att --key pub.pem
+	assert_eq "$rc" 1
+	assert_contains "$out" "like_for_like is false"
+	# a key file others can read is refused before anything is compared
+	chmod 644 key.pem
+	pg compare base.json cand.json --attest x.att --sign-key key.pem
+	assert_eq "$rc" 2
+	[ ! -e x.att ] || fail "an attestation was written with a readable key"
+}
+
 test_declared_fact_equal_on_both_sides_is_refused() {
 	setup
 	start_side "--block-size 832"

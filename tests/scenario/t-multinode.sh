@@ -228,6 +228,19 @@ test_both_nodes_clean_give_a_merged_certificate() {
 	assert_eq "$(grep -c '<testcase ' cluster.xml)" 2
 	assert_not_contains "$(cat cluster.xml)" "<failure"
 	/usr/bin/python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' cluster.xml
+	# the cluster verdict as a signed attestation: subjects are the agreed artifacts
+	openssl genpkey -algorithm ed25519 -out key.pem 2>/dev/null && chmod 600 key.pem
+	openssl pkey -in key.pem -pubout -out pub.pem 2>/dev/null
+	pg merge reports --nodes 'n[1-2]' --json cluster2.json --attest cluster.att --sign-key key.pem
+	assert_eq "$rc" 0 "merge --attest ($out $err)"
+	assert_eq "$(jq -r .payload cluster.att | base64 -d | jq -r .predicateType)" \
+		"https://provgate.dev/attestation/cluster/v1"
+	assert_eq "$(jq -r .payload cluster.att | base64 -d | jq -r '.subject[0].name')" "_rocm_C.abi3.so"
+	validate cluster.att
+	pg verify-attestation cluster.att --key pub.pem --artifact builds/A/_rocm_C.abi3.so
+	assert_eq "$rc" 0 "verify the cluster attestation ($out $err)"
+	pg verify-attestation cluster.att --key pub.pem --artifact provgate.json
+	assert_eq "$rc" 1 "a file that is not the artifact"
 	# the job's own node list is the default, and the hostlist expands as Slurm's does
 	local nodelist
 	nodelist=$(srun -N2 --ntasks-per-node=1 -w n1 bash -c 'echo "$SLURM_JOB_NODELIST"' | head -n1)

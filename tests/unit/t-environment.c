@@ -414,7 +414,7 @@ static void compare_refuses_malformed_documents(void)
 	for (size_t i = 0; i < ARRAY_SIZE(docs); i++)
 		for (size_t k = 0; k < ARRAY_SIZE(docs); k++) {
 			cJSON *a = cJSON_Parse(docs[i]), *b = cJSON_Parse(docs[k]);
-			struct pvg_compare_input ai = { "a.json", a, NULL }, bi = { "b.json", b, NULL };
+			struct pvg_compare_input ai = { "a.json", a, NULL, NULL }, bi = { "b.json", b, NULL, NULL };
 			const char *decl[] = { "fact.*", "service.args.--x" };
 			struct pvg_compare c;
 			CHECK_INT(pvg_compare_reports(&ai, &bi, decl, 2, &c), 0);
@@ -427,7 +427,7 @@ static void compare_refuses_malformed_documents(void)
 			cJSON_Delete(a);
 			cJSON_Delete(b);
 		}
-	struct pvg_compare_input none = { "x.json", NULL, "not valid JSON at byte 3" };
+	struct pvg_compare_input none = { "x.json", NULL, "not valid JSON at byte 3", NULL };
 	struct pvg_compare c;
 	pvg_compare_reports(&none, &none, NULL, 0, &c);
 	CHECK_INT(c.n_problems, 2);

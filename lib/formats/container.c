@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/* Parsers for /proc namespace and cgroup text; see container.h. */
+#include <ctype.h>
+
+#include "formats/container.h"
+
+int pvg_nspid_parse(const char *status, size_t len, struct pvg_nspid *out)
+{
+	const char *p = status, *end = status + len;
+	memset(out, 0, sizeof(*out));
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		if (le - p >= 6 && memcmp(p, "NSpid:", 6) == 0) {
+			const char *s = p + 6;
+			while (s < le) {
+				while (s < le && (*s == ' ' || *s == '\t'))
+					s++;
+				if (s == le)
+					break;
+				uint64_t v = 0;
+				int digits = 0;
+				while (s < le && *s >= '0' && *s <= '9') {
+					if (++digits > 10)
+						return -EINVAL;
+					v = v * 10 + (uint64_t)(*s - '0');
+					s++;
+				}
+				if (!digits || v == 0 || v > 0x3fffffff ||
+				    (s < le && *s != ' ' && *s != '\t'))
+					return -EINVAL;
+				if (out->n == PVG_NSPID_MAX)
+					return -EINVAL;
+				out->pid[out->n++] = (pid_t)v;
+			}
+			return out->n ? 0 : -EINVAL;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return -ENOENT;
+}
+
+/* [p, p+n) holds only hex digits, and exactly 64 of them (every engine's full id) */
+static bool is_id(const char *p, size_t n)
+{
+	if (n != 64)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isxdigit((unsigned char)p[i]))
+			return false;
+	return true;
+}
+
+static void set(struct pvg_container *c, const char *engine, const char *id)
+{
+	snprintf(c->engine, sizeof(c->engine), "%s", engine);
+	memcpy(c->id, id, 64);
+	c->id[64] = 0;
+}
+
+/* One path component: does it name a container? */
+static bool component(const char *s, size_t n, bool under_kubepods, struct pvg_container *c)
+{
+	static const struct {
+		const char *prefix;
+		const char *engine;
+		bool conmon;
+	} scoped[] = {
+		{ "libpod-conmon-", "podman", true },
+		{ "libpod-", "podman", false },
+		{ "docker-", "docker", false },
+		{ "cri-containerd-", "containerd", false },
+		{ "crio-conmon-", "cri-o", true },
+		{ "crio-", "cri-o", false },
+	};
+	const char *scope = ".scope";
+	size_t body = n;
+	if (n > 6 && memcmp(s + n - 6, scope, 6) == 0)
+		body = n - 6;
+	for (size_t i = 0; i < ARRAY_SIZE(scoped); i++) {
+		size_t pl = strlen(scoped[i].prefix);
+		if (body > pl && memcmp(s, scoped[i].prefix, pl) == 0 && is_id(s + pl, body - pl)) {
+			set(c, scoped[i].engine, s + pl);
+			c->conmon = scoped[i].conmon;
+			return true;
+		}
+	}
+	/* cgroupfs layouts name the bare id: /docker/<id>, /kubepods/<qos>/pod<uid>/<id> */
+	if (is_id(s, n)) {
+		set(c, under_kubepods ? "containerd" : "docker", s);
+		return true;
+	}
+	return false;
+}
+
+static int scan_path(const char *s, const char *end, struct pvg_container *c)
+{
+	bool kube = false;
+	char pod[48] = "";
+	int found = 0;
+	struct pvg_container here;
+	while (s < end) {
+		while (s < end && *s == '/')
+			s++;
+		const char *e = memchr(s, '/', (size_t)(end - s));
+		if (!e)
+			e = end;
+		size_t n = (size_t)(e - s);
+		if (n >= 8 && memcmp(s, "kubepods", 8) == 0)
+			kube = true;
+		/* "pod<uid>" or "kubepods-burstable-pod<uid>.slice", '_' for '-' in systemd names */
+		const char *pp = n > 3 ? memmem(s, n, "pod", 3) : NULL;
+		while (pp && pp != s && pp[-1] != '-')
+			pp = memmem(pp + 3, n - (size_t)(pp + 3 - s), "pod", 3);
+		if (kube && pp) {
+			size_t l = n - (size_t)(pp + 3 - s);
+			if (l > 6 && memcmp(pp + 3 + l - 6, ".slice", 6) == 0)
+				l -= 6;
+			if (l > 0 && l < sizeof(pod)) {
+				memcpy(pod, pp + 3, l);
+				pod[l] = 0;
+				for (char *q = pod; *q; q++)
+					if (*q == '_')
+						*q = '-';
+			}
+		}
+		memset(&here, 0, sizeof(here));
+		if (n && component(s, n, kube, &here)) {
+			/* the innermost container wins (docker-in-docker); a monitor's cgroup never
+			 * hides the container's */
+			if (!found || !here.conmon)
+				*c = here;
+			found = 1;
+		}
+		s = e;
+	}
+	if (found && kube)
+		snprintf(c->pod, sizeof(c->pod), "%s", pod);
+	return found;
+}
+
+int pvg_cgroup_container(const char *text, size_t len, struct pvg_container *out)
+{
+	const char *p = text, *end = text + len;
+	memset(out, 0, sizeof(*out));
+	size_t lines = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		if (le > p) {
+			/* "hierarchy-id:controllers:path"; the path may itself hold ':' */
+			const char *c1 = memchr(p, ':', (size_t)(le - p));
+			const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
+			if (!c1 || !c2 || c2 + 1 >= le || c2[1] != '/')
+				return -EINVAL;
+			for (const char *d = p; d < c1; d++)
+				if (*d < '0' || *d > '9')
+					return -EINVAL;
+			lines++;
+			struct pvg_container c;
+			memset(&c, 0, sizeof(c));
+			if (scan_path(c2 + 1, le, &c) > 0) {
+				*out = c;
+				return 1;
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return lines ? 0 : -EINVAL;
+}
+
+int pvg_ns_link_parse(const char *link, const char *kind, uint64_t *ino)
+{
+	size_t kl = strlen(kind);
+	if (strncmp(link, kind, kl) != 0 || link[kl] != ':' || link[kl + 1] != '[')
+		return -EINVAL;
+	const char *s = link + kl + 2;
+	uint64_t v = 0;
+	int digits = 0;
+	while (*s >= '0' && *s <= '9') {
+		if (++digits > 20 || v > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*s++ - '0');
+	}
+	if (!digits || s[0] != ']' || s[1])
+		return -EINVAL;
+	*ino = v;
+	return 0;
+}
