@@ -252,7 +252,7 @@ static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *r
 {
 	struct pvg_roots roots;
 	pvg_ctx_roots(ctx, &roots);
-	struct pvg_strv attached = { 0 }, libraries = { 0 };
+	struct pvg_strv attached = { 0 }, libraries = { 0 }, witness = { 0 };
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pvg_proc *p = &t->procs[i];
 		if (!p->in_tree || p->zombie)
@@ -260,7 +260,7 @@ static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *r
 		struct pvg_service_facts f;
 		if (pvg_service_facts_read(&roots, p->pid, false, &f) < 0)
 			continue; /* exited since the snapshot */
-		pvg_profilers_find(&f, &attached, &libraries);
+		pvg_profilers_classify(&f, &attached, &libraries, &witness);
 		pvg_service_facts_clear(&f);
 	}
 	cJSON *a = cJSON_AddArrayToObject(res->evidence, "profilers");
@@ -270,6 +270,10 @@ static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *r
 	cJSON *l = cJSON_AddArrayToObject(res->evidence, "profiling_libraries");
 	for (size_t i = 0; i < libraries.n; i++)
 		cJSON_AddItemToArray(l, pvg_json_string(libraries.v[i]));
+	/* provgate's own dispatch witness counts launches without timing them: allowed */
+	cJSON *w = cJSON_AddArrayToObject(res->evidence, "witness");
+	for (size_t i = 0; i < witness.n; i++)
+		cJSON_AddItemToArray(w, pvg_json_string(witness.v[i]));
 	pvg_json_add_bool(res->evidence, "allow_profiler", ctx->cfg->allow_profiler);
 	enum pvg_status st = PVG_PASS;
 	if (!ctx->cfg->allow_profiler) {
@@ -285,6 +289,7 @@ static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *r
 	}
 	pvg_strv_clear(&attached);
 	pvg_strv_clear(&libraries);
+	pvg_strv_clear(&witness);
 	return st;
 }
 

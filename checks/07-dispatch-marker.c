@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "07-witness.h"
 #include "checks.h"
 #include "facts.h"
 
@@ -237,7 +238,7 @@ static void prepare_dispatch_marker(struct pvg_ctx *ctx)
 		pvg_ctx_set_slot(ctx, PVG_SLOT_MARKERS, read_markers(ctx), marker_read_free);
 }
 
-static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_result *res)
+static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
 	if (!configured(cfg)) {
@@ -245,7 +246,8 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 		pvg_summary(res, "%s is not configured", what);
 		pvg_problem(res, "dispatch-marker.not-configured",
 			    "set markers.log (the service's log) and markers.prefix (what the kernel "
-			    "prints when it is dispatched)",
+			    "prints when it is dispatched), or witness.dir and witness.require (the "
+			    "dispatch witness)",
 			    "no markers to check: %s is not set", what);
 		return PVG_UNVERIFIABLE;
 	}
@@ -450,6 +452,32 @@ out:
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
 	return status;
+}
+
+/* Markers, the witness, or both (each configured part must pass; a failure outranks an
+ * unverifiable part). */
+static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	if (!pvg_witness_configured(cfg))
+		return run_markers(ctx, res);
+	_cleanup_free_ char *wsum = NULL;
+	if (!configured(cfg)) {
+		enum pvg_status st = pvg_witness_check(ctx, res, &wsum);
+		if (st == PVG_PASS || !res->n_problems)
+			pvg_summary(res, "%s", wsum ? wsum : "witness");
+		else
+			pvg_summary(res, "%s", res->problems[0].message);
+		return st;
+	}
+	enum pvg_status ms = run_markers(ctx, res);
+	_cleanup_free_ char *msum = res->summary ? pvg_strdup(res->summary) : NULL;
+	enum pvg_status ws = pvg_witness_check(ctx, res, &wsum);
+	enum pvg_status st = ms == PVG_FAIL || ws == PVG_FAIL		  ? PVG_FAIL
+			     : ms == PVG_UNVERIFIABLE || ws == PVG_UNVERIFIABLE ? PVG_UNVERIFIABLE
+									      : PVG_PASS;
+	pvg_summary(res, "markers: %s; %s", msum ? msum : "?", wsum ? wsum : "witness");
+	return st;
 }
 
 const struct pvg_check pvg_check_dispatch_marker = {

@@ -63,8 +63,30 @@ static void push(struct pvg_strv *v, char *s)
 	v->v[v->n++] = s;
 }
 
+/* libprovgate-witness.so, the dispatch witness gate 7 reads: known, not a profiler */
+static bool is_witness(const char *path)
+{
+	return has_prefix(pvg_basename(path), "libprovgate-witness");
+}
+
+static void push_unique(struct pvg_strv *v, char *s)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], s) == 0) {
+			free(s);
+			return;
+		}
+	push(v, s);
+}
+
 void pvg_profilers_find(const struct pvg_service_facts *s, struct pvg_strv *attached,
 			struct pvg_strv *libraries)
+{
+	pvg_profilers_classify(s, attached, libraries, attached);
+}
+
+void pvg_profilers_classify(const struct pvg_service_facts *s, struct pvg_strv *attached,
+			    struct pvg_strv *libraries, struct pvg_strv *witness)
 {
 	for (size_t i = 0; i < s->n_objects; i++) {
 		enum pvg_profiler_kind k = pvg_profiler_library(s->objects[i].path);
@@ -78,6 +100,10 @@ void pvg_profilers_find(const struct pvg_service_facts *s, struct pvg_strv *atta
 		bool inject = false;
 		for (size_t k = 0; k < ARRAY_SIZE(injection_vars); k++)
 			inject |= strcmp(v->name, injection_vars[k]) == 0;
+		if (inject && v->value[0] && is_witness(v->value)) {
+			push_unique(witness, pvg_asprintf("provgate dispatch witness (%s)", v->name));
+			continue;
+		}
 		if ((inject && v->value[0]) || nsight_injection_var(v->name)) {
 			push(attached, pvg_asprintf("pid %d has %s=%s", (int)s->pid, v->name, v->value));
 			continue;

@@ -25,6 +25,12 @@ enum pvg_profiler_kind pvg_profiler_library(const char *path);
  * frameworks load anyway. */
 void pvg_profilers_find(const struct pvg_service_facts *s, struct pvg_strv *attached,
 			struct pvg_strv *libraries);
+/* The same, with provgate's own dispatch witness (an injection variable naming
+ * libprovgate-witness.so) apart: witness gets "provgate dispatch witness (NAME)" once, without
+ * a pid, so that two services compare equal only when both ran with it. pvg_profilers_find
+ * puts it in attached: the environment lists it with the profilers. */
+void pvg_profilers_classify(const struct pvg_service_facts *s, struct pvg_strv *attached,
+			    struct pvg_strv *libraries, struct pvg_strv *witness);
 
 /* The roots the reads go through: ctx->procfs, ctx->sysfs and /etc. */
 void pvg_ctx_roots(const struct pvg_ctx *ctx, struct pvg_roots *roots);

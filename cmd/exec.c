@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "cli.h"
+#include "exec-witness.h"
 #include "run-opts.h"
 
 
@@ -92,12 +93,24 @@ static int exec_main(int argc, char **argv)
 {
 	_cleanup_(cli_run_opts_done) struct run_opts o = { 0 };
 	bool run_anyway = false;
-	/* --run-anyway is exec's own flag; take it out before the shared parser sees it */
+	const char *witness = NULL;
+	/* --run-anyway and --witness DIR are exec's own flags; take them out before the shared
+	 * parser sees them */
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		if (strcmp(argv[i], "--run-anyway") == 0) {
 			run_anyway = true;
 			memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(char *));
 			argc--;
+			i--;
+		} else if (strcmp(argv[i], "--witness") == 0 || strncmp(argv[i], "--witness=", 10) == 0) {
+			int take = argv[i][9] == '=' ? 1 : 2;
+			witness = take == 1 ? argv[i] + 10 : i + 1 < argc ? argv[i + 1] : NULL;
+			if (!witness || !witness[0]) {
+				fprintf(stderr, "provgate exec: --witness needs a folder\n");
+				return EXIT_USAGE;
+			}
+			memmove(&argv[i], &argv[i + take], (size_t)(argc - i - take + 1) * sizeof(char *));
+			argc -= take;
 			i--;
 		}
 	int rc = cli_parse_run_opts(argc, argv, &o, true);
@@ -106,9 +119,20 @@ static int exec_main(int argc, char **argv)
 			printf("Usage: provgate %s\n\n%s\n", verb_exec.synopsis, verb_exec.help);
 			printf("      --run-anyway      run CMD even when certification fails (the "
 			       "result stays not certified)\n");
+			printf("      --witness DIR     run nothing: print the variables that start the "
+			       "service with the\n                        dispatch witness writing to DIR, "
+			       "and check that the live\n                        service has them\n");
 			cli_run_opts_help(stdout, true);
 		}
 		return rc;
+	}
+	if (witness) {
+		if (o.n_rest > 0) {
+			fprintf(stderr, "provgate exec: --witness starts nothing: start the service "
+					"with the variables it prints, then run exec -- CMD\n");
+			return EXIT_USAGE;
+		}
+		return cli_exec_witness(&o, witness);
 	}
 	if (o.n_rest == 0) {
 		fprintf(stderr, "provgate exec: no command; usage: provgate exec [options] -- CMD...\n");
@@ -239,7 +263,7 @@ const struct cli_verb verb_exec = {
 	.name = "exec",
 	.main = exec_main,
 	.synopsis = "exec [-c FILE] [--out FILE] [--attest FILE [--sign-key KEY.pem]] [--run-anyway]\n"
-		    "                 -- CMD...",
+		    "                 -- CMD...  |  exec [-c FILE] --witness DIR",
 	.help = "Certifies (all seven gates), runs CMD (the benchmark), then re-checks gates 3, 4,\n"
 		"5 and 7 after it: same bytes, same mapping, still no stale process, markers still\n"
 		"attributable. One report covers both checks. Exit 1 if either check failed, else\n"
@@ -247,5 +271,8 @@ const struct cli_verb verb_exec = {
 		"passed on to CMD (a terminal's ^C reaches it directly, once). The --out report is\n"
 		"written before CMD starts (state \"running\") and again at the end. CMD is not run\n"
 		"when certification fails (unless --run-anyway) or a report cannot be written.\n"
-		"The --attest file is written once, at the end: an attestation of the final report.\n",
+		"The --attest file is written once, at the end: an attestation of the final report.\n"
+		"With --witness DIR it runs nothing: it prints the variables that start the\n"
+		"service with the dispatch witness (libprovgate-witness.so) and checks that the\n"
+		"live service's processes have them.\n",
 };

@@ -102,7 +102,7 @@ static int show_process(const struct pvg_proc *p, long tick_ns, bool json, bool 
 			printf("  (maps inode %" PRIu64 ", path is inode %" PRIu64 " now)", f->inode,
 			       f->now_ino);
 		else if (f->replaced)
-			printf("  (path: %s)", strerror(f->stat_err));
+			printf("  (path: %s)", strerror(-f->stat_err));
 		else if (f->overwritten || f->ctime_close) {
 			char ct[48];
 			pvg_format_time(f->now_ctime.tv_sec, f->now_ctime.tv_nsec, ct, sizeof(ct));

@@ -22,6 +22,9 @@ ALLOWED = {
     "core": {"util", "formats", "sys", "core"},
     "checks": {"util", "formats", "sys", "core", "checks"},
     "cmd": {"util", "formats", "sys", "core", "checks", "cmd"},
+    # libprovgate-witness.so, loaded into the GPU service: the witness format and the AQL
+    # decoder of formats/ (libc only), nothing that needs libprovgate's dependencies
+    "witness": {"formats", "witness"},
 }
 PUBLIC = {"provgate.h", "pvg-version.h"}
 

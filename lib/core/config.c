@@ -25,6 +25,8 @@ enum field_kind {
 	F_PATHV, /* array of paths, each resolved against the config's folder */
 	F_INSTALL_MAP,
 	F_REQUIRE,
+	F_WITNESS_REQUIRE,
+	F_WITNESS_API,
 	F_SECTION,
 	F_SCHEMA, /* "$schema": a string, for editors; not used */
 };
@@ -91,6 +93,16 @@ static const struct field markers_fields[] = {
 	END,
 };
 
+static const struct field witness_fields[] = {
+	CFX("dir", F_PATH, witness.dir),
+	CF("require", F_WITNESS_REQUIRE, witness.require),
+	CF("forbid", F_STRV, witness.forbid),
+	CF("min_count", F_COUNT, witness.min_count),
+	CF("api", F_WITNESS_API, witness.api),
+	CFX("library", F_PATH, witness.library),
+	END,
+};
+
 static const struct field benchmark_fields[] = {
 	CF("inputs", F_PATHV, benchmark.inputs),
 	END,
@@ -106,6 +118,7 @@ static const struct field top_fields[] = {
 	{ "service", F_SECTION, 0, service_fields, false },
 	{ "code_object", F_SECTION, 0, code_object_fields, false },
 	{ "markers", F_SECTION, 0, markers_fields, false },
+	{ "witness", F_SECTION, 0, witness_fields, false },
 	{ "benchmark", F_SECTION, 0, benchmark_fields, false },
 	END,
 };
@@ -129,6 +142,7 @@ struct pvg_config *pvg_config_new(void)
 	cfg->service.pid = -1;
 	cfg->service.port = -1;
 	cfg->markers.min_count = 1;
+	cfg->witness.min_count = 1;
 	return cfg;
 }
 
@@ -179,6 +193,13 @@ void pvg_config_free(struct pvg_config *cfg)
 	free(cfg->markers.require);
 	strv_free(&cfg->markers.forbid);
 	strv_free(&cfg->markers.facts);
+	free(cfg->witness.dir);
+	for (size_t i = 0; i < cfg->witness.n_require; i++)
+		free(cfg->witness.require[i].kernel);
+	free(cfg->witness.require);
+	strv_free(&cfg->witness.forbid);
+	free(cfg->witness.api);
+	free(cfg->witness.library);
 	strv_free(&cfg->benchmark.inputs);
 	free(cfg);
 }
@@ -595,6 +616,82 @@ static int parse_require(const struct loader *ld, const char *key, const cJSON *
 	return 0;
 }
 
+/* "grid": [x] / [x, y] / [x, y, z], each 1..2^31-1; missing dimensions are 1 */
+static int parse_dims(const struct loader *ld, const char *key, const cJSON *j, uint32_t out[3])
+{
+	int n = cJSON_IsArray(j) ? cJSON_GetArraySize(j) : 0;
+	if (n < 1 || n > 3) {
+		set_err(ld->err, "%s: %s: expected an array of 1 to 3 positive integers", ld->origin,
+			key);
+		return -EINVAL;
+	}
+	out[0] = out[1] = out[2] = 1;
+	for (int d = 0; d < n; d++) {
+		char k[160];
+		snprintf(k, sizeof(k), "%s[%d]", key, d);
+		long v;
+		int r = parse_integer(ld, k, cJSON_GetArrayItem(j, d), 1, INT_MAX, &v);
+		if (r < 0)
+			return r;
+		out[d] = (uint32_t)v;
+	}
+	return 0;
+}
+
+static int parse_witness_require(const struct loader *ld, const char *key, const cJSON *j)
+{
+	struct pvg_config *cfg = ld->cfg;
+	if (!cJSON_IsArray(j)) {
+		set_err(ld->err, "%s: %s: expected an array of objects, got %s", ld->origin, key,
+			json_type_name(j));
+		return -EINVAL;
+	}
+	int n = cJSON_GetArraySize(j);
+	cfg->witness.require = pvg_xcalloc((size_t)n + 1, sizeof(*cfg->witness.require));
+	const cJSON *e;
+	int i = 0;
+	cJSON_ArrayForEach(e, j) {
+		char where[64];
+		snprintf(where, sizeof(where), "%s[%d]", key, i++);
+		if (!cJSON_IsObject(e)) {
+			set_err(ld->err, "%s: %s: expected an object with \"kernel\"", ld->origin,
+				where);
+			return -EINVAL;
+		}
+		int r = check_duplicates(ld, where, e);
+		if (r < 0)
+			return r;
+		struct pvg_witness_require *w = &cfg->witness.require[cfg->witness.n_require++];
+		w->min_count = -1;
+		for (const cJSON *f = e->child; f; f = f->next) {
+			char fk[128];
+			snprintf(fk, sizeof(fk), "%s.%s", where, f->string);
+			if (strcmp(f->string, "kernel") == 0) {
+				r = parse_string(ld, fk, f, &w->kernel);
+			} else if (strcmp(f->string, "grid") == 0) {
+				r = parse_dims(ld, fk, f, w->grid);
+			} else if (strcmp(f->string, "block") == 0) {
+				r = parse_dims(ld, fk, f, w->block);
+			} else if (strcmp(f->string, "min_count") == 0) {
+				r = parse_integer(ld, fk, f, 1, INT_MAX, &w->min_count);
+			} else {
+				_cleanup_free_ char *clean = pvg_utf8_sanitize(fk, strlen(fk));
+				set_err(ld->err, "%s: unknown key \"%s\" (known: kernel, grid, block, "
+					"min_count)", ld->origin, clean);
+				return -EINVAL;
+			}
+			if (r < 0)
+				return r;
+		}
+		if (!w->kernel || !w->kernel[0]) {
+			set_err(ld->err, "%s: %s: needs \"kernel\" (a kernel name or pattern)",
+				ld->origin, where);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int parse_field(const struct loader *ld, const struct field *f, const char *key,
 		       const cJSON *j)
 {
@@ -675,6 +772,18 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 		if (!cJSON_IsString(j)) {
 			set_err(ld->err, "%s: %s: expected a string (the schema's URI or path), got %s",
 				ld->origin, key, json_type_name(j));
+			return -EINVAL;
+		}
+		return 0;
+	case F_WITNESS_REQUIRE:
+		return parse_witness_require(ld, key, j);
+	case F_WITNESS_API:
+		r = parse_string(ld, key, j, (char **)dst);
+		if (r < 0)
+			return r;
+		if (strcmp(*(char **)dst, "cuda") != 0 && strcmp(*(char **)dst, "hsa") != 0) {
+			set_err(ld->err, "%s: %s: \"%s\" is not a witness API (cuda or hsa)",
+				ld->origin, key, *(char **)dst);
 			return -EINVAL;
 		}
 		return 0;

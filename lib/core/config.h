@@ -13,6 +13,14 @@
 #include "sys/scope.h"
 #include "util/util.h"
 
+/* A kernel the dispatch witness must have seen launched (witness.require). */
+struct pvg_witness_require {
+	char *kernel;     /* glob when it holds * ? [, else a substring; mangled or demangled */
+	uint32_t grid[3]; /* all 0: any grid */
+	uint32_t block[3];
+	long min_count;   /* -1: witness.min_count */
+};
+
 struct pvg_config {
 	char *path; /* absolute path of the file, NULL for a config built in memory */
 	char *dir;
@@ -44,6 +52,15 @@ struct pvg_config {
 		struct pvg_strv forbid;
 		struct pvg_strv facts;
 	} markers;
+	struct {
+		char *dir; /* the folder the service writes its witness files to */
+		struct pvg_witness_require *require;
+		size_t n_require;
+		struct pvg_strv forbid;
+		long min_count; /* default 1 */
+		char *api;      /* "cuda" or "hsa"; NULL: from arch */
+		char *library;  /* libprovgate-witness.so to start the service with; NULL: installed */
+	} witness;
 	struct {
 		struct pvg_strv inputs; /* dataset and prompt files, hashed into the report */
 	} benchmark;

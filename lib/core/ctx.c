@@ -19,6 +19,7 @@ static cJSON *new_chain(void)
 	cJSON_AddNullToObject(chain, "installed");
 	cJSON_AddNullToObject(chain, "processes");
 	cJSON_AddNullToObject(chain, "markers");
+	cJSON_AddNullToObject(chain, "witness");
 	return chain;
 }
 

@@ -127,7 +127,7 @@ void pvg_mapped_files_build(const char *procfs, pid_t pid, const struct pvg_maps
 				errno = se;
 		}
 		if (sr < 0) {
-			f->stat_err = errno;
+			f->stat_err = -errno;
 			f->replaced = !f->deleted; /* a deleted file is reported as such */
 			continue;
 		}

@@ -21,7 +21,7 @@ struct pvg_mapped_file {
 	uint64_t first_start, first_end; /* a mapping of it, for map_files */
 	size_t n_mappings;
 	/* what the path names now */
-	int stat_err; /* 0 or errno of stat(path) */
+	int stat_err; /* 0 or -errno of stat(path) */
 	uint64_t now_dev, now_ino;
 	struct timespec now_ctime;
 	bool replaced;    /* the path names another file now (or nothing) */

@@ -13,15 +13,16 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 	-D_GNU_SOURCE -fno-strict-aliasing -I"$src/lib" -I"$src/checks" -I"$out"
 	$(pkg-config --cflags libcjson libgit2 libproc2))
 printf '#define PVG_VERSION "fuzz"\n' >"$out/pvg-version.h"
-# the whole library (the gates' decisions are fuzzed too), instrumented but without main
+# the whole library (the gates' decisions are fuzzed too), instrumented but without main;
+# lib/witness is the injection library, not part of it (its format and decoder are)
 objs=()
 while IFS= read -r c; do
 	rel=${c#"$src"/}
 	o="$out/$(printf '%s' "${rel%.c}" | tr / -).o"
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
-done < <(find "$src/lib" "$src/checks" -name '*.c' | sort)
-targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config dsse hostlist elf-note compare report-kind})
+done < <(find "$src/lib" "$src/checks" -name '*.c' -not -path "$src/lib/witness/*" | sort)
+targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config dsse hostlist elf-note compare witness report-kind})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
 		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lproc2 -lpthread
@@ -68,6 +69,7 @@ for a in sorted(glob.glob(sys.argv[2] + "/*/A.json"))[:1]:
     open(sys.argv[1], "wb").write(t + b"\0" + t)
 PY
 		;;
+		witness) cp "$src"/tests/gpu/results/*/*.pvgw "$fx"/bundle-gfx906.bin "$corpus/" ;;
 		markers) cp "$src"/tests/fixtures/markers/*.log "$corpus/" 2>/dev/null ||
 			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log" ;;
 		esac

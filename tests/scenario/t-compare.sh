@@ -262,6 +262,30 @@ test_ld_preload_of_a_profiler_on_one_side_is_refused() {
 	assert_contains "$(codes cmp2.json)" compare.profiler-differs
 }
 
+# provgate's own dispatch witness (libprovgate-witness.so through CUDA_INJECTION64_PATH) is
+# known to gate 5: it counts launches without timing them. A pair compares like for like only
+# when both sides ran with it.
+test_witness_is_allowed_but_needed_on_both_sides() {
+	setup
+	local lib=$PVG_BUILD/lib/witness/libprovgate-witness.so
+	mkdir -p "$W/wdir"
+	baseline
+	PROVGATE_WITNESS_DIR=$W/wdir CUDA_INJECTION64_PATH=$lib start_side "--block-size 832"
+	certify_side cand.json 832
+	assert_eq "$(jq -r '.gates[4].evidence.profilers | length' cand.json)" 0
+	assert_eq "$(jq -r '.gates[4].evidence.witness[0]' cand.json)" "provgate dispatch witness (CUDA_INJECTION64_PATH)"
+	pg compare base.json cand.json "${declared[@]}" --json cmp.json
+	assert_eq "$rc" 1 "only the candidate ran with the witness ($out)"
+	assert_contains "$(codes cmp.json)" compare.profiler-differs
+	PROVGATE_WITNESS_DIR=$W/wdir CUDA_INJECTION64_PATH=$lib start_side "--block-size 784"
+	certify_side base2.json 784
+	PROVGATE_WITNESS_DIR=$W/wdir CUDA_INJECTION64_PATH=$lib start_side "--block-size 832"
+	certify_side cand2.json 832
+	pg compare base2.json cand2.json "${declared[@]}" --json cmp2.json
+	assert_eq "$rc" 0 "both sides with the witness ($out)"
+	assert_eq "$(jq -r '.fields[] | select(.field == "service.profilers") | .baseline' cmp2.json)" "provgate dispatch witness (CUDA_INJECTION64_PATH)"
+}
+
 test_dataset_file_edited_between_sides_is_refused() {
 	setup
 	baseline

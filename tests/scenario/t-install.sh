@@ -9,7 +9,8 @@ test_meson_install_places_every_file_and_the_api_works() {
 	ninja -C b >build.log 2>&1 || { tail -30 build.log; fail "build"; }
 	DESTDIR="$T/dd" meson install -C b --no-rebuild >install.log 2>&1 || { cat install.log; fail "install"; }
 	for f in usr/bin/provgate usr/include/provgate.h usr/share/man/man1/provgate.1 \
-		usr/share/man/man5/provgate.json.5 usr/share/bash-completion/completions/provgate \
+		usr/share/man/man5/provgate.json.5 usr/share/man/man7/provgate-witness.7 \
+		usr/share/bash-completion/completions/provgate \
 		usr/share/provgate/hooks/post-install usr/share/provgate/hooks/pre-benchmark \
 		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
 		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json \
@@ -19,6 +20,10 @@ test_meson_install_places_every_file_and_the_api_works() {
 		[ -e "dd/$f" ] || fail "not installed: $f"
 	done
 	ls dd/usr/lib/*/libprovgate.so.0* >/dev/null || fail "library not installed"
+	ls dd/usr/lib/*/provgate/libprovgate-witness.so >/dev/null || fail "witness library not installed"
+	# the injection library needs nothing of libprovgate's dependencies
+	! ldd dd/usr/lib/*/provgate/libprovgate-witness.so | grep -E 'libgit2|libproc2|libcjson|libelf|libcrypto' ||
+		fail "the witness library links libprovgate's dependencies"
 	pc=$(ls dd/usr/lib/*/pkgconfig/provgate.pc) || fail "pkg-config file not installed"
 	[ -x dd/usr/share/provgate/hooks/post-install ] || fail "hook not executable"
 	[ -x dd/usr/share/provgate/hooks/slurm/provgate.sbatch ] || fail "sbatch hook not executable"
@@ -82,7 +87,7 @@ test_api_recheck_sees_a_change_after_the_run() {
 
 test_man_pages_render_without_warnings() {
 	need man scdoc
-	for page in provgate.1.scd provgate.json.5.scd provgate-attestation.7.scd; do
+	for page in provgate.1.scd provgate.json.5.scd provgate-attestation.7.scd provgate-witness.7.scd; do
 		"$PVG_SRC/man/assemble.sh" "$T/page" "$PVG_SRC/man/$page" "$PVG_SRC/man/codes"
 		warn=$(MANWIDTH=80 man --warnings -l "$T/page" 2>&1 >/dev/null)
 		assert_eq "$warn" "" "man warnings for $page"

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* The witness folder and the process facts its attribution needs (see witness.h). */
+#include <dirent.h>
+
+#include "sys/witness.h"
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct pvg_witness_read *)a)->name,
+		      ((const struct pvg_witness_read *)b)->name);
+}
+
+static bool is_witness_name(const char *n)
+{
+	size_t l = strlen(n), s = strlen(PVG_WITNESS_SUFFIX);
+	return n[0] != '.' && l > s && strcmp(n + l - s, PVG_WITNESS_SUFFIX) == 0;
+}
+
+static void read_one(const char *dir, struct pvg_witness_read *f,
+		     bool (*keep)(void *, const struct pvg_witness_header *), void *opaque)
+{
+	_cleanup_free_ char *path = pvg_path_join(dir, f->name);
+	char *buf = NULL;
+	size_t len = 0;
+	f->err = pvg_read_file(path, PVG_WITNESS_MAX_FILE, &buf, &len);
+	if (f->err < 0)
+		return;
+	struct pvg_witness_entry *e = pvg_xcalloc(PVG_WITNESS_MAX_RECORDS, sizeof(*e));
+	f->file.entries = e;
+	f->perr = pvg_witness_parse((const uint8_t *)buf, len, &f->file, &f->perr_at);
+	if (f->perr == PVG_WITNESS_OK && keep && keep(opaque, &f->file.h)) {
+		f->bytes = (uint8_t *)buf;
+		f->len = len;
+		f->file.entries = pvg_xrealloc(e, f->file.n ? f->file.n : 1, sizeof(*e));
+		return;
+	}
+	free(buf);
+	free(e);
+	f->file.entries = NULL;
+	f->file.n = 0;
+}
+
+int pvg_witness_dir_read(const char *dir, bool (*keep)(void *, const struct pvg_witness_header *),
+			 void *opaque, struct pvg_witness_dir *out)
+{
+	memset(out, 0, sizeof(*out));
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	size_t cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!is_witness_name(de->d_name))
+			continue;
+		if (out->n == PVG_WITNESS_DIR_MAX_FILES) {
+			out->over_limit++;
+			continue;
+		}
+		if (out->n == cap) {
+			cap = cap ? 2 * cap : 16;
+			out->files = pvg_xrealloc(out->files, cap, sizeof(*out->files));
+		}
+		memset(&out->files[out->n], 0, sizeof(out->files[0]));
+		out->files[out->n++].name = pvg_strdup(de->d_name);
+	}
+	closedir(d);
+	if (out->n)
+		qsort(out->files, out->n, sizeof(*out->files), by_name);
+	for (size_t i = 0; i < out->n; i++)
+		read_one(dir, &out->files[i], keep, opaque);
+	return 0;
+}
+
+void pvg_witness_dir_clear(struct pvg_witness_dir *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->files[i].name);
+		free(d->files[i].bytes);
+		free(d->files[i].file.entries);
+	}
+	free(d->files);
+	memset(d, 0, sizeof(*d));
+}
+
+int pvg_boot_id(const char *procfs, char out[40])
+{
+	out[0] = '\0';
+	_cleanup_free_ char *path = pvg_asprintf("%s/sys/kernel/random/boot_id", procfs);
+	_cleanup_free_ char *s = NULL;
+	int r = pvg_read_file(path, 256, &s, NULL);
+	if (r < 0)
+		return r;
+	s[strcspn(s, "\n")] = '\0';
+	if (!s[0] || strlen(s) >= 40)
+		return -EINVAL;
+	strcpy(out, s);
+	return 0;
+}
+
+int pvg_proc_getenv(const char *procfs, pid_t pid, const char *name, char **value)
+{
+	*value = NULL;
+	_cleanup_free_ char *path = pvg_asprintf("%s/%d/environ", procfs, (int)pid);
+	_cleanup_free_ char *s = NULL;
+	size_t len = 0;
+	int r = pvg_read_file(path, 4 << 20, &s, &len);
+	if (r < 0)
+		return r;
+	size_t nl = strlen(name);
+	for (size_t i = 0; i < len;) {
+		const char *e = s + i;
+		size_t el = strnlen(e, len - i);
+		if (el > nl && memcmp(e, name, nl) == 0 && e[nl] == '=') {
+			*value = pvg_strdup(e + nl + 1);
+			return 0;
+		}
+		i += el + 1;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The dispatch witness as the system holds it: the witness folder's files, read and parsed
+ * one at a time (formats/witness.h), this boot's id and a variable of a process's
+ * environment (its own-namespace pid is sys/ns.h's).
+ */
+#pragma once
+#include "formats/witness.h"
+#include "util/util.h"
+
+#define PVG_WITNESS_DIR_MAX_FILES 4096
+
+struct pvg_witness_read {
+	char *name;   /* file name in the folder */
+	int err;      /* reading: 0 or -errno */
+	enum pvg_witness_error perr;
+	size_t perr_at;
+	uint8_t *bytes; /* kept only for files the caller keeps */
+	size_t len;
+	struct pvg_witness_file file; /* entries allocated when kept */
+};
+
+struct pvg_witness_dir {
+	struct pvg_witness_read *files; /* every *.pvgw file, sorted by name */
+	size_t n;
+	size_t over_limit; /* files beyond PVG_WITNESS_DIR_MAX_FILES, not read */
+};
+
+/* Reads every *.pvgw file of dir (temporary files of a writer are skipped). For each file
+ * that parses, keep(opaque, header) says whether to keep its bytes and records (a live
+ * target's); the others keep their header only. 0, or -errno when dir cannot be listed. */
+int pvg_witness_dir_read(const char *dir, bool (*keep)(void *, const struct pvg_witness_header *),
+			 void *opaque, struct pvg_witness_dir *out);
+void pvg_witness_dir_clear(struct pvg_witness_dir *d);
+
+/* procfs/sys/kernel/random/boot_id without its newline. 0 or -errno. */
+int pvg_boot_id(const char *procfs, char out[40]);
+/* The value of name in procfs/PID/environ (*value allocated), -ENOENT when not set, -EACCES
+ * for another user's process, other -errno. */
+int pvg_proc_getenv(const char *procfs, pid_t pid, const char *name, char **value);

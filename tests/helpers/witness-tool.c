@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test helper for the dispatch witness (never installed):
+ *   witness-tool dump FILE             parse FILE with the gate's parser, print header and records
+ *   witness-tool drive LIB DIR N [S]   as a process of its own: dlopen LIB with
+ *                                      PROVGATE_WITNESS_DIR=DIR (its constructor starts the
+ *                                      witness), count N distinct launches (kernel i, grid i)
+ *                                      plus 3 repeats of the first through the library's
+ *                                      exported pvg_witness_record, flush, then sleep S
+ *                                      seconds (default 0; SIGTERM ends the wait) and exit
+ *                                      (the exit handler writes the final file)
+ *   witness-tool restamp IN DIR PID NSPID LEVELS TICKS BOOT
+ *                                      a recorded file with another writer's identity (pid,
+ *                                      NSpid, levels, start ticks, boot id), resealed, written
+ *                                      to DIR under the name the library would give it;
+ *                                      prints the path
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/witness.h"
+#include "witness/witness.h"
+
+static struct pvg_witness_entry entries[PVG_WITNESS_MAX_RECORDS];
+
+static void put(const char *key, struct pvg_witness_str s)
+{
+	printf(" %s=\"", key);
+	for (size_t i = 0; i < s.n; i++) {
+		unsigned char c = (unsigned char)s.p[i];
+		if (c < 0x20 || c == '"' || c == '\\' || c >= 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static int dump(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	static uint8_t buf[PVG_WITNESS_MAX_FILE + 1];
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	struct pvg_witness_file f = { .entries = entries };
+	size_t at;
+	enum pvg_witness_error e = pvg_witness_parse(buf, n, &f, &at);
+	if (e != PVG_WITNESS_OK) {
+		printf("error %s at %zu\n", pvg_witness_strerror(e), at);
+		return 1;
+	}
+	const struct pvg_witness_header *h = &f.h;
+	printf("header pid=%d nspid=%d levels=%u start_ticks=%llu boot_id=%s api=%u flags=%u "
+	       "launches=%llu dropped=%llu graph_launches=%llu nested_driver=%llu captured=%llu "
+	       "records=%u note=\"%s\"\n",
+	       h->pid, h->nspid, h->nspid_levels, (unsigned long long)h->start_ticks, h->boot_id,
+	       h->api, h->flags, (unsigned long long)h->launches,
+	       (unsigned long long)h->launches_dropped, (unsigned long long)h->graph_launches,
+	       (unsigned long long)h->nested_driver, (unsigned long long)h->captured, h->n_records,
+	       h->note);
+	for (size_t i = 0; i < f.n; i++) {
+		const struct pvg_witness_entry *x = &f.entries[i];
+		printf("record");
+		put("name", x->name);
+		put("demangled", x->demangled);
+		put("module", x->module);
+		printf(" grid=%u,%u,%u block=%u,%u,%u via=%u flags=%u count=%llu first_ns=%llu "
+		       "last_ns=%llu\n",
+		       x->grid[0], x->grid[1], x->grid[2], x->block[0], x->block[1], x->block[2], x->via,
+		       x->flags, (unsigned long long)x->count, (unsigned long long)x->first_ns,
+		       (unsigned long long)x->last_ns);
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t terminated;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	terminated = 1;
+}
+
+static int drive(const char *lib, const char *dir, long n, long sleep_s)
+{
+	setenv(PVG_WITNESS_DIR_ENV, dir, 1);
+	void *h = dlopen(lib, RTLD_NOW);
+	if (!h) {
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		return 2;
+	}
+	void (*rec)(const struct pvg_launch *) = (void (*)(const struct pvg_launch *))dlsym(
+		h, "pvg_witness_record");
+	int (*flush)(void) = (int (*)(void))dlsym(h, "pvg_witness_flush");
+	if (!rec || !flush) {
+		fprintf(stderr, "dlsym: %s\n", dlerror());
+		return 2;
+	}
+	char name[64];
+	for (long i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "_Z10pvg_test_%ldPf", i % 100000);
+		struct pvg_launch l = { .handle = 0x1000 + (uint64_t)i,
+					.grid = { (uint32_t)i + 1, 1, 1 },
+					.block = { 128, 1, 1 },
+					.via = PVG_WITNESS_VIA_DRIVER,
+					.name = name };
+		rec(&l);
+		if (i == 0)
+			for (int k = 0; k < 3; k++)
+				rec(&l);
+	}
+	int r = flush();
+	if (r < 0)
+		fprintf(stderr, "flush: %s\n", strerror(-r));
+	printf("pid %d\n", (int)getpid());
+	fflush(stdout);
+	/* SIGTERM ends it the way a service that handles it does: by returning from main, so
+	 * the exit handlers (the witness's final write) run */
+	signal(SIGTERM, on_term);
+	for (long t = 0; t < sleep_s && !terminated; t++)
+		sleep(1);
+	return r < 0 ? 1 : 0;
+}
+
+static int restamp(char **a)
+{
+	FILE *f = fopen(a[0], "rb");
+	if (!f)
+		return 2;
+	static uint8_t buf[PVG_WITNESS_MAX_FILE];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	struct pvg_witness_header h;
+	if (n < sizeof(h))
+		return 2;
+	memcpy(&h, buf, sizeof(h));
+	h.pid = atoi(a[2]);
+	h.nspid = atoi(a[3]);
+	h.nspid_levels = (uint32_t)atoi(a[4]);
+	h.start_ticks = strtoull(a[5], NULL, 10);
+	snprintf(h.boot_id, sizeof(h.boot_id), "%.39s", a[6]);
+	memcpy(buf, &h, sizeof(h));
+	if (pvg_witness_seal(buf, n) < 0)
+		return 2;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/witness-%d-%llu-%.8s%s", a[1], h.nspid,
+		 (unsigned long long)h.start_ticks, h.boot_id, PVG_WITNESS_SUFFIX);
+	f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0)
+		return 2;
+	printf("%s\n", path);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 9 && strcmp(argv[1], "restamp") == 0)
+		return restamp(argv + 2);
+	if (argc == 3 && strcmp(argv[1], "dump") == 0)
+		return dump(argv[2]);
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "drive") == 0)
+		return drive(argv[2], argv[3], atol(argv[4]), argc == 6 ? atol(argv[5]) : 0);
+	fprintf(stderr, "usage: witness-tool dump FILE | drive LIB DIR N [SLEEP]\n");
+	return 2;
+}
