@@ -1111,6 +1111,7 @@ static void merge_help(FILE *f)
 		"                        n[1-2], a,b (default $SLURM_JOB_NODELIST)\n"
 		"      --max-skew SECS   reports must be made within SECS of each other (default %d)\n"
 		"      --json FILE|-     write the cluster report (provgate.cluster/1); - for stdout\n"
+		"      --out FILE        same as --json FILE\n"
 		"      --junit FILE      write JUnit XML, one testcase per node\n"
 		"      --attest FILE     write the cluster verdict as the predicate of an in-toto\n"
 		"                        Statement (subjects: the agreed installed and build artifacts)\n"
