@@ -209,9 +209,7 @@ static const char *json_str_at(const cJSON *root, const char *a, const char *b, 
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, a);
 	if (b)
 		j = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, b) : NULL;
-	if (c)
-		j = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, c) : NULL;
-	return cJSON_IsString(j) ? j->valuestring : NULL;
+	return c ? pvg_json_get_str(j, c) : cJSON_IsString(j) ? j->valuestring : NULL;
 }
 
 static char *clean_dup(const char *s)
