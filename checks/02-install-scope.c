@@ -174,6 +174,10 @@ static cJSON *change_json(const struct pvg_change *c, enum verdict v, enum verdi
 		pvg_json_add_bool(o, "submodule", true);
 	if (c->provgate_input)
 		pvg_json_add_bool(o, "provgate_input", true);
+	if (c->provgate_output)
+		pvg_json_add_bool(o, "provgate_output", true);
+	if (c->build_state)
+		pvg_json_add_bool(o, "build_state", true);
 	return o;
 }
 
@@ -340,12 +344,28 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 		}
 		if (c->cls == PVG_SCOPE_UNKNOWN) {
 			st = PVG_FAIL;
-			if (under_cap(count_of, 3))
+			if (under_cap(count_of, 3) && pvg_scope_is_build_state(c->path)) {
+				/* build state outside the artifact's build folder: say how to ignore it */
+				const char *slash = strchr(c->path, '/');
+				_cleanup_free_ char *hint =
+					slash ? pvg_asprintf("this is a build tool's state file, not a "
+							     "runtime file: add \"%.*s**\" (its build "
+							     "folder) or \"**/%s\" to source.ignore",
+							     (int)(slash - c->path + 1), c->path,
+							     pvg_basename(c->path))
+					      : pvg_asprintf("this is a build tool's state file, not a "
+							     "runtime file: add \"%s\" to source.ignore",
+							     c->path);
+				pvg_problem(res, "install-scope.unknown-scope", hint,
+					    "%s file %s is neither mapped, compiled nor ignored",
+					    kind_word(c->kind), c->path);
+			} else if (count_of[3] <= MAX_PROBLEMS_PER_CODE) {
 				pvg_problem(res, "install-scope.unknown-scope",
 					    "add it to source.install_map (runtime file), "
 					    "source.compiled (built into the artifact) or source.ignore",
 					    "%s file %s is neither mapped, compiled nor ignored",
 					    kind_word(c->kind), c->path);
+			}
 		}
 		if (old_verdict[i] == V_STILL) {
 			st = PVG_FAIL;

@@ -150,16 +150,36 @@ mismatch_cached:
 	return PVG_FAIL;
 }
 
+/* The one thing that helps a process that does not map the installed file. Warming up
+ * loads a lazily loaded extension only into a process that started after the install and
+ * holds no copy of it yet; a process that maps a deleted or other copy, or that started
+ * before the file was installed, needs a restart. */
+static char *not_loaded_hint(const struct expect *ex, const struct pvg_proc *p, bool named)
+{
+	if (named)
+		return pvg_strdup("restart the service: it maps a replaced, deleted or other copy "
+				  "of the artifact, never the installed one");
+	int64_t start_ns = p ? (int64_t)p->start.tv_sec * 1000000000 + p->start.tv_nsec : 0;
+	int64_t c = (int64_t)ex->st.st_ctim.tv_sec * 1000000000 + ex->st.st_ctim.tv_nsec;
+	if (p && c >= start_ns)
+		return pvg_strdup("restart the service: it started before the artifact was "
+				  "installed");
+	return pvg_strdup("the service loads extensions lazily: send one request (warm up) "
+			  "and run again");
+}
+
 /* One process: which copies of the artifact it maps, and whether the one it runs is the
  * installed file. *maps_path receives the installed mapping's path when there is one. */
 static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res,
 				     struct expect *ex, const struct pvg_proc *p, bool target,
-				     bool must_map, cJSON *pj, bool *mapped, bool *scanned)
+				     bool must_map, cJSON *pj, bool *mapped, bool *scanned,
+				     bool *named_out)
 {
 	struct pvg_maps maps = { 0 };
 	char started[48];
 	*mapped = false;
 	*scanned = false;
+	*named_out = false;
 	pvg_proc_format_start(p, started, sizeof(started));
 	cJSON_AddNumberToObject(pj, "pid", p->pid);
 	cJSON_AddNumberToObject(pj, "ppid", p->ppid);
@@ -308,16 +328,115 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 	/* with service.match each selected process must map it; a pid or pidfile may name the
 	 * API server, so there the tree as a whole must (checked by the caller) */
 	if (target && must_map && !*mapped) {
-		pvg_problem(res, "process-maps.not-loaded",
-			    named ? "it loaded another file of that name (see the other problems): "
-				    "make the service load the installed artifact, then restart it"
-				  : "the service loads extensions lazily: send one request (warm up) "
-				    "and run again",
-			    "process %d (%s) does not map %s%s", (int)p->pid, p->comm, ex->canon,
+		_cleanup_free_ char *hint = not_loaded_hint(ex, p, named);
+		pvg_problem(res, "process-maps.not-loaded", hint, "process %d (%s) does not map %s%s",
+			    (int)p->pid, p->comm, ex->canon,
 			    named ? " (only another file of that name)" : "");
 		st = pvg_status_worst(st, PVG_FAIL);
 	}
+	*named_out = named;
 	pvg_json_add_bool(pj, "verified", installed_ok && st == PVG_PASS);
+	return st;
+}
+
+#define MAX_LISTED_FILES 10
+
+/*
+ * The other installed files of the change set (a changed .py that gate 2 compares with the
+ * work tree): the service must have started after each took its current content, or it runs
+ * what it imported before. The start is the service tree's root's, the earliest process of
+ * the tree (workers that import a file anew start later). A file's ctime moves with every
+ * content change, rename into place or new inode; a chmod moves it too, which only errs on
+ * the side of a restart.
+ */
+static enum pvg_status check_change_set(struct pvg_ctx *ctx, struct pvg_result *res,
+					const struct pvg_targets *t, const struct expect *ex)
+{
+	cJSON *ev = cJSON_AddObjectToObject(res->evidence, "change_set_files");
+	const struct pvg_proc *root = pvg_targets_find(t, t->root);
+	if (!root)
+		root = pvg_targets_find(t, t->primary);
+	if (!root) {
+		pvg_json_add_str(ev, "not_checked", "no service process");
+		return PVG_PASS; /* the selection's own problem is reported elsewhere */
+	}
+	if (!ctx->cfg->source.baseline) {
+		/* a gate needs only its own keys: without a baseline there is no change set */
+		pvg_json_add_str(ev, "not_checked", "source.baseline is not set: no change set");
+		return PVG_PASS;
+	}
+	const struct pvg_scope *s;
+	int r = pvg_scope_get(ctx, &s);
+	if (r < 0) {
+		pvg_json_add_str(ev, "not_checked", s->msg.text);
+		pvg_problem(res, "process-maps.change-set-unknown", s->msg.hint,
+			    "the change set's installed files cannot be checked against the "
+			    "service's start: %s",
+			    s->msg.text ? s->msg.text : strerror(-r));
+		return PVG_UNVERIFIABLE;
+	}
+	char started[48];
+	pvg_proc_format_start(root, started, sizeof(started));
+	cJSON_AddNumberToObject(ev, "reference_pid", root->pid);
+	pvg_json_add_str(ev, "reference_start", started);
+	int64_t start_ns = (int64_t)root->start.tv_sec * 1000000000 + root->start.tv_nsec;
+	cJSON *late = cJSON_AddArrayToObject(ev, "changed_after_start");
+	size_t n_checked = 0, n_late = 0, n_close = 0;
+	_cleanup_free_ char *list = pvg_strdup(""), *close_list = pvg_strdup("");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pvg_change *c = &s->changes[i];
+		if (c->cls != PVG_SCOPE_MAPPED || c->kind == 'D' || c->submodule || !c->install_path)
+			continue;
+		struct stat st;
+		if (stat(c->install_path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue; /* not installed: gate 2 says so */
+		if (st.st_dev == ex->st.st_dev && st.st_ino == ex->st.st_ino)
+			continue; /* the artifact itself, checked above */
+		n_checked++;
+		int64_t cns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+		if (cns < start_ns)
+			continue;
+		char ct[48];
+		pvg_format_time(st.st_ctim.tv_sec, st.st_ctim.tv_nsec, ct, sizeof(ct));
+		bool is_late = cns >= start_ns + ex->tick_ns;
+		size_t *n = is_late ? &n_late : &n_close;
+		char **l = is_late ? &list : &close_list;
+		if (is_late) {
+			cJSON *o = cJSON_CreateObject();
+			pvg_json_add_str(o, "path", c->install_path);
+			pvg_json_add_str(o, "changed_at", ct);
+			cJSON_AddItemToArray(late, o);
+		}
+		if (++*n <= MAX_LISTED_FILES) {
+			char *nl = pvg_asprintf("%s%s%s (changed at %s)", *l, **l ? ", " : "",
+						c->install_path, ct);
+			free(*l);
+			*l = nl;
+		}
+	}
+	pvg_json_add_int(ev, "checked", (int)n_checked);
+	enum pvg_status st = PVG_PASS;
+	if (n_late) {
+		_cleanup_free_ char *more = n_late > MAX_LISTED_FILES
+			? pvg_asprintf(" and %zu more", n_late - MAX_LISTED_FILES) : pvg_strdup("");
+		pvg_problem(res, "process-maps.installed-after-start",
+			    "restart the service: it imported these files before they took their "
+			    "current content, so it runs the old code",
+			    "%zu installed file%s of the change set changed after the service "
+			    "(process %d, %s) started at %s: %s%s",
+			    n_late, n_late == 1 ? "" : "s", (int)root->pid, root->comm, started, list,
+			    more);
+		st = PVG_FAIL;
+	}
+	if (n_close) {
+		pvg_problem(res, "process-maps.start-ambiguous",
+			    "restart the service once the install has finished",
+			    "%zu installed file%s of the change set changed within one clock tick of "
+			    "the start of process %d (%s) at %s: which came first cannot be told: %s",
+			    n_close, n_close == 1 ? "" : "s", (int)root->pid, root->comm, started,
+			    close_list);
+		st = pvg_status_worst(st, PVG_UNVERIFIABLE);
+	}
 	return st;
 }
 
@@ -445,7 +564,7 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 	(void)pvg_self_view_read(ctx->procfs, "/", &self);
 	cJSON *procs = cJSON_AddArrayToObject(res->evidence, "processes");
 	cJSON *chain = cJSON_CreateArray();
-	size_t n_mapping = 0, n_checked = 0, n_unscanned = 0;
+	size_t n_mapping = 0, n_checked = 0, n_unscanned = 0, n_named = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pvg_proc *p = &t->procs[i];
 		if (!p->in_tree || p->self)
@@ -454,9 +573,11 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		for (size_t k = 0; k < t->n_targets; k++)
 			target |= t->targets[k] == p->pid;
 		cJSON *pj = cJSON_CreateObject();
-		bool mapped, scanned;
+		bool mapped, scanned, named;
 		enum pvg_status ps = check_process(ctx, res, &ex, p, target,
-						    t->how == PVG_SELECT_MATCH, pj, &mapped, &scanned);
+						    t->how == PVG_SELECT_MATCH, pj, &mapped, &scanned,
+						    &named);
+		n_named += named;
 		st = pvg_status_worst(st, ps);
 		n_checked++;
 		n_unscanned += !scanned;
@@ -496,13 +617,16 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 	}
 	if (n_mapping == 0 && n_unscanned == 0 && t->how != PVG_SELECT_MATCH) {
 		const struct pvg_proc *p = pvg_targets_find(t, t->primary);
-		pvg_problem(res, "process-maps.not-loaded",
-			    "the service loads extensions lazily: send one request (warm up) and "
-			    "run again",
-			    "no process of the tree of %d (%s, %zu processes checked) maps %s",
-			    (int)t->primary, p ? p->comm : "?", n_checked, ex.canon);
+		const struct pvg_proc *root = pvg_targets_find(t, t->root);
+		_cleanup_free_ char *hint = not_loaded_hint(&ex, root ? root : p, n_named > 0);
+		pvg_problem(res, "process-maps.not-loaded", hint,
+			    "no process of the tree of %d (%s, %zu process%s checked) maps %s",
+			    (int)t->primary, p ? p->comm : "?", n_checked, n_checked == 1 ? "" : "es",
+			    ex.canon);
 		st = pvg_status_worst(st, PVG_FAIL);
 	}
+
+	st = pvg_status_worst(st, check_change_set(ctx, res, t, &ex));
 
 	if (st == PVG_PASS && n_mapping == 0) { /* nothing looked at is never a pass */
 		pvg_problem(res, "process-maps.not-loaded", NULL, "no process maps %s", ex.canon);

@@ -237,7 +237,8 @@ static enum pvg_status run_prestart(struct pvg_ctx *ctx, struct pvg_result *res,
 		pvg_tcp_table_clear(&pv.listeners);
 	}
 	if (st == PVG_PASS)
-		pvg_summary(res, "no service process alive (%zu processes scanned)%s", t->n,
+		pvg_summary(res, "no service process alive (%zu process%s scanned)%s", t->n,
+			    t->n == 1 ? "" : "es",
 			    cfg->service.port > 0 ? ", port free" : "");
 	else
 		pvg_summary(res, "%s", res->problems[0].message);
@@ -569,15 +570,15 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 		n_tree += t->procs[i].in_tree;
 	pvg_json_add_int(res->evidence, "tree_size", (int)n_tree);
 	if (st == PVG_PASS)
-		pvg_summary(res, "service tree of %d (%zu processes) is the only service%s; no "
+		pvg_summary(res, "service tree of %d (%zu process%s) is the only service%s; no "
 			    "foreign GPU holder%s",
-			    (int)t->root, n_tree,
+			    (int)t->root, n_tree, n_tree == 1 ? "" : "es",
 			    cfg->service.port > 0 ? " and owns the port" : "",
 			    self.in_container ? " (by the driver's list)" : "");
 	else if (!gpu_checked && res->n_problems == 1)
-		pvg_summary(res, "service tree of %d (%zu processes) is the only service it can "
+		pvg_summary(res, "service tree of %d (%zu process%s) is the only service it can "
 			    "see; GPU holders outside the container unverifiable",
-			    (int)t->root, n_tree);
+			    (int)t->root, n_tree, n_tree == 1 ? "" : "es");
 	else
 		pvg_summary(res, "%s", res->problems[0].message);
 	return st;

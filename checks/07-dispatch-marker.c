@@ -14,7 +14,8 @@
 #include "checks.h"
 #include "facts.h"
 
-static const char *attr_name(enum pvg_attribution a)
+/* What was seen about a line that does not count (see attribution in provgate(1)). */
+static const char *attr_name(enum pvg_attribution a, bool btime_known)
 {
 	switch (a) {
 	case PVG_ATTR_LIVE:
@@ -23,11 +24,27 @@ static const char *attr_name(enum pvg_attribution a)
 		return "its pid is no process of the service's tree, in that process's own pid "
 		       "namespace";
 	case PVG_ATTR_BEFORE_START:
-		return "written before the service started";
+		return "its timestamp is before the service started";
 	case PVG_ATTR_UNKNOWN:
-		return "no pid or timestamp, and the log file is older than the service";
+		return btime_known ? "no pid or timestamp in the line, and the log file was created "
+				     "before the service started (truncating a file keeps its "
+				     "creation time)"
+				   : "no pid or timestamp in the line, and the file system does not "
+				     "record when the log was created";
 	}
 	return "?";
+}
+
+/* The one thing that makes such lines count. */
+static const char *attr_hint(enum pvg_attribution a)
+{
+	if (a == PVG_ATTR_UNKNOWN)
+		return "lines without a pid or timestamp count only in a log created after the "
+		       "service started: remove the log (rm, not truncate) before starting the "
+		       "service, or write a timestamp or pid in each line (Python logging: "
+		       "%(asctime)s, %(process)d)";
+	return "these lines are from an earlier run or another process: run the benchmark "
+	       "against the live service";
 }
 
 static char *require_text(const struct pvg_require *e)
@@ -70,6 +87,7 @@ struct marker_read {
 	int scan_r;	/* the scan: 0 or -errno */
 	cJSON *ev;	/* "service", "log_created" for the evidence */
 	bool after;	/* log created after the service started */
+	bool btime_known; /* the file system records creation times */
 	pid_t root;	/* the service's root process */
 	struct stat log_st; /* the log's, when log_err is 0 */
 	/* where the service's output goes instead of the log (NULL: nowhere else), looked up
@@ -173,7 +191,8 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 		pvg_service_view_release(&view);
 		return m;
 	}
-	if (created_after(fd, &view.start, &m->after, m->ev) < 0)
+	m->btime_known = created_after(fd, &view.start, &m->after, m->ev) == 0;
+	if (!m->btime_known)
 		m->after = false;
 	m->log_st = st;
 
@@ -338,7 +357,7 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 			continue;
 		pvg_problem(res, "dispatch-marker.forbidden",
 			    "the service took a path the benchmark must not take; fix the cause and "
-			    "restart the service with a fresh log",
+			    "restart the service",
 			    "forbidden \"%s\" appears in %zu line%s of the live service, e.g. at byte "
 			    "%" PRIu64 ": %s",
 			    cfg->markers.forbid.v[i], scan.forbid_live[i],
@@ -349,13 +368,20 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 	for (size_t i = 0; i < cfg->markers.facts.n; i++) {
 		if (scan.fact_live[i])
 			continue;
+		_cleanup_free_ char *seen =
+			scan.fact_unattributed[i]
+				? pvg_asprintf(" (it appears in %zu line%s that cannot be attributed to "
+					       "the live service: %s)",
+					       scan.fact_unattributed[i],
+					       scan.fact_unattributed[i] == 1 ? "" : "s",
+					       attr_name(scan.fact_attr[i], m->btime_known))
+				: pvg_strdup("");
 		pvg_problem(res, "dispatch-marker.missing-fact",
-			    "start the service with the settings the benchmark claims",
+			    scan.fact_unattributed[i] ? attr_hint(scan.fact_attr[i])
+						      : "start the service with the settings the "
+							"benchmark claims",
 			    "fact \"%s\" is missing from the live service's lines%s",
-			    cfg->markers.facts.v[i],
-			    scan.fact_unattributed[i] ? " (it appears only in lines of an earlier run "
-							"or another process)"
-						  : "");
+			    cfg->markers.facts.v[i], seen);
 		status = PVG_FAIL;
 	}
 
@@ -388,13 +414,12 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 					      "another container or a second service): run the benchmark "
 					      "against the live service, and give each service a log of "
 					      "its own"
-					    : "the markers are from an earlier run or another process: run "
-					      "the benchmark against the live service (and start it with "
-					      "a fresh log)",
+					    : attr_hint(scan.unattributed.attr),
 				    "no marker for {%s} from the live service; %zu matching marker%s "
 				    "cannot be attributed to it (%s, e.g. at byte %" PRIu64 ")",
 				    want, unattr, unattr == 1 ? "" : "s",
-				    attr_name(scan.unattributed.attr), scan.unattributed.offset);
+				    attr_name(scan.unattributed.attr, m->btime_known),
+				    scan.unattributed.offset);
 		} else {
 			_cleanup_free_ char *seen =
 				scan.unmatched.text

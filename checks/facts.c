@@ -156,7 +156,14 @@ int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out)
 		const struct pvg_config *cfg = ctx->cfg;
 		/* provgate's own inputs are not runtime files of the change */
 		const char *inputs[] = { cfg->path, cfg->build.log, cfg->markers.log };
-		s = pvg_scope_compute(&cfg->source, cfg->dir, inputs, ARRAY_SIZE(inputs));
+		const struct pvg_scope_own own = {
+			.inputs = inputs,
+			.n_inputs = ARRAY_SIZE(inputs),
+			.outputs = (const char *const *)ctx->outputs.v,
+			.n_outputs = ctx->outputs.n,
+			.build_artifact = cfg->build.artifact,
+		};
+		s = pvg_scope_compute(&cfg->source, cfg->dir, &own);
 		pvg_ctx_set_slot(ctx, PVG_SLOT_SCOPE, s, scope_free_void);
 	}
 	*out = s;

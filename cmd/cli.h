@@ -18,6 +18,7 @@ extern const struct cli_verb verb_run, verb_certify, verb_exec, verb_inspect, ve
 extern const struct cli_verb verb_merge;
 extern const struct cli_verb verb_verify_attestation;
 extern const struct cli_verb verb_compare;
+extern const struct cli_verb verb_init;
 
 /* Colour escape codes, or "" when stdout is not a terminal or NO_COLOR is set. */
 struct cli_style {

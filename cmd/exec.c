@@ -122,7 +122,7 @@ static int exec_main(int argc, char **argv)
 			printf("      --witness DIR     run nothing: print the variables that start the "
 			       "service with the\n                        dispatch witness writing to DIR, "
 			       "and check that the live\n                        service has them\n");
-			cli_run_opts_help(stdout);
+			cli_run_opts_help(stdout, true);
 		}
 		return rc;
 	}
@@ -154,6 +154,7 @@ static int exec_main(int argc, char **argv)
 	pvg_hash_set_progress(cli_progress);
 
 	_cleanup_run_ struct pvg_run *run = pvg_run_new(cfg, PVG_PHASE_LIVE, 0, o.keep_going);
+	cli_add_outputs(&o, run);
 	int r = pvg_run_execute(run);
 	if (r < 0) {
 		fprintf(stderr, "provgate: internal error: %s\n", strerror(-r));

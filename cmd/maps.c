@@ -170,8 +170,13 @@ static int maps_main(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 	if (t->err) {
-		fprintf(stderr, "provgate maps: %s\n",
-			by_pid ? t->msg.text : "no process matches the pattern");
+		/* the selection speaks of config keys; maps has none */
+		if (by_pid && t->err == -ESRCH)
+			fprintf(stderr, "provgate maps: no process %ld\n", pid);
+		else if (by_pid)
+			fprintf(stderr, "provgate maps: process %ld: %s\n", pid, t->msg.text);
+		else
+			fprintf(stderr, "provgate maps: no process matches \"%s\"\n", what);
 		pvg_targets_free(t);
 		return EXIT_NOT_CERTIFIED;
 	}

@@ -209,9 +209,7 @@ static const char *json_str_at(const cJSON *root, const char *a, const char *b, 
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, a);
 	if (b)
 		j = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, b) : NULL;
-	if (c)
-		j = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, c) : NULL;
-	return cJSON_IsString(j) ? j->valuestring : NULL;
+	return c ? pvg_json_get_str(j, c) : cJSON_IsString(j) ? j->valuestring : NULL;
 }
 
 static char *clean_dup(const char *s)
@@ -1111,6 +1109,7 @@ static void merge_help(FILE *f)
 		"                        n[1-2], a,b (default $SLURM_JOB_NODELIST)\n"
 		"      --max-skew SECS   reports must be made within SECS of each other (default %d)\n"
 		"      --json FILE|-     write the cluster report (provgate.cluster/1); - for stdout\n"
+		"      --out FILE        same as --json FILE\n"
 		"      --junit FILE      write JUnit XML, one testcase per node\n"
 		"      --attest FILE     write the cluster verdict as the predicate of an in-toto\n"
 		"                        Statement (subjects: the agreed installed and build artifacts)\n"

@@ -9,6 +9,7 @@ static const struct cli_verb *const verbs[] = {
 	&verb_merge,
 	&verb_verify_attestation,
 	&verb_compare,
+	&verb_init,
 };
 
 static void usage(FILE *f)

@@ -60,9 +60,14 @@ void cli_print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask on
 		fputc('\n', f);
 		for (size_t k = 0; k < r->n_problems; k++) {
 			const struct pvg_problem *p = &r->problems[k];
-			fprintf(f, "      %s%s%s: ", st->bold, p->code, st->reset);
-			put_clean(f, p->message);
-			fputc('\n', f);
+			/* the summary is usually the first problem's message: said once */
+			if (k == 0 && r->summary && p->message && strcmp(r->summary, p->message) == 0) {
+				fprintf(f, "      %s%s%s\n", st->bold, p->code, st->reset);
+			} else {
+				fprintf(f, "      %s%s%s: ", st->bold, p->code, st->reset);
+				put_clean(f, p->message);
+				fputc('\n', f);
+			}
 			/* problems in a row with the same hint (one per process, say) share one */
 			const struct pvg_problem *next = k + 1 < r->n_problems ? p + 1 : NULL;
 			if (p->hint && !(next && next->hint && strcmp(next->hint, p->hint) == 0)) {

@@ -24,7 +24,10 @@ struct run_opts {
 
 /* Returns an exit code (0 to go on). */
 int cli_parse_run_opts(int argc, char **argv, struct run_opts *o, bool certify);
-void cli_run_opts_help(FILE *f);
+/* certify and exec: without the flags they refuse (--phase, --gates). */
+void cli_run_opts_help(FILE *f, bool certify);
+/* Tells the run which files it writes (--json/--out, --junit), so gate 2 never counts them. */
+void cli_add_outputs(const struct run_opts *o, struct pvg_run *run);
 int cli_open_config(const struct run_opts *o, struct pvg_config **cfg);
 /* Releases what parsing and cli_attest_open took (the signing key); for _cleanup_. */
 void cli_run_opts_done(struct run_opts *o);

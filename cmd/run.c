@@ -40,12 +40,14 @@ static const struct {
 	{ "log", "markers.log", "service log with dispatch markers (gate 7)" },
 };
 
-void cli_run_opts_help(FILE *f)
+void cli_run_opts_help(FILE *f, bool certify)
 {
+	fprintf(f, "  -c, --config FILE     config (default $PROVGATE_CONFIG, else ./provgate.json)\n");
+	if (!certify)
+		fprintf(f,
+			"      --phase PHASE     install | prestart | live (default live)\n"
+			"      --gates LIST      narrow the phase's gates: 1,3-4 or names (artifact-hash)\n");
 	fprintf(f,
-		"  -c, --config FILE     config (default $PROVGATE_CONFIG, else ./provgate.json)\n"
-		"      --phase PHASE     install | prestart | live (default live)\n"
-		"      --gates LIST      narrow the phase's gates: 1,3-4 or names (artifact-hash)\n"
 		"      --keep-going      evaluate every selected gate even after one fails\n"
 		"      --json FILE|-     write the JSON report to FILE, or to stdout instead of text\n"
 		"      --out FILE        same as --json FILE\n"
@@ -231,6 +233,13 @@ int cli_open_config(const struct run_opts *o, struct pvg_config **cfg)
 	return EXIT_OK;
 }
 
+void cli_add_outputs(const struct run_opts *o, struct pvg_run *run)
+{
+	pvg_run_add_output(run, o->json);
+	pvg_run_add_output(run, o->junit);
+	pvg_run_add_output(run, o->attest.path);
+}
+
 int cli_emit(const struct run_opts *o, const struct pvg_run *run, bool certify)
 {
 	bool json_stdout = o->json && strcmp(o->json, "-") == 0;
@@ -259,7 +268,7 @@ static int run_or_certify(int argc, char **argv, bool certify)
 			printf("Usage: provgate %s\n\n%s\n", certify ? verb_certify.synopsis
 								: verb_run.synopsis,
 			       certify ? verb_certify.help : verb_run.help);
-			cli_run_opts_help(stdout);
+			cli_run_opts_help(stdout, certify);
 		}
 		return rc;
 	}
@@ -277,6 +286,7 @@ static int run_or_certify(int argc, char **argv, bool certify)
 	pvg_hash_set_progress(cli_progress);
 	struct pvg_run *run = pvg_run_new(cfg, certify ? PVG_PHASE_LIVE : o.phase,
 					  certify ? 0 : o.gates, o.keep_going);
+	cli_add_outputs(&o, run);
 	int r = pvg_run_execute(run);
 	pvg_hash_set_progress(NULL);
 	if (r < 0) {
@@ -321,7 +331,8 @@ const struct cli_verb verb_run = {
 const struct cli_verb verb_certify = {
 	.name = "certify",
 	.main = certify_main,
-	.synopsis = "certify [run's flags] [--out FILE] [--attest FILE [--sign-key KEY.pem]]",
+	.synopsis = "certify [-c FILE] [--keep-going] [--json FILE|-] [--out FILE] [--junit FILE]\n"
+		    "                 [--attest FILE [--sign-key KEY.pem]] [-q|-v]",
 	.help = "Evaluates all seven gates in phase live. Exit 0 only when the benchmark is\n"
 		"certified: every link from source to dispatched kernel closed. --attest FILE\n"
 		"--sign-key KEY.pem writes a signed in-toto attestation of the report that\n"

@@ -67,6 +67,9 @@ PVG_EXPORT void pvg_config_free(struct pvg_config *cfg);
 /* gates: the subset to evaluate within the phase (0 = all of the phase). */
 PVG_EXPORT struct pvg_run *pvg_run_new(const struct pvg_config *cfg, enum pvg_phase phase,
 				       pvg_gate_mask gates, bool keep_going);
+/* A file this run writes (a --json, --junit, --out or --attest path): gate 2 never counts it
+ * as a change of the experiment. Call before pvg_run_execute; "-" (stdout) is ignored. */
+PVG_EXPORT void pvg_run_add_output(struct pvg_run *run, const char *path);
 /* Evaluates the selected gates in order. Returns 0 when every selected gate passed,
  * 1 when one did not, negative errno on an internal error. */
 PVG_EXPORT int pvg_run_execute(struct pvg_run *run);

@@ -37,11 +37,6 @@ static bool is_sha256_hex(const char *s)
 	return true;
 }
 
-static const char *json_str(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2])
 {
@@ -50,7 +45,7 @@ size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2]
 	size_t n = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
 		const cJSON *part = cJSON_GetObjectItemCaseSensitive(chain, parts[i]);
-		const char *path = json_str(part, "path"), *sha = json_str(part, "sha256");
+		const char *path = pvg_json_get_str(part, "path"), *sha = pvg_json_get_str(part, "sha256");
 		if (!path || !is_sha256_hex(sha))
 			continue;
 		if (n == 1 && strcmp(out[0].name, path) == 0 && strcasecmp(out[0].sha256, sha) == 0)
@@ -64,7 +59,7 @@ size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2]
 static size_t add_subject(const cJSON *obj, const char *name_key, const char *sha_key,
 			  struct pvg_subject *out, size_t n)
 {
-	const char *name = json_str(obj, name_key), *sha = json_str(obj, sha_key);
+	const char *name = pvg_json_get_str(obj, name_key), *sha = pvg_json_get_str(obj, sha_key);
 	if (!name || !is_sha256_hex(sha))
 		return n;
 	if (n == 1 && strcmp(out[0].name, name) == 0 && strcasecmp(out[0].sha256, sha) == 0)
@@ -90,7 +85,7 @@ static size_t compare_subjects(const cJSON *doc, struct pvg_subject out[2])
 
 size_t pvg_attest_subjects(const cJSON *doc, struct pvg_subject out[2])
 {
-	const struct pvg_predicate_kind *kind = pvg_predicate_for_schema(json_str(doc, "schema"));
+	const struct pvg_predicate_kind *kind = pvg_predicate_for_schema(pvg_json_get_str(doc, "schema"));
 	return kind ? kind->subjects(doc, out) : 0;
 }
 
@@ -99,10 +94,10 @@ int pvg_attest_statement(const cJSON *report, const struct pvg_subject *subjects
 {
 	*statement = NULL;
 	pvg_msg_clear(why);
-	const struct pvg_predicate_kind *kind = pvg_predicate_for_schema(json_str(report, "schema"));
+	const struct pvg_predicate_kind *kind = pvg_predicate_for_schema(pvg_json_get_str(report, "schema"));
 	if (!kind) {
 		pvg_msg_set(why, NULL, "the report's schema \"%s\" has no provgate predicate type",
-				    json_str(report, "schema") ? json_str(report, "schema") : "(none)");
+				    pvg_json_get_str(report, "schema") ? pvg_json_get_str(report, "schema") : "(none)");
 		return -EINVAL;
 	}
 	if (n == 0) {
@@ -252,7 +247,7 @@ static void check_subjects(struct pvg_attest_verification *v, const cJSON *subje
 	int i = 0;
 	for (const cJSON *s = subjects->child; s; s = s->next, i++) {
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(s, "digest");
-		if (!cJSON_IsObject(s) || !is_sha256_hex(json_str(d, "sha256"))) {
+		if (!cJSON_IsObject(s) || !is_sha256_hex(pvg_json_get_str(d, "sha256"))) {
 			problem(v, "attestation.subject-malformed",
 				"subject %d has no digest.sha256 of 64 hex digits", i + 1);
 			return;
@@ -267,8 +262,8 @@ static void check_subjects(struct pvg_attest_verification *v, const cJSON *subje
 	bool same = (size_t)cJSON_GetArraySize(subjects) == n;
 	i = 0;
 	for (const cJSON *s = subjects->child; same && s; s = s->next, i++)
-		same = json_str(s, "name") && strcmp(json_str(s, "name"), rs[i].name) == 0 &&
-		       strcasecmp(json_str(cJSON_GetObjectItemCaseSensitive(s, "digest"), "sha256"),
+		same = pvg_json_get_str(s, "name") && strcmp(pvg_json_get_str(s, "name"), rs[i].name) == 0 &&
+		       strcasecmp(pvg_json_get_str(cJSON_GetObjectItemCaseSensitive(s, "digest"), "sha256"),
 				  rs[i].sha256) == 0;
 	if (!same) {
 		_cleanup_free_ char *want = pvg_strdup("");
@@ -304,7 +299,7 @@ static void check_certified(struct pvg_attest_verification *v, const cJSON *pred
 		int passed = 0;
 		cJSON_ArrayForEach(g, gates)
 		{
-			const char *st = json_str(g, "status");
+			const char *st = pvg_json_get_str(g, "status");
 			passed += st && strcmp(st, "pass") == 0;
 		}
 		if (passed != PVG_N_GATES) {
@@ -328,13 +323,13 @@ static void check_certified(struct pvg_attest_verification *v, const cJSON *pred
 		const cJSON *g;
 		cJSON_ArrayForEach(g, lists[l])
 		{
-			const char *st = json_str(g, "status");
+			const char *st = pvg_json_get_str(g, "status");
 			if (st && strcmp(st, "pass") != 0 && strcmp(st, "skipped") != 0) {
 				const cJSON *id = cJSON_GetObjectItemCaseSensitive(g, "id");
 				problem(v, "attestation.not-certified",
 					"the report says not certified: gate %d %s: %s%s",
 					cJSON_IsNumber(id) ? id->valueint : 0,
-					json_str(g, "name") ? json_str(g, "name") : "?", st,
+					pvg_json_get_str(g, "name") ? pvg_json_get_str(g, "name") : "?", st,
 					l ? " after the command" : "");
 				return;
 			}
@@ -381,9 +376,9 @@ static void check_artifacts(struct pvg_attest_verification *v, const struct pvg_
 		const cJSON *s;
 		cJSON_ArrayForEach(s, v->subjects)
 		{
-			const char *d = json_str(cJSON_GetObjectItemCaseSensitive(s, "digest"), "sha256");
+			const char *d = pvg_json_get_str(cJSON_GetObjectItemCaseSensitive(s, "digest"), "sha256");
 			if (d && strcasecmp(d, a->sha256) == 0) {
-				a->subject = pvg_strdup(json_str(s, "name") ? json_str(s, "name") : "");
+				a->subject = pvg_strdup(pvg_json_get_str(s, "name") ? pvg_json_get_str(s, "name") : "");
 				break;
 			}
 		}
@@ -438,14 +433,14 @@ int pvg_attest_verify(const char *text, size_t len, const struct pvg_attest_veri
 			"disagree on what it says", dup);
 		return 0;
 	}
-	const char *type = json_str(st, "_type");
+	const char *type = pvg_json_get_str(st, "_type");
 	v->statement_type = type ? pvg_utf8_sanitize(type, strlen(type)) : NULL;
 	if (!type || strcmp(type, PVG_STATEMENT_TYPE) != 0)
 		problem(v, "attestation.statement-type",
 			"the Statement's _type is %s%s%s, not %s", type ? "\"" : "",
 			type ? v->statement_type : "missing", type ? "\"" : "", PVG_STATEMENT_TYPE);
 
-	const char *ptype = json_str(st, "predicateType");
+	const char *ptype = pvg_json_get_str(st, "predicateType");
 	v->predicate_type = ptype ? pvg_utf8_sanitize(ptype, strlen(ptype)) : NULL;
 	const struct pvg_predicate_kind *kind = pvg_predicate_for_type(ptype);
 	const cJSON *pred = cJSON_GetObjectItemCaseSensitive(st, "predicate");
@@ -458,15 +453,15 @@ int pvg_attest_verify(const char *text, size_t len, const struct pvg_attest_veri
 	} else if (!cJSON_IsObject(pred)) {
 		problem(v, "attestation.predicate-malformed", "the Statement has no predicate object");
 		kind = NULL;
-	} else if (!json_str(pred, "schema") || strcmp(json_str(pred, "schema"), kind->schema) != 0) {
+	} else if (!pvg_json_get_str(pred, "schema") || strcmp(pvg_json_get_str(pred, "schema"), kind->schema) != 0) {
 		problem(v, "attestation.predicate-malformed",
 			"the predicate is not a %s report (its schema is %s), as predicateType %s says",
-			kind->schema, json_str(pred, "schema") ? json_str(pred, "schema") : "missing",
+			kind->schema, pvg_json_get_str(pred, "schema") ? pvg_json_get_str(pred, "schema") : "missing",
 			kind->predicate_type);
 		kind = NULL;
 	}
 	if (kind) {
-		const char *name = json_str(pred, "name"), *at = json_str(pred, "started_at");
+		const char *name = pvg_json_get_str(pred, "name"), *at = pvg_json_get_str(pred, "started_at");
 		v->report_name = name ? pvg_utf8_sanitize(name, strlen(name)) : NULL;
 		v->report_started_at = at ? pvg_utf8_sanitize(at, strlen(at)) : NULL;
 	}
@@ -526,9 +521,9 @@ cJSON *pvg_attest_verification_json(const struct pvg_attest_verification *v, con
 	cJSON_ArrayForEach(s, v->subjects)
 	{
 		cJSON *o = cJSON_CreateObject();
-		pvg_json_add_str(o, "name", json_str(s, "name"));
+		pvg_json_add_str(o, "name", pvg_json_get_str(s, "name"));
 		pvg_json_add_str(o, "sha256",
-				 json_str(cJSON_GetObjectItemCaseSensitive(s, "digest"), "sha256"));
+				 pvg_json_get_str(cJSON_GetObjectItemCaseSensitive(s, "digest"), "sha256"));
 		cJSON_AddItemToArray(subj, o);
 	}
 	cJSON *rep = cJSON_AddObjectToObject(j, "report");

@@ -31,11 +31,6 @@ static const cJSON *get(const cJSON *o, const char *key)
 	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
 }
 
-static const char *str(const cJSON *o, const char *key)
-{
-	const cJSON *j = get(o, key);
-	return cJSON_IsString(j) ? j->valuestring : NULL;
-}
 
 static char *dup_or_null(const char *s)
 {
@@ -74,7 +69,7 @@ static void add_fact(struct field_list *l, const char *name, const cJSON *obj, c
 		     const cJSON *errors)
 {
 	bool bad = errored(errors, name);
-	add(l, name, bad ? NULL : dup_or_null(str(obj, key)), bad, false);
+	add(l, name, bad ? NULL : dup_or_null(pvg_json_get_str(obj, key)), bad, false);
 }
 
 /* Container ids (64 hex digits) and pod UUIDs change with every container instance; the
@@ -277,13 +272,13 @@ static void service_fields(struct field_list *l, const cJSON *svc, const cJSON *
 	}
 	const cJSON *o;
 	cJSON_ArrayForEach(o, get(svc, "shared_objects")) {
-		const char *path = str(o, "path");
+		const char *path = pvg_json_get_str(o, "path");
 		if (!path)
 			continue;
 		_cleanup_free_ char *name = pvg_asprintf("service.shared_objects.%s", path);
-		const char *id = str(o, "build_id");
-		const char *err = str(o, "error");
-		const char *size = str(o, "size");
+		const char *id = pvg_json_get_str(o, "build_id");
+		const char *err = pvg_json_get_str(o, "error");
+		const char *size = pvg_json_get_str(o, "size");
 		if (id)
 			add(l, name, pvg_strdup(id), false, false);
 		else if (err && strcmp(err, "no build-id note") == 0)
@@ -314,7 +309,7 @@ static void report_fields(const cJSON *rep, struct field_list *l)
 	const cJSON *drv = get(gpu, "driver");
 	const cJSON *amd = get(drv, "amdgpu");
 	bool bad = errored(errors, "gpu.driver.amdgpu");
-	const char *av = str(amd, "version");
+	const char *av = pvg_json_get_str(amd, "version");
 	add(l, "gpu.driver.amdgpu",
 	    bad ? NULL
 	    : av ? pvg_strdup(av)
@@ -332,11 +327,11 @@ static void report_fields(const cJSON *rep, struct field_list *l)
 		service_fields(l, svc, errors);
 	const cJSON *in;
 	cJSON_ArrayForEach(in, get(get(env, "benchmark"), "inputs")) {
-		const char *path = str(in, "path");
+		const char *path = pvg_json_get_str(in, "path");
 		if (!path)
 			continue;
 		_cleanup_free_ char *name = pvg_asprintf("benchmark.inputs.%s", path);
-		const char *sha = str(in, "sha256");
+		const char *sha = pvg_json_get_str(in, "sha256");
 		add(l, name, dup_or_null(sha), !sha, false);
 	}
 	const cJSON *exec = get(rep, "exec");
@@ -351,7 +346,7 @@ static void report_fields(const cJSON *rep, struct field_list *l)
 			continue;
 		const cJSON *f;
 		cJSON_ArrayForEach(f, get(get(g, "evidence"), "facts")) {
-			const char *text = str(f, "fact");
+			const char *text = pvg_json_get_str(f, "fact");
 			if (!text)
 				continue;
 			_cleanup_free_ char *fname = NULL, *value = NULL;
@@ -488,15 +483,15 @@ static bool judge_side(struct pvg_compare *c, const char *role,
 			"%s %s: %s", role, path, why ? why : "not a report");
 		return false;
 	}
-	const char *schema = str(rep, "schema");
+	const char *schema = pvg_json_get_str(rep, "schema");
 	if (!schema || strcmp(schema, "provgate.report/1") != 0) {
 		problem(c, "compare.bad-report", "give the JSON report provgate certify or exec wrote",
 			"%s %s: not a provgate report (schema %s)", role, path,
 			schema ? schema : "missing");
 		return false;
 	}
-	side->name = dup_or_null(str(rep, "name"));
-	side->started_at = dup_or_null(str(rep, "started_at"));
+	side->name = dup_or_null(pvg_json_get_str(rep, "name"));
+	side->started_at = dup_or_null(pvg_json_get_str(rep, "started_at"));
 	const cJSON *env = get(rep, "environment");
 	if (!cJSON_IsObject(env)) {
 		problem(c, "compare.no-environment",
@@ -510,14 +505,14 @@ static bool judge_side(struct pvg_compare *c, const char *role,
 	const cJSON *g;
 	cJSON_ArrayForEach(g, gates) {
 		n++;
-		const char *st = str(g, "status");
+		const char *st = pvg_json_get_str(g, "status");
 		passed += st && strcmp(st, "pass") == 0;
 	}
-	const char *phase = str(rep, "phase");
+	const char *phase = pvg_json_get_str(rep, "phase");
 	if (!cJSON_IsTrue(get(rep, "certified")) || n != PVG_N_GATES || passed != PVG_N_GATES ||
 	    !phase || strcmp(phase, "live") != 0) {
 		const cJSON *ex = get(rep, "exec");
-		const char *state = str(ex, "state");
+		const char *state = pvg_json_get_str(ex, "state");
 		if (ex && state && strcmp(state, "finished") != 0)
 			problem(c, "compare.exec-unfinished",
 				"compare the report exec writes when the benchmark has finished",
@@ -533,7 +528,7 @@ static bool judge_side(struct pvg_compare *c, const char *role,
 	const cJSON *ex = get(rep, "exec");
 	if (ex) {
 		side->is_exec = true;
-		const char *state = str(ex, "state");
+		const char *state = pvg_json_get_str(ex, "state");
 		const cJSON *status = get(ex, "exit_status");
 		const cJSON *after = get(get(rep, "after"), "gates");
 		if (ok && (!state || strcmp(state, "finished") != 0)) {
@@ -558,7 +553,7 @@ static bool judge_side(struct pvg_compare *c, const char *role,
 				cJSON_ArrayForEach(s, sel)
 					selected |= cJSON_IsNumber(s) && cJSON_IsNumber(id) &&
 						    s->valueint == id->valueint;
-				const char *st = str(ag, "status");
+				const char *st = pvg_json_get_str(ag, "status");
 				if (selected && (!st || strcmp(st, "pass") != 0))
 					after_ok = false;
 			}
@@ -572,14 +567,14 @@ static bool judge_side(struct pvg_compare *c, const char *role,
 	}
 	const cJSON *svc = get(env, "service");
 	if (!cJSON_IsObject(svc)) {
-		const char *w = str(env, "service_why");
+		const char *w = pvg_json_get_str(env, "service_why");
 		problem(c, "compare.no-service", "certify both sides against their live service",
 			"%s %s records no service process%s%s", role, path, w ? ": " : "", w ? w : "");
 		ok = false;
 	} else {
 		const cJSON *pid = get(svc, "pid");
 		side->pid = cJSON_IsNumber(pid) ? (long)pid->valuedouble : -1;
-		side->start_time = dup_or_null(str(svc, "start_time"));
+		side->start_time = dup_or_null(pvg_json_get_str(svc, "start_time"));
 	}
 	side->certified = ok;
 	return ok;
@@ -684,7 +679,7 @@ static void compare_fields(struct pvg_compare *c, const cJSON *b, const cJSON *k
 
 static const char *svc_str(const cJSON *rep, const char *key)
 {
-	return str(get(get(rep, "environment"), "service"), key);
+	return pvg_json_get_str(get(get(rep, "environment"), "service"), key);
 }
 
 int pvg_compare_reports(const struct pvg_compare_input *baseline,
@@ -699,8 +694,8 @@ int pvg_compare_reports(const struct pvg_compare_input *baseline,
 	if (!cJSON_IsObject(get(b, "environment")) || !cJSON_IsObject(get(k, "environment")))
 		goto out;
 	compare_fields(out, b, k, declared, n_declared);
-	const char *bb = str(get(get(b, "environment"), "host"), "boot_id");
-	const char *kb = str(get(get(k, "environment"), "host"), "boot_id");
+	const char *bb = pvg_json_get_str(get(get(b, "environment"), "host"), "boot_id");
+	const char *kb = pvg_json_get_str(get(get(k, "environment"), "host"), "boot_id");
 	const char *bt = svc_str(b, "start_ticks"), *kt = svc_str(k, "start_ticks");
 	if (out->baseline.pid > 0 && out->baseline.pid == out->candidate.pid && bb && kb &&
 	    strcmp(bb, kb) == 0 && bt && kt && strcmp(bt, kt) == 0)

@@ -64,6 +64,10 @@ void pvg_ctx_forget(struct pvg_ctx *ctx)
 void pvg_ctx_done(struct pvg_ctx *ctx)
 {
 	pvg_ctx_forget(ctx);
+	for (size_t i = 0; i < ctx->outputs.n; i++)
+		free(ctx->outputs.v[i]);
+	free(ctx->outputs.v);
+	ctx->outputs = (struct pvg_strv){ 0 };
 	if (ctx->chain)
 		cJSON_Delete(ctx->chain);
 	ctx->chain = NULL;

@@ -45,6 +45,9 @@ struct pvg_ctx {
 
 	cJSON *chain; /* the report's "chain" object; gates fill their part */
 
+	/* the files this run writes (reports, attestations): never a change (gate 2) */
+	struct pvg_strv outputs;
+
 	/* exec's after-check: the service must still be the process that was certified
 	 * (same pid, same start time), not a restarted one that happens to pass. */
 	bool pinned;

@@ -133,6 +133,16 @@ struct pvg_run *pvg_run_new(const struct pvg_config *cfg, enum pvg_phase phase,
 	return run;
 }
 
+void pvg_run_add_output(struct pvg_run *run, const char *path)
+{
+	if (!path || !path[0] || strcmp(path, "-") == 0)
+		return;
+	struct pvg_strv *o = &run->ctx.outputs;
+	o->v = pvg_xrealloc(o->v, o->n + 2, sizeof(*o->v));
+	o->v[o->n++] = pvg_path_absolute(path);
+	o->v[o->n] = NULL;
+}
+
 int pvg_run_execute(struct pvg_run *run)
 {
 	int n = pvg_evaluate(&run->ctx, run->selected, run->keep_going, run->results,

@@ -545,3 +545,76 @@ bool pvg_buildlog_links(const struct pvg_buildlog *log, const char *name, size_t
 	}
 	return false;
 }
+
+/* A shared object's name: "x.so", "x.abi3.so", "libx.so.1.2" */
+static bool is_shared_object(const char *path)
+{
+	const char *b = pvg_basename(path);
+	size_t n = strlen(b);
+	return (n > 3 && strcmp(b + n - 3, ".so") == 0) || strstr(b, ".so.") != NULL;
+}
+
+char *pvg_buildlog_link_output(const struct pvg_buildlog *log)
+{
+	for (size_t i = log->n_commands; i-- > 0;) {
+		const struct pvg_build_command *c = &log->commands[i];
+		if (c->compile || !strstr(c->text, ".so"))
+			continue;
+		_cleanup_free_ char *s = pvg_strdup(c->text);
+		_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
+		size_t n = split_args(s, argv, MAX_ARGS);
+		bool linking = n && strcmp(argv[0], "Linking") == 0;
+		for (size_t k = 0; k < n; k++) {
+			const char *out = NULL;
+			if (strcmp(argv[k], "-o") == 0 && k + 1 < n)
+				out = argv[k + 1];
+			else if (strncmp(argv[k], "-o", 2) == 0 && argv[k][2])
+				out = argv[k] + 2;
+			else if (linking && k > 0)
+				out = argv[k];
+			if (out && is_shared_object(out))
+				return pvg_strdup(out);
+		}
+	}
+	return NULL;
+}
+
+static bool is_source(const char *a)
+{
+	static const char *const ext[] = { ".cu", ".cuh", ".hip", ".cpp", ".cc", ".cxx", ".c" };
+	size_t n = strlen(a);
+	for (size_t i = 0; i < ARRAY_SIZE(ext); i++) {
+		size_t e = strlen(ext[i]);
+		if (n > e && strcmp(a + n - e, ext[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void strv_add_unique(struct pvg_strv *v, const char *s)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], s) == 0)
+			return;
+	v->v = pvg_xrealloc(v->v, v->n + 2, sizeof(*v->v));
+	v->v[v->n++] = pvg_strdup(s);
+	v->v[v->n] = NULL;
+}
+
+void pvg_buildlog_sources(const struct pvg_buildlog *log, struct pvg_strv *out)
+{
+	for (size_t i = 0; i < log->n_hipify; i++)
+		if (log->hipify[i].src)
+			strv_add_unique(out, log->hipify[i].src);
+	for (size_t i = 0; i < log->n_commands; i++) {
+		const struct pvg_build_command *c = &log->commands[i];
+		if (!c->compile)
+			continue;
+		_cleanup_free_ char *s = pvg_strdup(c->text);
+		_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
+		size_t n = split_args(s, argv, MAX_ARGS);
+		for (size_t k = 1; k < n; k++)
+			if (argv[k][0] != '-' && strcmp(argv[k - 1], "-o") != 0 && is_source(argv[k]))
+				strv_add_unique(out, argv[k]);
+	}
+}

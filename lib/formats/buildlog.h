@@ -98,3 +98,8 @@ const struct pvg_hipify_line *pvg_buildlog_find_hipify(const struct pvg_buildlog
 /* Whether a link command (or cmake's "Linking ..." line) writes a file named name; *lineno
  * is the last such line. */
 bool pvg_buildlog_links(const struct pvg_buildlog *log, const char *name, size_t *lineno);
+
+/* The shared object the log's last link command writes (its -o argument as written), or NULL. */
+char *pvg_buildlog_link_output(const struct pvg_buildlog *log);
+/* Every source the log hipified or compiled, as written (appended to out, no duplicates). */
+void pvg_buildlog_sources(const struct pvg_buildlog *log, struct pvg_strv *out);

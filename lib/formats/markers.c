@@ -166,9 +166,201 @@ static time_t local_time(int year, int mon, int mday, int hour, int min, int sec
 	return tcache.base + sec;
 }
 
+static time_t utc_time(int year, int mon, int mday, int hour, int min, int sec)
+{
+	struct tm tm = { .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = mday,
+			 .tm_hour = hour, .tm_min = min, .tm_sec = sec };
+	return timegm(&tm);
+}
+
+static bool is_alnum(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* The year of a timestamp that does not print one: the current year, unless that puts it
+ * more than a day ahead ("12-31 23:59:59" read on January 1st was written last year). */
+static time_t local_time_no_year(time_t now, int mon, int mday, int hour, int min, int sec)
+{
+	static __thread time_t year_of;
+	static __thread int year_cached;
+	if (year_of != now || !year_cached) {
+		struct tm nowtm;
+		localtime_r(&now, &nowtm);
+		year_cached = nowtm.tm_year + 1900;
+		year_of = now;
+	}
+	time_t t = local_time(year_cached, mon, mday, hour, min, sec);
+	if (t > now + 86400)
+		t = local_time(year_cached - 1, mon, mday, hour, min, sec);
+	return t;
+}
+
+/* "HH:MM:SS" at b[p]; false unless well-formed. */
+static bool clock_at(const char *b, size_t n, size_t p, int *hour, int *min, int *sec)
+{
+	if (n < p + 8 || !digits(b + p, 2) || b[p + 2] != ':' || !digits(b + p + 3, 2) ||
+	    b[p + 5] != ':' || !digits(b + p + 6, 2))
+		return false;
+	*hour = num2(b + p);
+	*min = num2(b + p + 3);
+	*sec = num2(b + p + 6);
+	return *hour <= 23 && *min <= 59 && *sec <= 60;
+}
+
+static bool date_ok(int mon, int mday)
+{
+	return mon >= 1 && mon <= 12 && mday >= 1 && mday <= 31;
+}
+
+/* After "HH:MM:SS" at b[p]: a fraction (",976", ".123456") and a zone ("Z", "+08:00",
+ * "-0500", " +0000"). *offset_s is the zone's offset east of UTC; false: no zone (local). */
+static bool zone_after(const char *b, size_t n, size_t p, long *offset_s)
+{
+	if (p < n && (b[p] == '.' || b[p] == ',') && p + 1 < n && is_digit(b[p + 1])) {
+		p++;
+		while (p < n && is_digit(b[p]))
+			p++;
+	}
+	if (p < n && b[p] == 'Z') {
+		*offset_s = 0;
+		return p + 1 >= n || !is_alnum(b[p + 1]);
+	}
+	if (p + 1 < n && b[p] == ' ' && (b[p + 1] == '+' || b[p + 1] == '-'))
+		p++; /* "2026-12-01 03:47:24 +0000" (gunicorn) */
+	if (p + 5 <= n && (b[p] == '+' || b[p] == '-') && digits(b + p + 1, 2)) {
+		size_t q = p + 3;
+		if (q < n && b[q] == ':')
+			q++;
+		if (q + 2 > n || !digits(b + q, 2) || (q + 2 < n && is_alnum(b[q + 2])))
+			return false;
+		long off = num2(b + p + 1) * 3600L + num2(b + q) * 60L;
+		if (off > 18 * 3600)
+			return false;
+		*offset_s = b[p] == '-' ? -off : off;
+		return true;
+	}
+	return false;
+}
+
+static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+
+/* A timestamp starting at b[p], in one of the forms of pvg_line_head_parse. */
+static bool time_at(const char *b, size_t n, size_t p, time_t now, time_t *out)
+{
+	int hour, min, sec;
+	/* ISO 8601 / Python asctime / SGLang: "2026-12-01 03:47:24,976", "2026-12-01T03:47:24Z",
+	 * "2026/12/01 03:47:24" */
+	if (n >= p + 19 && digits(b + p, 4) && (b[p + 4] == '-' || b[p + 4] == '/') &&
+	    digits(b + p + 5, 2) && b[p + 7] == b[p + 4] && digits(b + p + 8, 2) &&
+	    (b[p + 10] == ' ' || b[p + 10] == 'T') && clock_at(b, n, p + 11, &hour, &min, &sec)) {
+		int year = (b[p] - '0') * 1000 + (b[p + 1] - '0') * 100 + num2(b + p + 2);
+		int mon = num2(b + p + 5), mday = num2(b + p + 8);
+		if (!date_ok(mon, mday) || year < 1970)
+			return false;
+		long off;
+		if (zone_after(b, n, p + 19, &off))
+			*out = utc_time(year, mon, mday, hour, min, sec) - off;
+		else
+			*out = local_time(year, mon, mday, hour, min, sec);
+		return true;
+	}
+	/* the forms without a year never start inside a longer date or number */
+	if (p > 0 && (b[p - 1] == '-' || b[p - 1] == '/' || b[p - 1] == ':' || b[p - 1] == '.'))
+		return false;
+	/* vLLM: "11-29 12:10:25" (after its level word) */
+	if (n >= p + 14 && digits(b + p, 2) && b[p + 2] == '-' && digits(b + p + 3, 2) &&
+	    b[p + 5] == ' ' && clock_at(b, n, p + 6, &hour, &min, &sec)) {
+		int mon = num2(b + p), mday = num2(b + p + 3);
+		if (!date_ok(mon, mday))
+			return false;
+		*out = local_time_no_year(now, mon, mday, hour, min, sec);
+		return true;
+	}
+	/* glog: "I1201 03:47:24.976543" */
+	if (n >= p + 14 && (b[p] == 'I' || b[p] == 'W' || b[p] == 'E' || b[p] == 'F') &&
+	    digits(b + p + 1, 4) && b[p + 5] == ' ' && clock_at(b, n, p + 6, &hour, &min, &sec)) {
+		int mon = num2(b + p + 1), mday = num2(b + p + 3);
+		if (!date_ok(mon, mday))
+			return false;
+		*out = local_time_no_year(now, mon, mday, hour, min, sec);
+		return true;
+	}
+	/* syslog: "Dec  1 03:47:24", "Dec 11 03:47:24" */
+	if (n >= p + 15 && b[p + 3] == ' ') {
+		int mon = 0;
+		for (int i = 0; i < 12 && !mon; i++)
+			if (memcmp(b + p, months[i], 3) == 0)
+				mon = i + 1;
+		size_t d = p + 4;
+		if (!mon)
+			return false;
+		int mday;
+		if (b[d] == ' ' && is_digit(b[d + 1]))
+			mday = b[d + 1] - '0';
+		else if (digits(b + d, 2))
+			mday = num2(b + d);
+		else
+			return false;
+		if (b[d + 2] != ' ' || !clock_at(b, n, d + 3, &hour, &min, &sec) || !date_ok(mon, mday))
+			return false;
+		*out = local_time_no_year(now, mon, mday, hour, min, sec);
+		return true;
+	}
+	return false;
+}
+
+/* A pid at b[p]: "pid=N", "pid N", "pid:N" (vLLM's "(EngineCore_DP0 pid=N)", Ray's
+ * "(MyActor pid=N, ip=...)", "[serve pid=N]"), or a bracket holding only digits ("[N]",
+ * syslog's "prog[N]:", gunicorn's "[N]"). */
+static bool pid_at(const char *b, size_t n, size_t p, pid_t *out, bool *remote)
+{
+	size_t d;
+	if (p + 4 <= n && (memcmp(b + p, "pid", 3) == 0 || memcmp(b + p, "PID", 3) == 0) &&
+	    (p == 0 || !is_alnum(b[p - 1]))) {
+		d = p + 3;
+		if (d < n && (b[d] == '=' || b[d] == ':' || b[d] == ' '))
+			d++;
+		else
+			return false;
+		while (d < n && b[d] == ' ')
+			d++;
+	} else if (b[p] == '[') {
+		d = p + 1;
+	} else {
+		return false;
+	}
+	size_t e = d;
+	long v = 0;
+	while (e < n && is_digit(b[e]) && e - d < 9)
+		v = v * 10 + (b[e++] - '0');
+	if (e == d || v < 1)
+		return false;
+	if (b[p] == '[' ? (e >= n || b[e] != ']') : (e < n && is_alnum(b[e])))
+		return false;
+	/* Ray's driver names a worker of another node with its address:
+	 * "(RayWorkerWrapper pid=N, ip=10.0.0.2)"; another qualifier there may say the same in
+	 * words this parser does not know, so such a pid is not taken */
+	*remote = b[p] != '[' && n - e > 5 && memcmp(b + e, ", ip=", 5) == 0;
+	if (!*remote && b[p] != '[' && n - e > 2 && b[e] == ',' && b[e + 1] == ' ' &&
+	    memchr(b + e + 2, '=', n - e - 2))
+		return false;
+	*out = (pid_t)v;
+	return true;
+}
+
+/* How far into a line its head may reach: pids and times further on are message text. */
+#define HEAD_MAX 192
+
 void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_line_head *h)
 {
-	char b[192];
+	char b[HEAD_MAX];
 	size_t n = 0;
 	memset(h, 0, sizeof(*h));
 	/* the head without colour codes (vLLM colours its process prefix) */
@@ -181,62 +373,17 @@ void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_li
 		}
 		b[n++] = line[i];
 	}
-	size_t p = 0;
-	if (n && b[0] == '(') {
-		const char *close = memchr(b, ')', n);
-		if (close) {
-			size_t c = (size_t)(close - b);
-			const char *pid = memmem(b, c, "pid=", 4);
-			if (pid) {
-				size_t d = (size_t)(pid - b) + 4, e = d;
-				long v = 0;
-				while (e < c && e - d < 9 && b[e] >= '0' && b[e] <= '9')
-					v = v * 10 + (b[e++] - '0');
-				/* Ray's driver names a worker of another node with its address:
-				 * "(RayWorkerWrapper pid=N, ip=10.0.0.2)" */
-				bool remote = e > d && c - e > 5 && memcmp(b + e, ", ip=", 5) == 0;
-				if (e > d && (e == c || remote)) {
-					h->has_pid = true;
-					h->pid = (pid_t)v;
-					h->remote = remote;
-				}
-			}
-			p = c + 1;
-			while (p < n && b[p] == ' ')
-				p++;
+	/* the leftmost pid and the leftmost timestamp, each starting at a word boundary */
+	for (size_t p = 0; p < n && !(h->has_pid && h->has_time); p++) {
+		if (p > 0 && is_alnum(b[p - 1]) && b[p] != '[')
+			continue;
+		if (!h->has_time && time_at(b, n, p, now, &h->time)) {
+			h->has_time = true;
+			continue;
 		}
+		if (!h->has_pid && pid_at(b, n, p, &h->pid, &h->remote))
+			h->has_pid = true;
 	}
-	/* "INFO 11-29 12:10:25" */
-	size_t l = p;
-	while (l < n && b[l] >= 'A' && b[l] <= 'Z')
-		l++;
-	if (l - p < 3 || l - p > 8 || l >= n || b[l] != ' ')
-		return;
-	p = l + 1;
-	if (n - p < 14 || !digits(b + p, 2) || b[p + 2] != '-' || !digits(b + p + 3, 2) ||
-	    b[p + 5] != ' ' || !digits(b + p + 6, 2) || b[p + 8] != ':' || !digits(b + p + 9, 2) ||
-	    b[p + 11] != ':' || !digits(b + p + 12, 2))
-		return;
-	int mon = num2(b + p), mday = num2(b + p + 3), hour = num2(b + p + 6),
-	    min = num2(b + p + 9), sec = num2(b + p + 12);
-	if (mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 || sec > 60)
-		return;
-	/* the current year, converted once per `now` */
-	static __thread time_t year_of;
-	static __thread int year_cached;
-	if (year_of != now || !year_cached) {
-		struct tm nowtm;
-		localtime_r(&now, &nowtm);
-		year_cached = nowtm.tm_year + 1900;
-		year_of = now;
-	}
-	int year = year_cached;
-	time_t t = local_time(year, mon, mday, hour, min, sec);
-	/* "12-31 23:59:59" read on January 1st was written last year */
-	if (t > now + 86400)
-		t = local_time(year - 1, mon, mday, hour, min, sec);
-	h->has_time = true;
-	h->time = t;
 }
 
 enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
@@ -336,6 +483,7 @@ void pvg_marker_scan_done(struct pvg_marker_scan *s)
 	free(s->require_unattributed);
 	free(s->fact_live);
 	free(s->fact_unattributed);
+	free(s->fact_attr);
 	free(s->forbid_live);
 	free(s->forbid_unattributed);
 	free(s->cont_forbid_seen);
@@ -355,6 +503,7 @@ static void prepare(struct pvg_marker_scan *s)
 	s->require_unattributed = pvg_xcalloc(nr, sizeof(size_t));
 	s->fact_live = pvg_xcalloc(nf, sizeof(size_t));
 	s->fact_unattributed = pvg_xcalloc(nf, sizeof(size_t));
+	s->fact_attr = pvg_xcalloc(nf, sizeof(*s->fact_attr));
 	s->forbid_live = pvg_xcalloc(nb, sizeof(size_t));
 	s->forbid_unattributed = pvg_xcalloc(nb, sizeof(size_t));
 	s->cont_forbid_seen = pvg_xcalloc(nb, sizeof(bool));
@@ -479,7 +628,9 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 				const char *le = memchr(hit, '\n', (size_t)(end - hit));
 				le = le ? le : end;
 				bool in_cont = cont && ls == start;
-				enum pvg_attribution a = in_cont ? s->cont_attr : line_attr(s, ls, le);
+				/* the head is what precedes the pattern: a pid or time after it is
+				 * the message's own text */
+				enum pvg_attribution a = in_cont ? s->cont_attr : line_attr(s, ls, hit);
 				bool live = a == PVG_ATTR_LIVE;
 				if (kind == 0) {
 					if (in_cont) {
@@ -503,7 +654,8 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 						s->fact_live[i]++;
 						break;
 					}
-					s->fact_unattributed[i]++;
+					if (s->fact_unattributed[i]++ == 0)
+						s->fact_attr[i] = a;
 				} else if (!(in_cont && s->cont_forbid_seen[i])) {
 					if (in_cont)
 						s->cont_forbid_seen[i] = true;

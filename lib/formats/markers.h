@@ -59,11 +59,22 @@ struct pvg_line_head {
 	bool remote;   /* Ray's "(RayWorkerWrapper pid=N, ip=ADDR)": a worker on another node,
 			* whose pid is no pid of this machine */
 	bool has_time;
-	time_t time;   /* vLLM "INFO 11-29 12:10:25", local time; the year is inferred */
+	time_t time; /* epoch seconds (fractions dropped) */
 };
 
-/* now: the current time, which fixes the year of timestamps (a timestamp more than a day
- * in the future belongs to the previous year). */
+/*
+ * Reads the first 192 bytes of a line (colour codes removed) for the leftmost pid and the
+ * leftmost timestamp, each starting at a word boundary, in any order. Timestamps:
+ *   ISO 8601 and Python logging's asctime: "2026-12-01 03:47:24,976", "2026-12-01T03:47:24Z",
+ *     "...T03:47:24.123456+08:00", "2026/12/01 03:47:24", gunicorn's "... 03:47:24 +0000",
+ *     SGLang's "[2026-12-01 03:47:24 TP0]"; with a zone it is exact, without one local time;
+ *   vLLM "INFO 11-29 12:10:25", glog "I1129 12:10:25.123456", syslog "Nov 29 12:10:25":
+ *     local time, the year inferred from now (more than a day ahead: the year before).
+ * Pids: "pid=N", "pid N", "pid:N" (vLLM's "(EngineCore_DP0 pid=N)", Ray's "(Actor pid=N,
+ * ...)", "[serve pid=N]"), and a bracket holding only digits ("[N]", syslog's "prog[N]:").
+ * Callers pass only the part of the line before the text they look for, so the message's own
+ * fields never count as its head.
+ */
 void pvg_line_head_parse(const char *s, size_t len, time_t now, struct pvg_line_head *h);
 
 enum pvg_attribution {
@@ -111,6 +122,7 @@ struct pvg_marker_scan {
 	size_t *require_not_selected;
 	size_t *require_unattributed; /* unattributed markers that would have matched */
 	size_t *fact_live, *fact_unattributed;
+	enum pvg_attribution *fact_attr; /* per fact: the first unattributed line's */
 	size_t *forbid_live, *forbid_unattributed;
 	size_t attr_count[4];     /* marker lines per attribution */
 	/* marker lines of a pid outside the tree stamped at or after the service's start:

@@ -29,7 +29,7 @@ int pvg_net_tcp_listeners(const char *procfs, uint16_t port, struct pvg_tcp_tabl
 		}
 	}
 	for (size_t i = 0; i < all.n; i++)
-		if (all.s[i].state == PVG_TCP_LISTEN && all.s[i].port == port) {
+		if (all.s[i].state == PVG_TCP_LISTEN && (port == 0 || all.s[i].port == port)) {
 			out->s = pvg_xrealloc(out->s, out->n + 1, sizeof(*out->s));
 			out->s[out->n++] = all.s[i];
 		}

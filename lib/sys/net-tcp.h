@@ -4,6 +4,6 @@
 
 #include "formats/net-tcp.h"
 
-/* Listening sockets on port from <procfs>/net/tcp and tcp6 (a missing tcp6 is not an error).
+/* Listening sockets on port (0: on any port) from <procfs>/net/tcp and tcp6 (a missing tcp6 is not an error).
  * 0 or -errno. */
 int pvg_net_tcp_listeners(const char *procfs, uint16_t port, struct pvg_tcp_table *out);

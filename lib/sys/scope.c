@@ -5,9 +5,12 @@
  * uncommitted ones from HEAD against the index and work tree. Both are folded into one entry
  * per path, so that a file changed in a commit and again in the work tree appears once.
  */
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <git2.h>
 
+#include "formats/report-kind.h"
 #include "sys/scope.h"
 
 /* ---- classification ------------------------------------------------------------------------- */
@@ -527,25 +530,27 @@ static void compute(struct pvg_scope *s, git_repository *repo, struct table *t)
 	}
 }
 
-/* provgate's own inputs (the config, the build and service logs) often live in the
- * experiment's checkout without being tracked; they are not runtime files. */
+/* provgate's own inputs (the config, the build and service logs) and outputs (reports)
+ * often live in the experiment's checkout without being tracked; they are not runtime
+ * files. */
 struct input_id {
 	dev_t dev;
 	ino_t ino;
 };
 
-static size_t provgate_inputs(const char *const *paths, size_t n_paths, struct input_id *out)
+static size_t file_ids(const char *const *paths, size_t n_paths, struct input_id *out)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < n_paths; i++) {
 		struct stat st;
-		if (paths[i] && stat(paths[i], &st) == 0 && S_ISREG(st.st_mode))
+		if (paths[i] && strcmp(paths[i], "-") != 0 && stat(paths[i], &st) == 0 &&
+		    S_ISREG(st.st_mode))
 			out[n++] = (struct input_id){ st.st_dev, st.st_ino };
 	}
 	return n;
 }
 
-static bool is_input(const struct input_id *in, size_t n, const char *workdir, const char *path)
+static bool is_one_of(const struct input_id *in, size_t n, const char *workdir, const char *path)
 {
 	_cleanup_free_ char *full = pvg_path_join(workdir, path);
 	struct stat st;
@@ -557,9 +562,81 @@ static bool is_input(const struct input_id *in, size_t n, const char *workdir, c
 	return false;
 }
 
-struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const char *default_repo,
-				     const char *const *inputs, size_t n_inputs)
+/* A provgate report (or comparison, cluster verdict, attestation) by its content: the first
+ * byte decides whether the rest is read at all. */
+static bool is_provgate_output(const char *workdir, const char *path)
 {
+	_cleanup_free_ char *full = pvg_path_join(workdir, path);
+	struct stat st;
+	_cleanup_close_ int fd = pvg_open_regular(full, &st);
+	if (fd < 0 || st.st_size < 2 || (uint64_t)st.st_size > PVG_REPORT_KIND_MAX)
+		return false;
+	char head[64];
+	ssize_t r = pread(fd, head, sizeof(head), 0);
+	if (r <= 0 || !pvg_report_kind_maybe(head, (size_t)r))
+		return false;
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	if (pvg_read_file(full, PVG_REPORT_KIND_MAX, &text, &len) < 0)
+		return false;
+	return pvg_report_kind(text, len, NULL, 0);
+}
+
+static const char *const build_state_names[] = {
+	".ninja_log",	     ".ninja_deps",	    "build.ninja",	"CMakeCache.txt",
+	"compile_commands.json", "cmake_install.cmake", "install_manifest.txt", "CTestTestfile.cmake",
+};
+static const char *const build_state_dirs[] = {
+	"CMakeFiles", ".cmake", "meson-info", "meson-logs", "meson-private",
+};
+
+bool pvg_scope_is_build_state(const char *path)
+{
+	const char *base = pvg_basename(path);
+	for (size_t i = 0; i < ARRAY_SIZE(build_state_names); i++)
+		if (strcmp(base, build_state_names[i]) == 0)
+			return true;
+	size_t bl = strlen(base);
+	if (bl > 2 && base[bl - 2] == '.' && (base[bl - 1] == 'o' || base[bl - 1] == 'd'))
+		return true; /* object and dependency files */
+	for (size_t i = 0; i < ARRAY_SIZE(build_state_dirs); i++) {
+		size_t dl = strlen(build_state_dirs[i]);
+		for (const char *p = path; (p = strstr(p, build_state_dirs[i])); p += dl)
+			if ((p == path || p[-1] == '/') && p[dl] == '/')
+				return true;
+	}
+	return false;
+}
+
+/* The top folder of the work tree that holds the artifact ("cmake-build-rocm/", "build/"),
+ * or NULL when the artifact is outside the work tree or at its root. */
+static char *build_tree_prefix(const char *workdir, const char *artifact)
+{
+	if (!artifact || !workdir)
+		return NULL;
+	_cleanup_free_ char *dir = pvg_strdup(artifact);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	char real_dir[PATH_MAX], real_work[PATH_MAX];
+	if (!realpath(dir[0] ? dir : "/", real_dir) || !realpath(workdir, real_work))
+		return NULL;
+	size_t wl = strlen(real_work);
+	if (strncmp(real_dir, real_work, wl) != 0 || real_dir[wl] != '/')
+		return NULL;
+	const char *rel = real_dir + wl + 1;
+	const char *end = strchr(rel, '/');
+	size_t n = end ? (size_t)(end - rel) : strlen(rel);
+	return n ? pvg_asprintf("%.*s/", (int)n, rel) : NULL;
+}
+
+struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const char *default_repo,
+				     const struct pvg_scope_own *own)
+{
+	static const struct pvg_scope_own none = { 0 };
+	if (!own)
+		own = &none;
 	struct pvg_scope *s = pvg_xcalloc(1, sizeof(*s));
 	s->repo = pvg_strdup(src->repo ? src->repo : default_repo ? default_repo : ".");
 	s->baseline = pvg_strdup(src->baseline);
@@ -587,8 +664,13 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const cha
 		return s;
 	}
 
-	struct input_id *ids = pvg_xcalloc(n_inputs ? n_inputs : 1, sizeof(*ids));
-	size_t n_ids = provgate_inputs(inputs, n_inputs, ids);
+	_cleanup_free_ struct input_id *in_ids =
+		pvg_xcalloc(own->n_inputs ? own->n_inputs : 1, sizeof(*in_ids));
+	_cleanup_free_ struct input_id *out_ids =
+		pvg_xcalloc(own->n_outputs ? own->n_outputs : 1, sizeof(*out_ids));
+	size_t n_in = file_ids(own->inputs, own->n_inputs, in_ids);
+	size_t n_out = file_ids(own->outputs, own->n_outputs, out_ids);
+	_cleanup_free_ char *build_tree = build_tree_prefix(s->workdir, own->build_artifact);
 	s->changes = pvg_xcalloc(t.n, sizeof(*s->changes));
 	for (size_t i = 0; i < t.n; i++) {
 		if (t.e[i].dead) {
@@ -599,17 +681,24 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const cha
 		*c = t.e[i].c;
 		c->cls = pvg_scope_classify(src, c->path, &c->install_path);
 		/* only ever turns unknown into ignored: never exempts a mapped or compiled file */
-		if (c->cls == PVG_SCOPE_UNKNOWN && c->kind != 'D' &&
-		    is_input(ids, n_ids, s->workdir, c->path)) {
-			c->cls = PVG_SCOPE_IGNORED;
-			c->provgate_input = true;
+		if (c->cls == PVG_SCOPE_UNKNOWN && c->kind != 'D') {
+			if (is_one_of(in_ids, n_in, s->workdir, c->path)) {
+				c->provgate_input = true;
+			} else if (is_one_of(out_ids, n_out, s->workdir, c->path) ||
+				   is_provgate_output(s->workdir, c->path)) {
+				c->provgate_output = true;
+			} else if (build_tree && strncmp(c->path, build_tree, strlen(build_tree)) == 0 &&
+				   pvg_scope_is_build_state(c->path)) {
+				c->build_state = true;
+			}
+			if (c->provgate_input || c->provgate_output || c->build_state)
+				c->cls = PVG_SCOPE_IGNORED;
 		}
 		c->old_cls = c->cls;
 		if (c->old_path)
 			c->old_cls = pvg_scope_classify(src, c->old_path, &c->old_install_path);
 		s->count[c->cls]++;
 	}
-	free(ids);
 	free(t.e);
 	free(t.slot);
 	qsort(s->changes, s->n, sizeof(*s->changes), cmp_change);

@@ -44,6 +44,10 @@ struct pvg_change {
 	char *old_install_path;       /* the old path's install location when it was mapped */
 	bool submodule;               /* a gitlink: the "file" is another repository */
 	bool provgate_input;          /* the config or a log provgate reads: counted as ignored */
+	bool provgate_output;         /* this run's report, or any file that is a provgate report
+				       * by content: counted as ignored */
+	bool build_state;             /* a build tool's state file in the build folder (.ninja_log,
+				       * CMakeCache.txt, ...): counted as ignored */
 };
 
 struct pvg_scope {
@@ -71,11 +75,24 @@ struct pvg_scope {
  * -EIO any other libgit2 failure.
  */
 
-/* The change set of src (default_repo when src->repo is unset). inputs are the files
- * provgate itself reads (config, logs): an untracked or changed one is counted as ignored,
- * never as an unknown runtime file. Never NULL; a failure is in err / reason / msg. */
+/* provgate's own files, which are never changes of the experiment (each only ever turns an
+ * unknown file into an ignored one; a mapped or compiled file stays what it is). */
+struct pvg_scope_own {
+	const char *const *inputs; /* files provgate reads (config, logs); NULL entries skipped */
+	size_t n_inputs;
+	const char *const *outputs; /* files this run writes (--json, --junit, --out, ...) */
+	size_t n_outputs;
+	/* build.artifact (NULL: none): well-known build-tool state (pvg_scope_is_build_state)
+	 * under the top folder of the work tree that holds it ("build/", "cmake-build-rocm/")
+	 * is not a runtime file */
+	const char *build_artifact;
+};
+
+/* The change set of src (default_repo when src->repo is unset). An unknown file that is one
+ * of own's, or a provgate report by content (formats/report-kind.h), is counted as ignored.
+ * own may be NULL. Never NULL; a failure is in err / reason / msg. */
 struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const char *default_repo,
-				     const char *const *inputs, size_t n_inputs);
+				     const struct pvg_scope_own *own);
 void pvg_scope_free(struct pvg_scope *scope);
 
 /* Class of one repo-relative path. For PVG_SCOPE_MAPPED, *install_path (when install_path is
@@ -84,5 +101,8 @@ void pvg_scope_free(struct pvg_scope *scope);
 enum pvg_scope_class pvg_scope_classify(const struct pvg_source_spec *src, const char *path,
 					char **install_path);
 const char *pvg_scope_class_name(enum pvg_scope_class cls);
+/* A well-known build-tool state file or folder (.ninja_log, CMakeCache.txt, CMakeFiles/,
+ * *.o, ...), by its repo-relative path. */
+bool pvg_scope_is_build_state(const char *path);
 /* The change whose (new) path is path, or NULL. */
 const struct pvg_change *pvg_scope_find(const struct pvg_scope *scope, const char *path);

@@ -472,3 +472,9 @@ const char *pvg_json_find_duplicate(const cJSON *item, bool recursive)
 		}
 	return NULL;
 }
+
+const char *pvg_json_get_str(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}

@@ -82,6 +82,9 @@ uint64_t pvg_now_ns(void);
 
 /* JSON helpers: every string goes through pvg_utf8_sanitize; 64-bit values are strings. */
 cJSON *pvg_json_string(const char *s);
+/* The string member key of obj; NULL when obj is not an object, or the member is absent or
+ * of another type (for reading reports back). */
+const char *pvg_json_get_str(const cJSON *obj, const char *key);
 void pvg_json_add_str(cJSON *obj, const char *key, const char *s); /* NULL -> null */
 void pvg_json_add_u64(cJSON *obj, const char *key, uint64_t v);
 void pvg_json_add_i64(cJSON *obj, const char *key, int64_t v);

@@ -93,7 +93,7 @@ static void wrong_types_are_named(void)
 		     "service.port");
 	expect_error("{\"source\": {\"include_uncommitted\": 1}}", "expected true or false");
 	expect_error("{\"markers\": {\"facts\": [\"a\", 3]}}", "markers.facts[1]");
-	expect_error("{\"arch\": \"gfx 936\"}", "not an architecture");
+	expect_error("{\"arch\": \"gfx 936\"}", "not a known GPU architecture");
 	expect_error("{\"build\": []}", "build: expected an object");
 	expect_error("[1]", "expected an object");
 	expect_error("{\"name\": \"a\", \"name\": \"b\"}", "key given twice");
@@ -108,6 +108,54 @@ static void malformed_json_and_trailing_garbage(void)
 	expect_error("", "malformed JSON");
 	expect_error("{\"name\": \"x\",\n  ", "t.json:2:3: malformed JSON: the text ends early");
 	expect_error("{\"name\": }", "malformed JSON near \"}\"");
+}
+
+static void errors_carry_line_and_column(void)
+{
+	const char *text = "{\n  \"name\": \"x\",\n  // a note\n  \"build\": {\n"
+			   "    \"artifact\": \"a.so\",\n    \"artefact\": \"b.so\"\n  },\n"
+			   "  \"service\": { \"port\": \"8000\" }\n}\n";
+	expect_error(text, "t.json:6:5: unknown key \"build.artefact\", did you mean \"artifact\"?");
+	const char *t2 = "{\"service\": {\"match\": [\"a\"],\n \"port\": \"8000\"}}";
+	expect_error(t2, "t.json:2:10: service.port: expected an integer");
+	const char *t3 = "{\"markers\": {\"require\": [{\"a\": \"b\"},\n  {\"selected\": 1}]}}";
+	expect_error(t3, "t.json:2:16: markers.require[1].selected: expected a string");
+	const char *t4 = "{\"markers\": {\"facts\": [\"a\",\n /* c */ 3]}}";
+	expect_error(t4, "t.json:2:10: markers.facts[1]");
+	const char *t5 = "{\"name\": \"a\",\n\"name\": \"b\"}";
+	expect_error(t5, "t.json:1:2: name: key given twice");
+}
+
+static void misspelt_keys_get_a_suggestion(void)
+{
+	expect_error("{\"bulid\": {}}", "unknown key \"bulid\", did you mean \"build\"?");
+	expect_error("{\"markers\": {\"min_cuont\": 2}}", "did you mean \"min_count\"?");
+	expect_error("{\"build\": {\"prefix\": \"X\"}}", "(\"prefix\" is a key of section \"markers\")");
+	expect_error("{\"service\": {\"arch\": \"gfx936\"}}", "(\"arch\" is a top-level key)");
+	expect_error("{\"zzzzzz\": 1}", "unknown key \"zzzzzz\" (known here:");
+}
+
+static void arch_names_are_checked_against_known_targets(void)
+{
+	expect_error("{\"arch\": \"gfx9OA\"}", "did you mean \"gfx90a\"?");
+	expect_error("{\"arch\": \"gfx1234\"}", "\"gfx1234\" is not a known GPU architecture");
+	expect_error("{\"arch\": \"sm_91\"}", "did you mean \"sm_90\"?");
+	expect_error("{\"arch\": \"sm_75a\"}", "not a known GPU architecture");
+	expect_error("{\"arch\": \"compute_90\"}", "virtual (PTX) architecture; arch names the GPU's real one: sm_90");
+	expect_error("{\"arch\": \"gfx90a:xnak-\"}", "a target feature must be xnack or sramecc");
+	CHECK(pvg_arch_valid("gfx936"));
+	CHECK(pvg_arch_valid("gfx942:sramecc+:xnack-"));
+	CHECK(pvg_arch_valid("gfx1201"));
+	CHECK(pvg_arch_valid("gfx11-generic"));
+	CHECK(pvg_arch_valid("sm_100a"));
+	CHECK(pvg_arch_valid("sm_120"));
+	CHECK(!pvg_arch_valid("sm_80a"));
+	CHECK(!pvg_arch_valid("gfx936:"));
+	/* $schema is allowed (editors), any string */
+	struct pvg_config *cfg;
+	struct pvg_error err;
+	CHECK_INT(parse("{\"$schema\": \"/usr/share/provgate/config.schema.json\", \"arch\": \"gfx936\"}", &cfg, &err), 0);
+	pvg_config_free(cfg);
 }
 
 static void arch_forms(void)
@@ -208,6 +256,9 @@ int main(void)
 	RUN(wrong_types_are_named);
 	RUN(malformed_json_and_trailing_garbage);
 	RUN(arch_forms);
+	RUN(errors_carry_line_and_column);
+	RUN(misspelt_keys_get_a_suggestion);
+	RUN(arch_names_are_checked_against_known_targets);
 	RUN(overrides_use_flag_semantics);
 	RUN(placeholders_expand_per_node);
 	TAP_EXIT();

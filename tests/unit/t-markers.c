@@ -101,6 +101,71 @@ static void reads_vllm_line_heads(void)
 	CHECK(!h.has_pid && !h.has_time);
 }
 
+static time_t utc(int year, int mon, int day, int h, int m, int s)
+{
+	struct tm tm = { .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = day, .tm_hour = h,
+			 .tm_min = m, .tm_sec = s };
+	return timegm(&tm);
+}
+
+static void head_is(const char *line, bool has_pid, pid_t pid, bool has_time, time_t t)
+{
+	struct pvg_line_head h;
+	pvg_line_head_parse(line, strlen(line), mk(2026, 12, 1, 13, 0, 0), &h);
+	if (h.has_pid != has_pid || (has_pid && h.pid != pid) || h.has_time != has_time ||
+	    (has_time && h.time != t)) {
+		printf("# head of [%s]: pid %d/%d time %d/%lld, expected pid %d/%d time %d/%lld\n",
+		       line, h.has_pid, (int)h.pid, h.has_time, (long long)h.time, has_pid,
+		       (int)pid, has_time, (long long)t);
+		CHECK(false);
+	} else {
+		CHECK(true);
+	}
+}
+
+/* Every common log format: the pid and the time wherever the head puts them. */
+static void reads_common_line_heads(void)
+{
+	time_t py = mk(2026, 12, 1, 3, 47, 24);
+	/* Python logging's asctime, with a Ray Serve-style bracket */
+	head_is("2026-12-01 03:47:24,976 INFO [serve pid=9161] FASTNORM_DIAG", true, 9161, true, py);
+	head_is("2026-12-01 03:47:24,976 - serve - INFO - x", false, 0, true, py);
+	/* ISO 8601 with T, fractions and zones */
+	head_is("2026-12-01T03:47:24Z pid=77 x", true, 77, true, utc(2026, 12, 1, 3, 47, 24));
+	head_is("2026-12-01T03:47:24.123456Z x", false, 0, true, utc(2026, 12, 1, 3, 47, 24));
+	head_is("2026-12-01T03:47:24.5+08:00 x", false, 0, true, utc(2026, 11, 30, 19, 47, 24));
+	head_is("2026-12-01T03:47:24-0500 x", false, 0, true, utc(2026, 12, 1, 8, 47, 24));
+	head_is("2026-12-01T03:47:24 x", false, 0, true, py);
+	head_is("2026/12/01 03:47:24 x", false, 0, true, py);
+	/* gunicorn: "[time +0000] [pid] [LEVEL]" */
+	head_is("[2026-12-01 03:47:24 +0000] [9161] [INFO] Booting worker", true, 9161, true,
+		utc(2026, 12, 1, 3, 47, 24));
+	/* SGLang */
+	head_is("[2026-12-01 03:47:24 TP0] Load weight end.", false, 0, true, py);
+	/* syslog */
+	head_is("Dec  1 03:47:24 host serve[4242]: FASTNORM_DIAG", true, 4242, true, py);
+	head_is("Dec 11 03:47:24 host serve[4242]: x", true, 4242, true, mk(2026, 12, 11, 3, 47, 24) > mk(2026, 12, 2, 13, 0, 0) ? mk(2025, 12, 11, 3, 47, 24) : mk(2026, 12, 11, 3, 47, 24));
+	/* glog */
+	head_is("I1201 03:47:24.976543  9161 op.cc:12] x", false, 0, true, py);
+	/* Ray */
+	head_is("(MyActor pid=3131, ip=10.0.0.1) hello", true, 3131, false, 0);
+	head_is("[pid 55] x", true, 55, false, 0);
+	head_is("pid:56 x", true, 56, false, 0);
+	/* look-alikes that are no pid or time */
+	head_is("rapid=5 [x.py:12] [0] step 2026-13-01 03:47:24", false, 0, false, 0);
+	head_is("ppid=12 [12a] [-3] 12-01 25:00:00", false, 0, false, 0);
+	head_is("[1969-12-31 23:59:59] x", false, 0, false, 0);
+	/* a head cut anywhere never reads past its end */
+	const char *full = "[2026-12-01 03:47:24 +0000] [9161] Dec  1 03:47:24 I1201 pid=5";
+	for (size_t n = 0; n <= strlen(full); n++) {
+		_cleanup_free_ char *cut = pvg_xcalloc(n + 1, 1);
+		memcpy(cut, full, n);
+		struct pvg_line_head h;
+		pvg_line_head_parse(cut, n, py, &h);
+	}
+	CHECK(true);
+}
+
 static void timestamps_across_new_year_belong_to_last_year(void)
 {
 	time_t now = mk(2027, 1, 1, 0, 0, 30);
@@ -335,6 +400,7 @@ int main(void)
 	RUN(parses_bracketed_and_quoted_values);
 	RUN(unterminated_or_too_many_fields_are_unparseable);
 	RUN(reads_vllm_line_heads);
+	RUN(reads_common_line_heads);
 	RUN(timestamps_across_new_year_belong_to_last_year);
 	RUN(attribution_follows_pid_then_time_then_file);
 	RUN(scan_counts_only_the_live_run);

@@ -115,7 +115,7 @@ static void whole_repo_map(void)
 static void missing_repository_is_reported(void)
 {
 	struct pvg_config *cfg = config("{\"repo\": \"/nonexistent-provgate-repo\"}");
-	struct pvg_scope *s = pvg_scope_compute(&cfg->source, cfg->dir, NULL, 0);
+	struct pvg_scope *s = pvg_scope_compute(&cfg->source, cfg->dir, NULL);
 	CHECK_INT(s->err, -ENOTDIR);
 	CHECK_STR(s->reason, "not-a-repo");
 	CHECK(s->msg.text && strstr(s->msg.text, "/nonexistent-provgate-repo"));

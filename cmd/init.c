@@ -1,0 +1,982 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * provgate init [DIR]: a starting provgate.json from what is there. The git checkout and its
+ * baseline, the newest build log that compiles GPU code and the shared object it links, the
+ * architecture in that object's code objects, a running process that maps a file of the same
+ * name (the service: its command line, port, log, and the installed copy it maps), the Python
+ * module that copy is in a venv, the install_map of the package folder, the change set's
+ * files that are no runtime files. What it guessed and what is left to fill in is printed
+ * and written as comments; the file is loaded back before init says it is done.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "pvg-version.h"
+#include "formats/buildlog.h"
+#include "formats/codeobj/codeobj.h"
+#include "sys/probe.h"
+#include "sys/scope.h"
+#include "util/hash.h"
+
+#define WALK_DEPTH 4
+#define WALK_MAX_ENTRIES 20000
+#define LOG_MAX_BYTES (256u << 20)
+
+struct guess {
+	char *dir;      /* the config's folder (absolute) */
+	char *workdir;  /* the git work tree */
+	char *baseline, *branch;
+	char *build_log, *artifact, *arch, *arch_others;
+	struct pvg_strv compiled;
+	char *installed;  /* install.artifact */
+	char *python, *python_module;
+	char *map_from, *map_to;
+	struct pvg_probe_proc service; /* pid 0: none */
+	size_t n_mappers;
+	char *match, *family_extra;
+	uint16_t port;
+	char *service_log, *prefix;
+	struct pvg_strv ignore;
+	struct pvg_strv todo;  /* what the user must still fill in */
+	struct pvg_strv notes; /* what was guessed, and from what */
+};
+
+static void strv_push(struct pvg_strv *v, char *s) /* takes s */
+{
+	v->v = pvg_xrealloc(v->v, v->n + 2, sizeof(*v->v));
+	v->v[v->n++] = s;
+	v->v[v->n] = NULL;
+}
+
+static bool strv_has(const struct pvg_strv *v, const char *s)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+static void strv_clear(struct pvg_strv *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		free(v->v[i]);
+	free(v->v);
+	v->v = NULL;
+	v->n = 0;
+}
+
+static void note(struct guess *g, const char *fmt, ...) PVG_PRINTF(2, 3);
+static void note(struct guess *g, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	strv_push(&g->notes, pvg_vasprintf(fmt, ap));
+	va_end(ap);
+}
+
+static void todo(struct guess *g, const char *fmt, ...) PVG_PRINTF(2, 3);
+static void todo(struct guess *g, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	strv_push(&g->todo, pvg_vasprintf(fmt, ap));
+	va_end(ap);
+}
+
+static void guess_clear(struct guess *g)
+{
+	free(g->dir);
+	free(g->workdir);
+	free(g->baseline);
+	free(g->branch);
+	free(g->build_log);
+	free(g->artifact);
+	free(g->arch);
+	free(g->arch_others);
+	strv_clear(&g->compiled);
+	free(g->installed);
+	free(g->python);
+	free(g->python_module);
+	free(g->map_from);
+	free(g->map_to);
+	pvg_probe_proc_clear(&g->service);
+	free(g->match);
+	free(g->family_extra);
+	free(g->service_log);
+	free(g->prefix);
+	strv_clear(&g->ignore);
+	strv_clear(&g->todo);
+	strv_clear(&g->notes);
+}
+
+/* path relative to base when under it ("logs/build.log"), else path itself */
+static const char *rel_to(const char *base, const char *path)
+{
+	size_t n = strlen(base);
+	if (strncmp(path, base, n) == 0 && path[n] == '/')
+		return path + n + 1;
+	return path;
+}
+
+static bool under(const char *base, const char *path)
+{
+	return rel_to(base, path) != path;
+}
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ---- walking the folder ----------------------------------------------------------------- */
+
+typedef void (*walk_fn)(void *opaque, const char *path, const struct stat *st);
+
+static bool skip_dir(const char *parent, const char *name)
+{
+	if (name[0] == '.' && (strcmp(name, ".git") == 0 || strcmp(name, ".cache") == 0 ||
+			       strcmp(name, ".tox") == 0 || strcmp(name, ".") == 0 ||
+			       strcmp(name, "..") == 0))
+		return true;
+	if (strcmp(name, "node_modules") == 0 || strcmp(name, "__pycache__") == 0 ||
+	    strcmp(name, "site-packages") == 0 || strcmp(name, "CMakeFiles") == 0)
+		return true;
+	/* a venv is searched on its own, through its site-packages */
+	_cleanup_free_ char *cfg = pvg_asprintf("%s/%s/pyvenv.cfg", parent, name);
+	return is_file(cfg);
+}
+
+static void walk(const char *dir, int depth, walk_fn fn, void *opaque, size_t *budget)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) && *budget > 0) {
+		(*budget)--;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		_cleanup_free_ char *p = pvg_path_join(dir, de->d_name);
+		struct stat st;
+		if (lstat(p, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (depth > 0 && !skip_dir(dir, de->d_name))
+				walk(p, depth - 1, fn, opaque, budget);
+		} else if (S_ISREG(st.st_mode)) {
+			fn(opaque, p, &st);
+		}
+	}
+	closedir(d);
+}
+
+/* ---- the build log and its artifact ---------------------------------------------------- */
+
+struct log_pick {
+	const char *dir;
+	char *log, *artifact;
+	struct timespec mtime;
+};
+
+static bool gpu_build(const struct pvg_buildlog *l)
+{
+	if (l->n_hipify)
+		return true;
+	for (size_t i = 0; i < l->n_commands; i++) {
+		const char *t = l->commands[i].text;
+		if (strstr(t, "hipcc") || strstr(t, "nvcc") || strstr(t, "--offload-arch") ||
+		    strstr(t, "-gencode") || strstr(t, "--cuda-gpu-arch"))
+			return true;
+	}
+	return false;
+}
+
+/* The link output as the build saw it: absolute, or relative to the folder ninja/make ran in
+ * (the log's folder, the config's folder, or a build folder with a build.ninja/Makefile). */
+static char *resolve_output(const char *dir, const char *log, const char *out)
+{
+	if (out[0] == '/')
+		return is_file(out) ? pvg_strdup(out) : NULL;
+	_cleanup_free_ char *logdir = pvg_strdup(log);
+	*strrchr(logdir, '/') = '\0';
+	const char *bases[] = { logdir, dir };
+	for (size_t i = 0; i < ARRAY_SIZE(bases); i++) {
+		_cleanup_free_ char *p = pvg_path_join(bases[i], out);
+		if (is_file(p))
+			return realpath(p, NULL);
+	}
+	/* build folders one or two levels down */
+	DIR *d = opendir(dir);
+	if (!d)
+		return NULL;
+	char *found = NULL;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *sub = pvg_path_join(dir, de->d_name);
+		_cleanup_free_ char *ninja = pvg_path_join(sub, "build.ninja");
+		_cleanup_free_ char *make = pvg_path_join(sub, "Makefile");
+		if (!is_file(ninja) && !is_file(make))
+			continue;
+		_cleanup_free_ char *p = pvg_path_join(sub, out);
+		if (is_file(p))
+			found = realpath(p, NULL);
+	}
+	closedir(d);
+	return found;
+}
+
+static void consider_log(void *opaque, const char *path, const struct stat *st)
+{
+	struct log_pick *pick = opaque;
+	size_t n = strlen(path);
+	if (n < 5 || strcmp(path + n - 4, ".log") != 0 || (uint64_t)st->st_size > LOG_MAX_BYTES ||
+	    st->st_size == 0)
+		return;
+	if (pick->log && (st->st_mtim.tv_sec < pick->mtime.tv_sec ||
+			  (st->st_mtim.tv_sec == pick->mtime.tv_sec &&
+			   st->st_mtim.tv_nsec <= pick->mtime.tv_nsec)))
+		return; /* the newest wins */
+	struct pvg_buildlog l;
+	pvg_buildlog_init(&l);
+	if (pvg_buildlog_read_file(&l, path) == 0 && gpu_build(&l)) {
+		_cleanup_free_ char *out = pvg_buildlog_link_output(&l);
+		char *art = out ? resolve_output(pick->dir, path, out) : NULL;
+		if (art) {
+			free(pick->log);
+			free(pick->artifact);
+			pick->log = pvg_strdup(path);
+			pick->artifact = art;
+			pick->mtime = st->st_mtim;
+		}
+	}
+	pvg_buildlog_done(&l);
+}
+
+static void find_build(struct guess *g)
+{
+	struct log_pick pick = { .dir = g->dir };
+	size_t budget = WALK_MAX_ENTRIES;
+	walk(g->dir, WALK_DEPTH, consider_log, &pick, &budget);
+	if (!pick.log) {
+		todo(g, "build.log and build.artifact: no build log (*.log) with hipify, hipcc or "
+			"nvcc lines that links a shared object was found; log the build (ninja -v "
+			"... >logs/build.log 2>&1) and set both");
+		return;
+	}
+	g->build_log = pick.log;
+	g->artifact = pick.artifact;
+	note(g, "build log %s (the newest that compiles GPU code); it links %s",
+	     rel_to(g->dir, g->build_log), rel_to(g->dir, g->artifact));
+	/* the changed sources the artifact is built from: their top folders */
+	struct pvg_buildlog l;
+	pvg_buildlog_init(&l);
+	if (g->workdir && pvg_buildlog_read_file(&l, g->build_log) == 0) {
+		struct pvg_strv src = { 0 };
+		pvg_buildlog_sources(&l, &src);
+		for (size_t i = 0; i < src.n; i++) {
+			_cleanup_free_ char *abs = src.v[i][0] == '/' ? pvg_strdup(src.v[i])
+								     : pvg_path_join(g->workdir, src.v[i]);
+			char real[PATH_MAX];
+			const char *p = realpath(abs, real) ? real : abs;
+			if (!under(g->workdir, p))
+				continue;
+			const char *rel = rel_to(g->workdir, p);
+			const char *slash = strchr(rel, '/');
+			_cleanup_free_ char *glob = slash ? pvg_asprintf("%.*s/**", (int)(slash - rel), rel)
+							  : pvg_strdup(rel);
+			if (!strv_has(&g->compiled, glob))
+				strv_push(&g->compiled, TAKE_PTR(glob));
+		}
+		strv_clear(&src);
+	}
+	pvg_buildlog_done(&l);
+}
+
+static void find_arch(struct guess *g)
+{
+	const char *path = g->installed ? g->installed : g->artifact;
+	if (!path)
+		return;
+	struct pvg_codeobj_set *set = NULL;
+	struct pvg_codeobj_opts opts = { 0 };
+	if (pvg_codeobj_scan_path(path, &opts, &set) == 0) {
+		for (size_t i = 0; i < set->n_objs; i++) {
+			const char *a = set->objs[i].arch;
+			if (!a || strncmp(a, "compute_", 8) == 0)
+				continue;
+			if (!g->arch) {
+				g->arch = pvg_strdup(a);
+			} else if (strcmp(g->arch, a) != 0 &&
+				   !(g->arch_others && strstr(g->arch_others, a))) {
+				char *o = pvg_asprintf("%s%s%s", g->arch_others ? g->arch_others : "",
+						       g->arch_others ? ", " : "", a);
+				free(g->arch_others);
+				g->arch_others = o;
+			}
+		}
+	}
+	pvg_codeobj_set_free(set);
+	if (!g->arch) {
+		todo(g, "arch: %s holds no device code object; set the GPU architecture (gfx936, "
+			"sm_90)", rel_to(g->dir, path));
+		return;
+	}
+	/* a target id with features is one code object's; the GPU is the processor */
+	if (g->arch_others)
+		todo(g, "arch: %s holds code objects for %s and %s; \"%s\" was taken: set the one "
+			"the benchmark's GPU runs", rel_to(g->dir, path), g->arch, g->arch_others,
+		     g->arch);
+	else
+		note(g, "arch %s, from the code object in %s", g->arch, rel_to(g->dir, path));
+}
+
+/* ---- the service ------------------------------------------------------------------------- */
+
+static bool generic_ancestor(const struct pvg_probe_proc *p)
+{
+	static const char *const shells[] = { "sh", "bash", "zsh", "dash", "fish", "tmux: server",
+					      "screen", "sshd", "systemd", "init", "login", "su",
+					      "sudo", "provgate", "timeout", "setsid", "nohup" };
+	for (size_t i = 0; i < ARRAY_SIZE(shells); i++)
+		if (strcmp(p->comm, shells[i]) == 0)
+			return true;
+	return p->pid <= 1;
+}
+
+static bool has_glob_chars(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* A pattern that finds this process again: its command line (a substring match), cut to a
+ * readable length at a word; its name when the command line holds glob characters. */
+static char *pattern_of(const struct pvg_probe_proc *p)
+{
+	if (!p->cmdline || has_glob_chars(p->cmdline))
+		return pvg_strdup(p->comm);
+	size_t n = strlen(p->cmdline);
+	if (n > 160) {
+		n = 160;
+		while (n > 40 && p->cmdline[n] != ' ')
+			n--;
+	}
+	return pvg_asprintf("%.*s", (int)n, p->cmdline);
+}
+
+static bool is_mapper(const struct pvg_probe_procs *ms, pid_t pid)
+{
+	for (size_t i = 0; i < ms->n; i++)
+		if (ms->p[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* The word before "selected=" (past other key=value fields) in the log's last MiB. */
+static char *guess_prefix(const char *log)
+{
+	struct stat st;
+	_cleanup_close_ int fd = pvg_open_regular(log, &st);
+	if (fd < 0)
+		return NULL;
+	size_t want = st.st_size > (1 << 20) ? (1 << 20) : (size_t)st.st_size;
+	_cleanup_free_ char *buf = pvg_xcalloc(want + 1, 1);
+	ssize_t n = pread(fd, buf, want, st.st_size - (off_t)want);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	for (char *p = buf; (p = strstr(p, " selected=")); p++) {
+		char *e = p; /* end of the word before */
+		for (;;) {
+			char *s = e;
+			while (s > buf && s[-1] != ' ' && s[-1] != '\n')
+				s--;
+			if (s == e)
+				break;
+			if (memchr(s, '=', (size_t)(e - s))) { /* another field: go on left */
+				e = s > buf ? s - 1 : s;
+				if (e == s)
+					break;
+				continue;
+			}
+			bool ok = e - s >= 3 && e - s < 64;
+			bool upper = false;
+			for (char *q = s; q < e && ok; q++) {
+				ok = (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
+				     (*q >= '0' && *q <= '9') || *q == '_' || *q == ':' || *q == '-';
+				upper |= (*q >= 'A' && *q <= 'Z') || *q == '_';
+			}
+			if (ok && upper)
+				return pvg_asprintf("%.*s", (int)(e - s), s);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* A service that opens its log for each line holds no descriptor of it: the newest *.log
+ * under the folder (not the build log) whose last MiB holds a "selected=" marker line. */
+struct marker_log_pick {
+	const char *build_log;
+	char *path;
+	struct timespec mtime;
+};
+
+static void consider_marker_log(void *opaque, const char *path, const struct stat *st)
+{
+	struct marker_log_pick *m = opaque;
+	size_t n = strlen(path);
+	if (n < 5 || strcmp(path + n - 4, ".log") != 0 ||
+	    (m->build_log && strcmp(path, m->build_log) == 0))
+		return;
+	if (m->path && (st->st_mtim.tv_sec < m->mtime.tv_sec ||
+			(st->st_mtim.tv_sec == m->mtime.tv_sec &&
+			 st->st_mtim.tv_nsec <= m->mtime.tv_nsec)))
+		return;
+	_cleanup_free_ char *prefix = guess_prefix(path);
+	if (!prefix)
+		return;
+	free(m->path);
+	m->path = pvg_strdup(path);
+	m->mtime = st->st_mtim;
+}
+
+static void find_marker_log(struct guess *g)
+{
+	struct marker_log_pick m = { .build_log = g->build_log };
+	size_t budget = WALK_MAX_ENTRIES;
+	walk(g->dir, WALK_DEPTH, consider_marker_log, &m, &budget);
+	if (m.path) {
+		g->service_log = m.path;
+		note(g, "markers.log %s: the newest log with marker lines (the service holds no log "
+			"open: check that it is the one it writes)", rel_to(g->dir, g->service_log));
+	}
+}
+
+/* site-packages/a/b/_C.abi3.so -> "a.b._C" and the venv's python */
+static void python_of(struct guess *g, const char *installed)
+{
+	const char *sp = strstr(installed, "/site-packages/");
+	if (!sp)
+		sp = strstr(installed, "/dist-packages/");
+	if (!sp)
+		return;
+	const char *rel = strchr(sp + 1, '/') + 1;
+	_cleanup_free_ char *root = pvg_asprintf("%.*s", (int)(sp - installed), installed);
+	/* root is <venv>/lib/pythonX.Y */
+	char *l = strrchr(root, '/');
+	if (!l)
+		return;
+	*l = '\0';
+	l = strrchr(root, '/');
+	if (!l)
+		return;
+	*l = '\0';
+	_cleanup_free_ char *py = pvg_asprintf("%s/bin/python3", root);
+	_cleanup_free_ char *cfg = pvg_asprintf("%s/pyvenv.cfg", root);
+	if (!is_file(py))
+		return;
+	_cleanup_free_ char *mod = pvg_strdup(rel);
+	char *dot = strchr(strrchr(mod, '/') ? strrchr(mod, '/') : mod, '.');
+	if (dot)
+		*dot = '\0';
+	for (char *c = mod; *c; c++)
+		if (*c == '/')
+			*c = '.';
+	g->python = TAKE_PTR(py);
+	g->python_module = TAKE_PTR(mod);
+	note(g, "install.python_module %s, resolved by %s%s", g->python_module,
+	     rel_to(g->dir, g->python), is_file(cfg) ? " (a venv)" : "");
+}
+
+static void find_service(struct guess *g, const char *procfs)
+{
+	if (!g->artifact)
+		return;
+	const char *name = pvg_basename(g->artifact);
+	struct pvg_probe_procs ms = { 0 };
+	if (pvg_probe_mappers(procfs, name, &ms) < 0 || ms.n == 0) {
+		todo(g, "service.match: no running process maps %s; start the service, warm it up, "
+			"and run init again (or set service.match)", name);
+		pvg_probe_procs_clear(&ms);
+		return;
+	}
+	/* another service may map a file of the same name: prefer the one whose file holds the
+	 * build's bytes, then one under the folder; among those the topmost (its parent maps
+	 * nothing of it) */
+	struct pvg_file_id build_id;
+	pvg_hash_file(g->artifact, &build_id);
+	size_t top = SIZE_MAX;
+	int best = -1;
+	for (size_t i = 0; i < ms.n; i++) {
+		int score = 0;
+		struct pvg_file_id id;
+		struct stat a, b;
+		if (!ms.p[i].deleted && build_id.hashed && stat(ms.p[i].mapped, &a) == 0 &&
+		    stat(g->artifact, &b) == 0 && a.st_size == b.st_size) {
+			pvg_hash_file(ms.p[i].mapped, &id);
+			if (id.hashed && memcmp(id.sha256, build_id.sha256, 32) == 0)
+				score += 4;
+			pvg_file_id_clear(&id);
+		}
+		if (under(g->dir, ms.p[i].mapped))
+			score += 2;
+		if (!is_mapper(&ms, ms.p[i].ppid))
+			score += 1;
+		if (score > best) {
+			best = score;
+			top = i;
+		}
+	}
+	pvg_file_id_clear(&build_id);
+	g->n_mappers = ms.n;
+	g->service = ms.p[top];
+	memset(&ms.p[top], 0, sizeof(ms.p[top]));
+	pvg_probe_procs_clear(&ms);
+	struct pvg_probe_proc *s = &g->service;
+	g->match = pattern_of(s);
+	note(g, "service: process %d (%s) maps %s%s; service.match is its command line", (int)s->pid,
+	     s->comm, s->mapped, s->deleted ? " (deleted: restart it after the install)" : "");
+	/* the copy it maps is the installed one, unless it loads the build tree's own */
+	char real_art[PATH_MAX];
+	if (!realpath(g->artifact, real_art) || strcmp(real_art, s->mapped) != 0)
+		g->installed = pvg_strdup(s->mapped);
+	else
+		todo(g, "install: the service loads the build tree's %s itself; install it and "
+			"restart the service", name);
+	/* port and log: the process, then its ancestors up to a shell */
+	pid_t pid = s->pid;
+	struct pvg_strv logs = { 0 };
+	for (int depth = 0; depth < 8 && pid > 1; depth++) {
+		struct pvg_probe_proc p;
+		if (depth == 0) {
+			p = (struct pvg_probe_proc){ .pid = s->pid, .ppid = s->ppid };
+			memcpy(p.comm, s->comm, sizeof(p.comm));
+		} else if (pvg_probe_proc_read(procfs, pid, &p) < 0 || generic_ancestor(&p)) {
+			pvg_probe_proc_clear(&p);
+			break;
+		}
+		/* the port, and the topmost ancestor that listens too (an API server whose
+		 * engine inherited the socket): it must be a service process for gate 5 */
+		uint16_t port = pvg_probe_listen_port(procfs, p.pid);
+		if (port && !g->port) {
+			g->port = port;
+			if (depth == 0)
+				note(g, "service.port %u: the service process listens on it", port);
+		}
+		if (port && port == g->port && depth > 0) {
+			free(g->family_extra);
+			g->family_extra = pattern_of(&p);
+			note(g, "service.port %u: process %d (%s), its ancestor, listens on it; "
+				"service.family names it", port, (int)p.pid, p.comm);
+		}
+		pvg_probe_log_paths(procfs, p.pid, &logs);
+		pid = p.ppid;
+		if (depth > 0)
+			pvg_probe_proc_clear(&p);
+	}
+	/* the log the service writes that holds marker lines; else one under the folder that
+	 * does; else its stdout */
+	for (size_t i = 0; i < logs.n && !g->service_log; i++) {
+		_cleanup_free_ char *pfx = guess_prefix(logs.v[i]);
+		if (pfx)
+			g->service_log = pvg_strdup(logs.v[i]);
+	}
+	if (g->service_log)
+		note(g, "markers.log %s: the service writes it", rel_to(g->dir, g->service_log));
+	else
+		find_marker_log(g);
+	if (!g->service_log && logs.n) {
+		g->service_log = pvg_strdup(logs.v[0]);
+		note(g, "markers.log %s: the service writes it (no marker line in it yet)",
+		     rel_to(g->dir, g->service_log));
+	}
+	strv_clear(&logs);
+	if (g->service_log) {
+		g->prefix = guess_prefix(g->service_log);
+		if (g->prefix)
+			note(g, "markers.prefix %s: the word before selected= in the log", g->prefix);
+		else
+			todo(g, "markers.prefix: no \"PREFIX ... selected=...\" line in %s; set the "
+				"prefix your kernel prints when it is dispatched",
+			     rel_to(g->dir, g->service_log));
+	} else {
+		todo(g, "markers.log: the service writes no regular file on stdout or stderr and "
+			"holds no *.log open; redirect its output to a file and set markers.log");
+	}
+	if (!g->port)
+		note(g, "service.port: the service listens on no TCP port (left out)");
+}
+
+/* ---- install ------------------------------------------------------------------------------ */
+
+struct same_name {
+	const char *name, *artifact;
+	char *found;
+};
+
+static void consider_copy(void *opaque, const char *path, const struct stat *st)
+{
+	struct same_name *s = opaque;
+	(void)st;
+	if (s->found || strcmp(pvg_basename(path), s->name) != 0)
+		return;
+	char real[PATH_MAX];
+	if (realpath(path, real) && strcmp(real, s->artifact) != 0)
+		s->found = pvg_strdup(real);
+}
+
+static void find_install(struct guess *g)
+{
+	if (!g->artifact)
+		return;
+	if (!g->installed) {
+		/* no service told: another file of the artifact's name under the folder */
+		struct same_name s = { .name = pvg_basename(g->artifact), .artifact = g->artifact };
+		size_t budget = WALK_MAX_ENTRIES;
+		walk(g->dir, WALK_DEPTH, consider_copy, &s, &budget);
+		g->installed = s.found;
+	}
+	if (!g->installed) {
+		todo(g, "install.artifact: no installed copy of %s was found; set install.artifact "
+			"(or install.python_module with install.python)",
+		     pvg_basename(g->artifact));
+		return;
+	}
+	note(g, "installed artifact %s", rel_to(g->dir, g->installed));
+	python_of(g, g->installed);
+	/* the package folder: installed beside a folder of the repo with the same name */
+	if (!g->workdir)
+		return;
+	_cleanup_free_ char *pkgdir = pvg_strdup(g->installed);
+	*strrchr(pkgdir, '/') = '\0';
+	const char *pkg = pvg_basename(pkgdir);
+	_cleanup_free_ char *in_repo = pvg_path_join(g->workdir, pkg);
+	struct stat st;
+	if (stat(in_repo, &st) == 0 && S_ISDIR(st.st_mode)) {
+		g->map_from = pvg_asprintf("%s/", pkg);
+		g->map_to = pvg_asprintf("%s/", pkgdir);
+		note(g, "source.install_map %s -> %s (the repo's package folder of that name)",
+		     g->map_from, rel_to(g->dir, g->map_to));
+	} else {
+		todo(g, "source.install_map: map the repo's runtime files (Python) to where they are "
+			"installed (%s?)", rel_to(g->dir, pkgdir));
+	}
+}
+
+/* ---- the change set: what is no runtime file ------------------------------------------- */
+
+/* files that are no runtime file: documentation, tests, and build files (what they build is
+ * proven by gates 1, 3 and 6) */
+static const char *const not_runtime[] = {
+	"docs/**", "**/*.md", "**/*.rst", ".github/**", ".gitignore", "tests/**", "test/**",
+	"pyproject.toml", "setup.py", "setup.cfg", "MANIFEST.in", "**/CMakeLists.txt",
+	"**/*.cmake",
+};
+
+static void classify_changes(struct guess *g)
+{
+	if (!g->workdir || !g->baseline)
+		return;
+	/* the build folder inside the repo is build state */
+	if (g->artifact && under(g->workdir, g->artifact)) {
+		const char *rel = rel_to(g->workdir, g->artifact);
+		const char *slash = strchr(rel, '/');
+		if (slash) {
+			char *glob = pvg_asprintf("%.*s/**", (int)(slash - rel), rel);
+			note(g, "source.ignore %s: the build folder is inside the repo", glob);
+			strv_push(&g->ignore, glob);
+		}
+	}
+	struct pvg_source_spec src = { .repo = g->workdir, .baseline = g->baseline,
+				       .include_uncommitted = true, .compiled = g->compiled,
+				       .ignore = g->ignore };
+	struct pvg_install_map map = { .from = g->map_from, .to = g->map_to };
+	if (g->map_from) {
+		src.install_map = &map;
+		src.n_install_map = 1;
+	}
+	const struct pvg_scope_own own = { .build_artifact = g->artifact };
+	struct pvg_scope *s = pvg_scope_compute(&src, g->workdir, &own);
+	if (s->err) {
+		todo(g, "source.baseline: %s", s->msg.text ? s->msg.text : strerror(-s->err));
+		pvg_scope_free(s);
+		return;
+	}
+	size_t unknown = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pvg_change *c = &s->changes[i];
+		if (c->cls != PVG_SCOPE_UNKNOWN)
+			continue;
+		bool placed = false;
+		for (size_t k = 0; k < ARRAY_SIZE(not_runtime) && !placed; k++)
+			if (pvg_glob_match(not_runtime[k], c->path)) {
+				if (!strv_has(&g->ignore, not_runtime[k]))
+					strv_push(&g->ignore, pvg_strdup(not_runtime[k]));
+				placed = true;
+			}
+		if (!placed && unknown++ < 10)
+			todo(g, "source: changed file %s is neither compiled, mapped nor ignored: add it "
+				"to source.install_map, source.compiled or source.ignore",
+			     c->path);
+	}
+	if (unknown > 10)
+		todo(g, "source: ... and %zu more changed files like that", unknown - 10);
+	note(g, "%zu files changed since %s (merge base %.12s)", s->n, g->baseline, s->merge_base);
+	if (s->n == 0)
+		todo(g, "source.baseline: nothing changed since %s; set the branch your change is "
+			"based on", g->baseline);
+	pvg_scope_free(s);
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static char *path_value(const struct guess *g, const char *path)
+{
+	return pvg_strdup(rel_to(g->dir, path));
+}
+
+static void add_str(cJSON *o, const char *k, char *v) /* takes v */
+{
+	if (v)
+		cJSON_AddItemToObject(o, k, pvg_json_string(v));
+	free(v);
+}
+
+static cJSON *strv_json(const struct pvg_strv *v)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; i < v->n; i++)
+		cJSON_AddItemToArray(a, pvg_json_string(v->v[i]));
+	return a;
+}
+
+static char *render(const struct guess *g, const char *schema)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddItemToObject(root, "$schema", pvg_json_string(schema));
+	cJSON_AddItemToObject(root, "name", pvg_json_string(pvg_basename(g->workdir ? g->workdir : g->dir)));
+	if (g->arch)
+		cJSON_AddItemToObject(root, "arch", pvg_json_string(g->arch));
+	if (g->build_log || g->artifact) {
+		cJSON *b = cJSON_AddObjectToObject(root, "build");
+		add_str(b, "log", g->build_log ? path_value(g, g->build_log) : NULL);
+		add_str(b, "artifact", g->artifact ? path_value(g, g->artifact) : NULL);
+	}
+	if (g->workdir) {
+		cJSON *s = cJSON_AddObjectToObject(root, "source");
+		add_str(s, "repo", strcmp(g->workdir, g->dir) ? path_value(g, g->workdir) : pvg_strdup("."));
+		add_str(s, "baseline", g->baseline ? pvg_strdup(g->baseline) : NULL);
+		if (g->compiled.n)
+			cJSON_AddItemToObject(s, "compiled", strv_json(&g->compiled));
+		if (g->map_from) {
+			cJSON *m = cJSON_AddArrayToObject(s, "install_map");
+			cJSON *e = cJSON_CreateObject();
+			cJSON_AddItemToObject(e, "from", pvg_json_string(g->map_from));
+			add_str(e, "to", pvg_strdup(rel_to(g->dir, g->map_to)));
+			cJSON_AddItemToArray(m, e);
+		}
+		cJSON_AddItemToObject(s, "ignore", strv_json(&g->ignore));
+	}
+	if (g->installed) {
+		cJSON *i = cJSON_AddObjectToObject(root, "install");
+		if (g->python_module) {
+			cJSON_AddItemToObject(i, "python_module", pvg_json_string(g->python_module));
+			add_str(i, "python", path_value(g, g->python));
+		} else {
+			add_str(i, "artifact", path_value(g, g->installed));
+		}
+	}
+	if (g->match) {
+		cJSON *s = cJSON_AddObjectToObject(root, "service");
+		cJSON *m = cJSON_AddArrayToObject(s, "match");
+		cJSON_AddItemToArray(m, pvg_json_string(g->match));
+		if (g->port)
+			cJSON_AddNumberToObject(s, "port", g->port);
+		cJSON *f = cJSON_AddArrayToObject(s, "family");
+		cJSON_AddItemToArray(f, pvg_json_string(g->match));
+		if (g->family_extra)
+			cJSON_AddItemToArray(f, pvg_json_string(g->family_extra));
+	}
+	if (g->service_log) {
+		cJSON *m = cJSON_AddObjectToObject(root, "markers");
+		add_str(m, "log", path_value(g, g->service_log));
+		if (g->prefix)
+			cJSON_AddItemToObject(m, "prefix", pvg_json_string(g->prefix));
+	}
+	_cleanup_free_ char *body = cJSON_Print(root);
+	cJSON_Delete(root);
+	/* the guesses and the gaps as comments at the top: provgate allows // comments */
+	char *text = pvg_strdup("// Written by provgate init: check what it guessed.\n");
+	for (size_t i = 0; i < g->notes.n; i++) {
+		char *t = pvg_asprintf("%s// guessed: %s\n", text, g->notes.v[i]);
+		free(text);
+		text = t;
+	}
+	for (size_t i = 0; i < g->todo.n; i++) {
+		char *t = pvg_asprintf("%s// TODO: %s\n", text, g->todo.v[i]);
+		free(text);
+		text = t;
+	}
+	char *t = pvg_asprintf("%s%s\n", text, body);
+	free(text);
+	return t;
+}
+
+static const char *schema_path(void)
+{
+	/* where meson installs it; an editor only needs a name to find it by */
+	return PVG_DATADIR "/provgate/config.schema.json";
+}
+
+static int init_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool force = false;
+	const char *output = NULL;
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "fo:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			force = true;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			printf("Usage: provgate %s\n\n%s\n", verb_init.synopsis, verb_init.help);
+			printf("  -f, --force           overwrite an existing config\n"
+			       "  -o, --output FILE     write FILE (default DIR/provgate.json; - for "
+			       "stdout)\n");
+			return EXIT_OK;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		fprintf(stderr, "provgate init: one folder at most\n");
+		return EXIT_USAGE;
+	}
+	const char *arg = optind < argc ? argv[optind] : ".";
+	struct guess g = { 0 };
+	g.dir = realpath(arg, NULL);
+	struct stat st;
+	if (!g.dir || stat(g.dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "provgate init: %s: not a folder\n", arg);
+		free(g.dir);
+		return EXIT_USAGE;
+	}
+	_cleanup_free_ char *out = output ? pvg_strdup(output) : pvg_path_join(g.dir, "provgate.json");
+	if (strcmp(out, "-") != 0 && !force && lstat(out, &st) == 0) {
+		fprintf(stderr, "provgate init: %s exists; not overwriting it (--force does)\n", out);
+		guess_clear(&g);
+		return EXIT_NOT_CERTIFIED;
+	}
+	if (strcmp(out, "-") != 0) {
+		/* relative paths in the config are relative to its own folder */
+		_cleanup_free_ char *abs = pvg_path_absolute(out);
+		*strrchr(abs, '/') = '\0';
+		char real[PATH_MAX];
+		if (realpath(abs[0] ? abs : "/", real) && strcmp(real, g.dir) != 0) {
+			free(g.dir);
+			g.dir = pvg_strdup(real);
+		}
+	}
+
+	/* the checkout: DIR itself, or a repository one level down */
+	if (pvg_probe_git(g.dir, &g.workdir, &g.baseline, &g.branch) < 0) {
+		free(g.workdir);
+		free(g.baseline);
+		free(g.branch);
+		g.workdir = g.baseline = g.branch = NULL;
+		DIR *d = opendir(g.dir);
+		struct dirent *de;
+		while (d && !g.workdir && (de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			_cleanup_free_ char *sub = pvg_path_join(g.dir, de->d_name);
+			_cleanup_free_ char *dotgit = pvg_path_join(sub, ".git");
+			if (lstat(dotgit, &st) == 0 &&
+			    pvg_probe_git(sub, &g.workdir, &g.baseline, &g.branch) < 0) {
+				free(g.workdir);
+				free(g.baseline);
+				free(g.branch);
+				g.workdir = g.baseline = g.branch = NULL;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	if (!g.workdir)
+		todo(&g, "source.repo: no git checkout in %s or one level down", g.dir);
+	else if (!g.baseline)
+		todo(&g, "source.baseline: no origin/HEAD, origin/main, origin/master, main or master "
+			 "other than the branch checked out; set the branch your change is based on");
+	else
+		note(&g, "git checkout %s on %s; baseline %s", rel_to(g.dir, g.workdir),
+		     g.branch ? g.branch : "a detached HEAD", g.baseline);
+
+	find_build(&g);
+	find_service(&g, pvg_procfs_root());
+	find_install(&g);
+	find_arch(&g);
+	classify_changes(&g);
+	if (!g.service_log && !g.match)
+		todo(&g, "markers.log and markers.prefix: the service's log and the word the kernel "
+			 "prints when it is dispatched");
+
+	_cleanup_free_ char *text = render(&g, schema_path());
+	/* what init writes must load: never hand over a config that fails at once */
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->dir = pvg_strdup(g.dir);
+	struct pvg_error err = { { 0 } };
+	int r = pvg_config_parse(cfg, text, strlen(text), out, &err);
+	pvg_config_free(cfg);
+	if (r < 0) {
+		fprintf(stderr, "provgate init: internal error: the config it made does not load: %s\n",
+			err.message);
+		guess_clear(&g);
+		return EXIT_INTERNAL;
+	}
+	r = cli_write_file(out, text);
+	if (r < 0) {
+		fprintf(stderr, "provgate init: cannot write %s: %s\n", out, strerror(-r));
+		guess_clear(&g);
+		return EXIT_USAGE;
+	}
+	FILE *f = strcmp(out, "-") == 0 ? stderr : stdout;
+	if (strcmp(out, "-") != 0)
+		fprintf(f, "wrote %s\n", out);
+	for (size_t i = 0; i < g.notes.n; i++)
+		fprintf(f, "  guessed: %s\n", g.notes.v[i]);
+	for (size_t i = 0; i < g.todo.n; i++)
+		fprintf(f, "  to fill in: %s\n", g.todo.v[i]);
+	if (!g.todo.n)
+		fprintf(f, "nothing left to fill in; markers.require and markers.facts say what the "
+			   "benchmark claims (see provgate.json(5)); then: provgate certify\n");
+	guess_clear(&g);
+	return EXIT_OK;
+}
+
+const struct cli_verb verb_init = {
+	.name = "init",
+	.main = init_main,
+	.synopsis = "init [DIR] [--force] [--output FILE]",
+	.help = "Writes a starting provgate.json for DIR (default .) from what it finds: the git\n"
+		"checkout and its baseline, the newest build log and the artifact it links, the\n"
+		"architecture of its code objects, a running service that maps it (command line,\n"
+		"port, log, the installed copy), the venv's Python module, the install_map. Prints\n"
+		"what it guessed and what is left to fill in; never overwrites without --force.\n",
+};

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# provgate init: a starting config from what is there. On the demo's scenario (hipify +
+# hipcc build, install, a live vLLM-like service) and on a pip install into a venv served
+# by a Python service, the config it writes certifies with no edit; it never overwrites a
+# config; what it writes is valid against lib/config.schema.json.
+source "$PVG_SRC/tests/lib.sh"
+
+validate_config() { /usr/bin/python3 "$PVG_SRC/tests/validate-config.py" "$@" || fail "config does not validate"; }
+
+test_init_on_demo_scenario_certifies_without_edit() {
+	need hipcc ninja git ss /usr/bin/python3 jq
+	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
+	source "$PVG_SRC/tests/demo/scenario.sh"
+	trap scenario_stop EXIT
+	scenario_repo
+	build_extension || { cat logs/build.log; fail "build failed"; }
+	install_extension
+	sleep 0.05
+	scenario_start
+	request "4096 5120 torch.bfloat16"
+	pg init
+	assert_eq "$rc" 0 "init ($err)"
+	echo "$out"
+	assert_contains "$out" "wrote $T/provgate.json"
+	assert_contains "$out" "guessed: build log logs/build.log"
+	validate_config provgate.json
+	local j
+	j=$(sed '/^\/\//d' provgate.json)
+	assert_eq "$(jq -r .build.artifact <<<"$j")" build/_rocm_C.abi3.so
+	assert_eq "$(jq -r .install.artifact <<<"$j")" site/vllm_demo/_rocm_C.abi3.so
+	assert_eq "$(jq -r .source.baseline <<<"$j")" main
+	assert_eq "$(jq -r .arch <<<"$j")" gfx90a
+	assert_eq "$(jq -r .markers.prefix <<<"$j")" DCU_KERNEL_DIAG
+	assert_eq "$(jq -r .service.port <<<"$j")" "$port"
+	pg certify --json r.json
+	assert_eq "$rc" 0 "certify with init's config, no edit ($out)"
+	validate r.json
+	# a second init refuses to overwrite; --force does
+	cp provgate.json before.json
+	pg init
+	assert_eq "$rc" 1 "second init"
+	assert_contains "$err" "exists; not overwriting it (--force does)"
+	cmp -s before.json provgate.json || fail "the config was changed"
+	pg init --force
+	assert_eq "$rc" 0 "init --force ($err)"
+	# and the report from the certify run above never counts as a change
+	pg certify --json r.json
+	assert_eq "$rc" 0 "certify again ($out)"
+}
+
+test_init_on_venv_install_certifies_without_edit() {
+	need hipcc ninja git ss /usr/bin/python3 jq
+	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
+	source "$PVG_SRC/tests/demo/scenario.sh"
+	scenario_repo
+	build_extension || { cat logs/build.log; fail "build failed"; }
+	# a real package installed by pip into a venv: the module and the built library
+	/usr/bin/python3 -m venv --system-site-packages venv || fail "python3 -m venv"
+	cp build/_rocm_C.abi3.so repo/vllm_demo/
+	cat >repo/pyproject.toml <<-'TOML'
+	[build-system]
+	requires = ["setuptools"]
+	build-backend = "setuptools.build_meta"
+	[project]
+	name = "vllm_demo"
+	version = "0.1"
+	[tool.setuptools]
+	packages = ["vllm_demo"]
+	[tool.setuptools.package-data]
+	vllm_demo = ["*.so"]
+	TOML
+	printf '*.so\nbuild/\n*.egg-info/\n' >>repo/.gitignore
+	git_c add pyproject.toml .gitignore && git_c commit -qm packaging
+	venv/bin/pip install -q --no-build-isolation --no-deps --no-index ./repo >pip.log 2>&1 || { cat pip.log; fail "pip install"; }
+	site=$(venv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+	[ -f "$site/vllm_demo/_rocm_C.abi3.so" ] || fail "pip did not install the library"
+	rm -rf repo/build repo/*.egg-info
+	sleep 0.05
+	tag="pyinit-$$-$RANDOM"
+	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$PVG_SRC/tests/helpers/py-service.py" --tag "$tag" \
+		--site "$site" --package vllm_demo --module _custom_ops --function use_wvsplitk \
+		--lib "$site/vllm_demo/_rocm_C.abi3.so" --log "$T/logs/server.log" \
+		--pidfile run/py.pid </dev/null >py.out 2>&1 &
+	py_pid=$!
+	trap 'kill $py_pid 2>/dev/null || true' EXIT
+	for _ in $(seq 200); do [ -s run/py.pid ] && break; sleep 0.05; done
+	[ -s run/py.pid ] || { cat py.out; fail "the service did not start"; }
+	pg init
+	assert_eq "$rc" 0 "init ($err)"
+	echo "$out"
+	validate_config provgate.json
+	local j
+	j=$(sed '/^\/\//d' provgate.json)
+	assert_eq "$(jq -r .install.python_module <<<"$j")" vllm_demo._rocm_C
+	assert_eq "$(jq -r .install.python <<<"$j")" venv/bin/python3
+	assert_eq "$(jq -r '.source.install_map[0].to' <<<"$j")" "${site#$T/}/vllm_demo/"
+	assert_eq "$(jq -r .markers.log <<<"$j")" logs/server.log
+	pg certify --json r.json
+	assert_eq "$rc" 0 "certify with init's config, no edit ($out)"
+}
+
+test_init_says_what_it_could_not_find() {
+	need git
+	mkdir empty
+	pg init empty
+	assert_eq "$rc" 0 "init ($err)"
+	assert_contains "$out" "to fill in: source.repo: no git checkout"
+	assert_contains "$out" "to fill in: build.log and build.artifact"
+	# what it wrote loads: run says what is missing, not that the config is bad
+	pg run -c empty/provgate.json --gates 3
+	assert_eq "$rc" 1 "run on the starting config ($err)"
+	validate_config empty/provgate.json
+	pg init empty/nonexistent
+	assert_eq "$rc" 2
+}
+
+run_tests
