@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """A two-process PyTorch service shaped like vLLM: an API server (comm PVG::APIServer) listens
-on a local TCP port and forwards each request "M N [t]" to its EngineCore child (comm
+on a local TCP port and forwards each request "M N [t] [g R]" to its EngineCore child (comm
 PVG::EngineCore), which imports pvgext, runs pvgext.rowscale on an M x N fp16 CUDA tensor and
-checks the result. Both log to stderr in vLLM's format:
+checks the result ("t": a transposed, non-contiguous input; "g R": the call captured in a
+torch.cuda.CUDAGraph, without an eager call, and the graph replayed R times). Both log to stderr in vLLM's format:
     (EngineCore_DP0 pid=N) INFO MM-DD HH:MM:SS [file:line] message
 An EngineCore whose API server died keeps running and holding the GPU, as vLLM's orphans do.
 Usage: pvg_service.py --port P   (the API server; it starts the engine itself)"""
@@ -50,7 +51,17 @@ def engine():
                 x = torch.randn(n, m, dtype=torch.float16, device=dev).t()
             else:
                 x = torch.randn(m, n, dtype=torch.float16, device=dev)
-            y = pvgext.rowscale(x, 2.0)
+            if "g" in f[2:]:  # one call captured in a CUDA graph (no eager call), replayed
+                replays = int(f[f.index("g") + 1]) if len(f) > f.index("g") + 1 else 1
+                torch.cuda.synchronize()
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    y = pvgext.rowscale(x, 2.0)
+                for _ in range(replays):
+                    g.replay()
+                log(f"request shape=({m}, {n}): rowscale captured in a CUDA graph, {replays} replays")
+            else:
+                y = pvgext.rowscale(x, 2.0)
             torch.cuda.synchronize()
             ok = torch.equal(y, x * 2.0)
             log(f"request shape=({m}, {n}) contiguous={x.is_contiguous()} result {'ok' if ok else 'WRONG'}")

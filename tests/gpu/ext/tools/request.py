@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""Sends one request "M N [t]" to the service and prints the reply ("t": a transposed,
-non-contiguous input of the same shape). Usage: request.py PORT M N [t]"""
+"""Sends one request "M N [t] [g R]" to the service and prints the reply ("t": a transposed,
+non-contiguous input of the same shape; "g R": the call captured in a CUDA graph and replayed
+R times). Usage: request.py PORT M N [t] [g R]"""
 import socket
 import sys
 import time

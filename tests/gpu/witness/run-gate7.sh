@@ -1,0 +1,231 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Gate 7 from the dispatch witness alone, on an NVIDIA GPU (run there, not by CI; staged by
+# stage-gate7.sh). Builds and installs the CUDA extension of tests/gpu/ext as run-h200.sh
+# does, and starts its PyTorch service (tools/pvg_service.py) with libprovgate-witness.so
+# (the variables printed by `provgate exec --witness`). The config has no markers section:
+#   01 selected shape (4, 4096) x3: certify, witness requires pvg_rowscale_f16x2 grid 32
+#      block 256 at least 3 times                                  expected: certified
+#   02 fresh service, only the non-contiguous (4, 4096) input (falls back to PyTorch) x3:
+#      certify with the same config (refused: too few); the fallback kernel's name is taken
+#      from that report's witness evidence (the gate's parser on the engine's file); certify
+#      again with witness.forbid naming it                        expected: refused, forbidden
+#   03 fresh service, selected shape x3, certified against the config with forbid: does the
+#      forbid pattern also match a PyTorch kernel the service runs on the selected path?
+#   04 fresh service, one rowscale call captured in a torch.cuda.CUDAGraph (no eager call)
+#      and replayed 5 times: certify; the engine's witness file shows what a graph replay leaves
+# Everything (reports, witness files, logs) goes to $OUT/gate7-results.tgz.
+set -u
+STAGE=$(cd "$(dirname "$0")" && pwd)
+W=${PVG_GPU_WORK:-/tmp/pvgw7}
+OUT=${OUT:-$W/out}
+RES=$W/results
+WIT=$W/witness
+PORT=18007
+rm -rf "$W" && mkdir -p "$W/logs" "$RES" "$OUT" "$WIT"
+pg() { LD_LIBRARY_PATH=$STAGE/lib "$STAGE/bin/provgate" "$@"; }
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$RES/steps.txt"; }
+finish() {
+	say "finish"
+	stop_all
+	cp "$W"/logs/* "$RES/" 2>/dev/null
+	cp "$W"/cfg-*.json "$RES/" 2>/dev/null
+	mkdir -p "$RES/witness-dir" && cp "$WIT"/* "$RES/witness-dir/" 2>/dev/null
+	tar -C "$W" -czf "$OUT/gate7-results.tgz" results
+}
+trap finish EXIT
+
+{
+	date -u +"date %Y-%m-%dT%H:%M:%SZ"
+	uname -a
+	nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
+	nvcc --version | tail -2
+	python3 -c 'import torch, sys; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
+	ninja --version
+	pg --version
+	cat "$STAGE/provgate-source.txt" 2>/dev/null
+} >"$RES/env.txt" 2>&1
+cupti=$(python3 -c 'import nvidia.cuda_cupti, os; d = os.path.join(list(nvidia.cuda_cupti.__path__)[0], "lib"); print(os.path.join(d, sorted(f for f in os.listdir(d) if f.startswith("libcupti.so"))[0]))' 2>/dev/null)
+for c in /usr/local/cuda/lib64/libcupti.so /usr/local/cuda/extras/CUPTI/lib64/libcupti.so; do
+	[ -z "$cupti" ] && [ -e "$c" ] && cupti=$c
+done
+echo "cupti $cupti" >>"$RES/env.txt"
+cat "$RES/env.txt"
+export PROVGATE_WITNESS_CUPTI=$cupti
+export PROVGATE_WITNESS_INTERVAL_MS=200
+cp -a "$STAGE/repo" "$W/repo"
+cd "$W"
+
+# ---- build, install (as run-h200.sh) --------------------------------------------------------
+say "build (TORCH_CUDA_ARCH_LIST=9.0+PTX)"
+(cd "$W/repo" && TORCH_CUDA_ARCH_LIST="9.0+PTX" MAX_JOBS=8 python3 tools/build.py "$W/repo" "$W/build") \
+	>"$W/logs/build.log" 2>&1
+rc=$?
+echo "build rc=$rc" | tee -a "$RES/steps.txt"
+[ $rc = 0 ] || { tail -40 "$W/logs/build.log"; exit 1; }
+say "install"
+mkdir -p "$W/site/pvgext"
+install -m 0644 "$W/repo/pvgext/__init__.py" "$W/site/pvgext/__init__.py"
+install -m 0755 "$W/build/_C.so" "$W/site/pvgext/_C.so"
+
+# ---- configs: no markers section; the witness section ---------------------------------------
+# (4, 4096) fp16: n2 = 8192 half2, 256 threads per block, 32 blocks (pvg_kern.cu)
+REQUIRE='[{ "kernel": "pvg_rowscale_f16x2", "grid": [32], "block": [256], "min_count": 3 }]'
+write_cfg() { # FILE FORBID_JSON
+	cat >"$1" <<JSON
+{
+  // written by tests/gpu/witness/run-gate7.sh: no markers section, gate 7 reads the witness
+  "name": "h200-pvgext-rowscale-witness",
+  "arch": "sm_90",
+  "build": { "log": "logs/build.log", "artifact": "build/_C.so" },
+  "source": {
+    "repo": "repo",
+    "baseline": "baseline",
+    "compiled": ["csrc/**"],
+    "install_map": [{ "from": "pvgext/", "to": "$W/site/pvgext/" }],
+    "ignore": ["**/*.md", "tools/**"]
+  },
+  "install": { "artifact": "site/pvgext/_C.so" },
+  "service": { "match": ["PVG::EngineCore"], "port": $PORT, "family": ["PVG::", "pvg_service.py"] },
+  "code_object": { "require_kernels": ["pvg_rowscale_f16x2"] },
+  "witness": {
+    "dir": "$WIT",
+    "library": "$STAGE/libprovgate-witness.so",
+    "require": $REQUIRE,
+    "forbid": $2
+  }
+}
+JSON
+}
+write_cfg "$W/cfg-require.json" '[]'
+pg exec -c "$W/cfg-require.json" --witness "$WIT" >"$RES/exec-witness-before.txt" 2>&1
+echo "exec --witness (no service yet): exit $?" | tee -a "$RES/steps.txt"
+cat "$RES/exec-witness-before.txt"
+eval "$(grep '^ *export \(PROVGATE_WITNESS_DIR\|CUDA_INJECTION64_PATH\)=' "$RES/exec-witness-before.txt")"
+echo "service env: PROVGATE_WITNESS_DIR=${PROVGATE_WITNESS_DIR:-unset} CUDA_INJECTION64_PATH=${CUDA_INJECTION64_PATH:-unset}" |
+	tee -a "$RES/steps.txt"
+if [ -z "${CUDA_INJECTION64_PATH:-}" ]; then
+	export PROVGATE_WITNESS_DIR=$WIT CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness.so
+	echo "exec --witness printed no variables; set them by hand" | tee -a "$RES/steps.txt"
+fi
+
+# ---- the service ----------------------------------------------------------------------------
+NSVC=0
+start_service() {
+	NSVC=$((NSVC + 1))
+	say "start service #$NSVC (with the witness)"
+	(cd "$W/repo/tools" && PYTHONPATH="$W/site" PYTHONUNBUFFERED=1 \
+		exec python3 pvg_service.py --port $PORT) 2>>"$W/logs/server-$NSVC.log" &
+	SVC_API=$!
+}
+request() {
+	say "request $*"
+	timeout 200 python3 "$W/repo/tools/request.py" $PORT "$@" 2>&1 | tee -a "$RES/steps.txt"
+}
+stop_all() {
+	for p in $(pgrep -f "pvg_service.py"); do kill -TERM "$p" 2>/dev/null; done
+	for _ in $(seq 50); do pgrep -f pvg_service.py >/dev/null || break; sleep 0.1; done
+	for p in $(pgrep -f "pvg_service.py"); do kill -9 "$p" 2>/dev/null; done
+	for _ in $(seq 50); do pgrep -f pvg_service.py >/dev/null || break; sleep 0.1; done
+}
+engine_file() { # NAME: the engine's witness file, as the live engine left it
+	ENG=$(pgrep -P "$SVC_API" -f "role engine" | head -1)
+	ls -l "$WIT" >"$RES/$1.witness-ls.txt"
+	local f
+	f=$(ls "$WIT"/witness-"$ENG"-*.pvgw 2>/dev/null | head -1)
+	if [ -n "$f" ]; then
+		cp "$f" "$RES/$1.engine.pvgw"
+		echo "$1: engine pid $ENG, witness file $(basename "$f") ($(stat -c %s "$f") bytes)" | tee -a "$RES/steps.txt"
+	else
+		echo "$1: engine pid $ENG, no witness file" | tee -a "$RES/steps.txt"
+	fi
+}
+certify() { # NAME CONFIG EXPECTATION
+	local name=$1 cfg=$2
+	shift 2
+	ps -eo pid,ppid,lstart,comm,args | grep -e PVG -e pvg_service -e "^ *PID" | grep -v grep >"$RES/$name.ps.txt"
+	cat /proc/"$ENG"/environ 2>/dev/null | tr '\0' '\n' | grep -e PROVGATE_WITNESS -e CUDA_INJECTION >"$RES/$name.engine-env.txt"
+	pg certify -c "$cfg" --keep-going --out "$RES/$name.json" >"$RES/$name.txt" 2>&1
+	local rc=$?
+	echo "certify $name ($(basename "$cfg")): exit $rc (expected: $*)" | tee -a "$RES/steps.txt" "$RES/verdicts.txt"
+	cat "$RES/$name.txt"
+	python3 - "$RES/$name.json" <<'PY' | tee -a "$RES/verdicts.txt"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("   no report:", e); sys.exit()
+for g in r["gates"]:
+    codes = ",".join(p["code"] for p in g.get("problems", []))
+    print(f"   gate {g['id']} {g['name']:16} {g['status']:13} {codes}")
+    if g["id"] == 7:
+        w = g.get("evidence", {}).get("witness", {})
+        for p in g.get("problems", []):
+            print(f"      {p['code']}: {p.get('message', '')}")
+        print(f"      graph_launches={w.get('graph_launches')} captured={w.get('captured_launches')} "
+              f"kernels_total={w.get('kernels_total')} ignored={json.dumps(w.get('ignored_files'))}")
+        for k in w.get("kernels", [])[:12]:
+            print(f"      kernel count={k['count']} grid={k['grid']} block={k['block']} {k['name'][:160]}")
+PY
+}
+settle() { sleep 1.5; } # the library rewrites its file every PROVGATE_WITNESS_INTERVAL_MS
+
+# 01 the selected shape: gate 7 from the witness alone
+start_service
+request 4 4096
+request 4 4096
+request 4 4096
+settle
+engine_file 01-selected
+pg exec -c "$W/cfg-require.json" --witness "$WIT" >"$RES/exec-witness-live.txt" 2>&1
+echo "exec --witness (live service): exit $?" | tee -a "$RES/steps.txt"
+cat "$RES/exec-witness-live.txt"
+certify 01-selected-certified "$W/cfg-require.json" "certified, exit 0"
+
+# 02 only the fallback (non-contiguous input): required kernel missing; then forbid the fallback
+stop_all
+start_service
+request 4 4096 t
+request 4 4096 t
+request 4 4096 t
+settle
+engine_file 02-fallback
+certify 02a-fallback-require-only "$W/cfg-require.json" "refused by gate 7: witness-too-few"
+PAT=$(python3 - "$RES/02a-fallback-require-only.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+g = [g for g in r["gates"] if g["id"] == 7][0]
+names = [k["name"] for k in g["evidence"]["witness"].get("kernels", [])]
+# PyTorch's multiply (x * s in rowscale's fallback) is an elementwise kernel of MulFunctor
+mul = [n for n in names if "MulFunctor" in n]
+if mul:
+    print("*MulFunctor*")
+else:
+    other = [n for n in names if "elementwise" in n and "normal" not in n and "Compare" not in n]
+    print(other[0] if other else "")
+PY
+)
+echo "fallback kernel pattern from 02a's witness evidence: '$PAT'" | tee -a "$RES/steps.txt"
+[ -n "$PAT" ] || PAT="*MulFunctor*"
+write_cfg "$W/cfg-forbid.json" "[\"$PAT\"]"
+certify 02b-fallback-forbid "$W/cfg-forbid.json" "refused by gate 7: witness-forbidden (fallback named) and witness-too-few"
+
+# 03 the selected shape against the forbid config
+stop_all
+start_service
+request 4 4096
+request 4 4096
+request 4 4096
+settle
+engine_file 03-selected
+certify 03-selected-forbid "$W/cfg-forbid.json" "certified if the forbid pattern matches only the fallback; refused (forbidden) if the service's own check runs the same kernel"
+
+# 04 a CUDA graph: one rowscale call captured (no eager call), replayed 5 times
+stop_all
+start_service
+request 4 4096 g 5
+settle
+engine_file 04-graph
+certify 04-graph-replay "$W/cfg-require.json" "what the witness shows of a graph replay (the kernel runs only inside it)"
+stop_all
+say "done"
