@@ -94,6 +94,7 @@ struct marker_read {
 	 * by note_elsewhere only for a gate that fails */
 	char *elsewhere;
 	bool elsewhere_done;
+	struct pvg_line_format format; /* markers.pid_pattern / time_pattern, compiled */
 	struct pvg_marker_scan scan;
 };
 
@@ -106,6 +107,7 @@ static void marker_read_free(void *p)
 	free(m->elsewhere);
 	cJSON_Delete(m->ev);
 	pvg_marker_scan_done(&m->scan);
+	pvg_line_format_clear(&m->format);
 	free(m);
 }
 
@@ -197,6 +199,11 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	m->log_st = st;
 
 	struct pvg_marker_scan *scan = &m->scan;
+	/* the config's loader compiled the same patterns, so this cannot fail but by memory */
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
+	if (pvg_line_format_compile(&m->format, cfg->markers.pid_pattern, cfg->markers.time_pattern,
+				    cfg->markers.time_format, &why) == 0)
+		scan->format = &m->format;
 	scan->prefix = cfg->markers.prefix;
 	scan->require = cfg->markers.require;
 	scan->n_require = cfg->markers.n_require;

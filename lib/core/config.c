@@ -90,6 +90,9 @@ static const struct field markers_fields[] = {
 	CF("min_count", F_COUNT, markers.min_count),
 	CF("forbid", F_STRV, markers.forbid),
 	CF("facts", F_STRV, markers.facts),
+	CF("pid_pattern", F_STRING, markers.pid_pattern),
+	CF("time_pattern", F_STRING, markers.time_pattern),
+	CF("time_format", F_STRING, markers.time_format),
 	END,
 };
 
@@ -183,6 +186,9 @@ void pvg_config_free(struct pvg_config *cfg)
 	strv_free(&cfg->code_object.require_kernels);
 	free(cfg->markers.log);
 	free(cfg->markers.prefix);
+	free(cfg->markers.pid_pattern);
+	free(cfg->markers.time_pattern);
+	free(cfg->markers.time_format);
 	for (size_t i = 0; i < cfg->markers.n_require; i++) {
 		for (size_t k = 0; k < cfg->markers.require[i].n; k++) {
 			free(cfg->markers.require[i].kv[k].key);
@@ -1064,6 +1070,26 @@ static void add_position(struct pvg_error *err, const char *origin, const char *
 	memcpy(err->message, out, sizeof(out));
 }
 
+/* markers.pid_pattern / time_pattern / time_format compile as gate 7 will use them; the
+ * message names the key, so that add_position can point at it. */
+static int check_line_format(const struct pvg_config *cfg, const char *origin,
+			     struct pvg_error *err)
+{
+	struct pvg_line_format f;
+	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
+	if (pvg_line_format_compile(&f, cfg->markers.pid_pattern, cfg->markers.time_pattern,
+				    cfg->markers.time_format, &why) == 0) {
+		pvg_line_format_clear(&f);
+		return 0;
+	}
+	const char *key = strncmp(why.text, "pid_pattern", 11) == 0 ? "pid_pattern"
+			  : strncmp(why.text, "time_format", 11) == 0 ? "time_format"
+								      : "time_pattern";
+	_cleanup_free_ char *clean = pvg_utf8_sanitize(why.text, strlen(why.text));
+	set_err(err, "%s: markers.%s: %s", origin, key, clean);
+	return -EINVAL;
+}
+
 int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const char *origin,
 		     struct pvg_error *err)
 {
@@ -1110,6 +1136,8 @@ int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const
 	struct loader ld = { .cfg = cfg, .origin = origin, .base_dir = cfg->dir, .err = err };
 	loader_placeholders(&ld);
 	int r = parse_object(&ld, top_fields, "", root);
+	if (r == 0)
+		r = check_line_format(cfg, origin, err);
 	if (r < 0)
 		add_position(err, origin, s, len);
 	return r;

@@ -51,6 +51,10 @@ struct pvg_config {
 		long min_count; /* default 1 */
 		struct pvg_strv forbid;
 		struct pvg_strv facts;
+		/* a log format of the user's own (formats/markers.h pvg_line_format) */
+		char *pid_pattern;
+		char *time_pattern;
+		char *time_format;
 	} markers;
 	struct {
 		char *dir; /* the folder the service writes its witness files to */

@@ -6,6 +6,7 @@
  * Memory is one fixed buffer whatever the log's size or line lengths.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 #include "formats/markers.h"
@@ -360,6 +361,69 @@ static bool pid_at(const char *b, size_t n, size_t p, pid_t *out, bool *remote)
 
 void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_line_head *h)
 {
+	pvg_line_head_parse_fmt(NULL, line, len, now, h);
+}
+
+/* The text of group 1 of re in b (NUL-terminated), into out; false when re does not match. */
+static bool group_of(const regex_t *re, const char *b, char *out, size_t size)
+{
+	regmatch_t m[2];
+	if (regexec(re, b, 2, m, 0) != 0 || m[1].rm_so < 0)
+		return false;
+	size_t l = (size_t)(m[1].rm_eo - m[1].rm_so);
+	if (l == 0 || l >= size)
+		return false;
+	memcpy(out, b + m[1].rm_so, l);
+	out[l] = '\0';
+	return true;
+}
+
+static bool own_pid(const struct pvg_line_format *f, const char *b, pid_t *pid)
+{
+	char t[24];
+	if (!group_of(&f->pid_re, b, t, sizeof(t)))
+		return false;
+	char *end;
+	errno = 0;
+	long v = strtol(t, &end, 10);
+	if (*end || errno || v <= 0 || v > 4194304 || !is_digit(t[0]))
+		return false;
+	*pid = (pid_t)v;
+	return true;
+}
+
+static bool own_time(const struct pvg_line_format *f, const char *b, time_t now, time_t *out)
+{
+	char t[96];
+	if (!group_of(&f->time_re, b, t, sizeof(t)))
+		return false;
+	/* fields the format does not set are told apart from those it does */
+	struct tm tm = { .tm_year = INT_MIN, .tm_mday = 1, .tm_isdst = -1 };
+	const char *end = strptime(t, f->time_format, &tm);
+	if (!end || *end)
+		return false;
+	bool zone = strstr(f->time_format, "%z") != NULL;
+	if (tm.tm_year == INT_MIN) {
+		if (zone)
+			return false; /* an offset without a year: no exact instant */
+		*out = local_time_no_year(now, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+					  tm.tm_sec);
+		return true;
+	}
+	if (zone) {
+		long off = tm.tm_gmtoff;
+		*out = utc_time(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+				tm.tm_sec) - off;
+	} else {
+		*out = local_time(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+				  tm.tm_min, tm.tm_sec);
+	}
+	return true;
+}
+
+void pvg_line_head_parse_fmt(const struct pvg_line_format *fmt, const char *line, size_t len,
+			     time_t now, struct pvg_line_head *h)
+{
 	char b[HEAD_MAX];
 	size_t n = 0;
 	memset(h, 0, sizeof(*h));
@@ -373,6 +437,15 @@ void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_li
 		}
 		b[n++] = line[i];
 	}
+	if (fmt && (fmt->has_pid || fmt->has_time)) {
+		char z[HEAD_MAX + 1];
+		memcpy(z, b, n);
+		z[n] = '\0';
+		if (fmt->has_pid && own_pid(fmt, z, &h->pid))
+			h->has_pid = true;
+		if (fmt->has_time && own_time(fmt, z, now, &h->time))
+			h->has_time = true;
+	}
 	/* the leftmost pid and the leftmost timestamp, each starting at a word boundary */
 	for (size_t p = 0; p < n && !(h->has_pid && h->has_time); p++) {
 		if (p > 0 && is_alnum(b[p - 1]) && b[p] != '[')
@@ -384,6 +457,66 @@ void pvg_line_head_parse(const char *line, size_t len, time_t now, struct pvg_li
 		if (!h->has_pid && pid_at(b, n, p, &h->pid, &h->remote))
 			h->has_pid = true;
 	}
+}
+
+static int compile_one(regex_t *re, const char *what, const char *pattern, struct pvg_msg *why)
+{
+	int r = regcomp(re, pattern, REG_EXTENDED);
+	if (r != 0) {
+		char e[256];
+		regerror(r, re, e, sizeof(e));
+		pvg_msg_set(why, NULL, "%s is not a POSIX extended regular expression: %s", what, e);
+		return -EINVAL;
+	}
+	if (re->re_nsub != 1) {
+		pvg_msg_set(why, NULL, "%s needs exactly one group (parentheses) around the %s; it "
+			    "has %zu", what, strcmp(what, "pid_pattern") == 0 ? "pid" : "timestamp",
+			    re->re_nsub);
+		regfree(re);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int pvg_line_format_compile(struct pvg_line_format *f, const char *pid_pattern,
+			    const char *time_pattern, const char *time_format, struct pvg_msg *why)
+{
+	memset(f, 0, sizeof(*f));
+	if (!time_pattern != !time_format) {
+		pvg_msg_set(why, NULL, "%s", time_pattern
+			    ? "time_pattern needs time_format (how strptime reads the timestamp)"
+			    : "time_format needs time_pattern (where the timestamp is)");
+		return -EINVAL;
+	}
+	if (time_format && !strchr(time_format, '%')) {
+		pvg_msg_set(why, NULL, "time_format \"%s\" has no strptime conversion (%%Y, %%H, ...)",
+			    time_format);
+		return -EINVAL;
+	}
+	if (pid_pattern) {
+		if (compile_one(&f->pid_re, "pid_pattern", pid_pattern, why) < 0)
+			return -EINVAL;
+		f->has_pid = true;
+	}
+	if (time_pattern) {
+		if (compile_one(&f->time_re, "time_pattern", time_pattern, why) < 0) {
+			pvg_line_format_clear(f);
+			return -EINVAL;
+		}
+		f->has_time = true;
+		f->time_format = pvg_strdup(time_format);
+	}
+	return 0;
+}
+
+void pvg_line_format_clear(struct pvg_line_format *f)
+{
+	if (f->has_pid)
+		regfree(&f->pid_re);
+	if (f->has_time)
+		regfree(&f->time_re);
+	free(f->time_format);
+	memset(f, 0, sizeof(*f));
 }
 
 enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
@@ -598,7 +731,7 @@ static void marker_line(struct pvg_marker_scan *s, const char *line, size_t len,
 static enum pvg_attribution line_attr(struct pvg_marker_scan *s, const char *ls, const char *le)
 {
 	struct pvg_line_head h;
-	pvg_line_head_parse(ls, (size_t)(le - ls), s->now, &h);
+	pvg_line_head_parse_fmt(s->format, ls, (size_t)(le - ls), s->now, &h);
 	/* another process's line written while the service runs (not an earlier run's) */
 	s->line_recent = h.has_time && h.time >= s->view->start.tv_sec;
 	return pvg_attribute(&h, s->view, s->file_after_start);

@@ -4,6 +4,8 @@
  * lines belong to the live service, and a streaming scan of the log in bounded memory.
  */
 #pragma once
+#include <regex.h>
+
 #include "util/util.h"
 
 /* A marker requirement: every key must have exactly this value (markers.require). */
@@ -77,6 +79,25 @@ struct pvg_line_head {
  */
 void pvg_line_head_parse(const char *s, size_t len, time_t now, struct pvg_line_head *h);
 
+/* A log format of the user's own, for heads none of the forms above reads: a POSIX extended
+ * regular expression with one group around the pid's digits, and one with one group around
+ * the timestamp, which strptime(3) reads with time_format ("%z" in it: the zone is in the
+ * text; without "%Y": the year inferred as above; otherwise local time). Either may be
+ * absent. Tried on the same head before the built-in forms. */
+struct pvg_line_format {
+	bool has_pid, has_time;
+	regex_t pid_re, time_re;
+	char *time_format;
+};
+
+/* Compiles a format: 0, or -EINVAL with why (what is wrong, for the config's key). */
+int pvg_line_format_compile(struct pvg_line_format *f, const char *pid_pattern,
+			    const char *time_pattern, const char *time_format, struct pvg_msg *why);
+void pvg_line_format_clear(struct pvg_line_format *f);
+/* pvg_line_head_parse with a format of the user's own tried first (fmt may be NULL). */
+void pvg_line_head_parse_fmt(const struct pvg_line_format *fmt, const char *s, size_t len,
+			     time_t now, struct pvg_line_head *h);
+
 enum pvg_attribution {
 	PVG_ATTR_LIVE,          /* written by the live service */
 	PVG_ATTR_FOREIGN_PID,   /* pid prefix outside the target's tree */
@@ -110,6 +131,7 @@ struct pvg_marker_scan {
 	const struct pvg_service_view *view;
 	bool file_after_start;
 	time_t now;
+	const struct pvg_line_format *format; /* the user's own log format, or NULL */
 
 	/* results */
 	uint64_t bytes;

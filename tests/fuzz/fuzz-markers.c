@@ -16,6 +16,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pvg_marker_parse(s, size, &m);
 	struct pvg_line_head h;
 	pvg_line_head_parse(s, size, 1764400000, &h);
+	/* a format of the user's own, compiled once: regexec and strptime on arbitrary heads */
+	static struct pvg_line_format own;
+	static bool own_ready;
+	if (!own_ready) {
+		struct pvg_msg why = { 0 };
+		own_ready = pvg_line_format_compile(&own, "<([0-9]+)@", "@([^>]*)>",
+						    "%d.%m.%Y/%H.%M.%S %z", &why) == 0;
+		pvg_msg_clear(&why);
+	}
+	if (own_ready)
+		pvg_line_head_parse_fmt(&own, s, size, 1764400000, &h);
 
 	static struct pvg_kv kv[] = { { "selected", "True" }, { "shape", "(4096, 5120)" } };
 	static struct pvg_require req = { kv, 2 };

@@ -45,6 +45,9 @@ setup() {
 	             "require": [{"selected": "True", "shape": "(4096, 5120)"}],
 	             "facts": ["block size = 832"]}}
 	JSON
+	if [ -n "${markers_extra:-}" ]; then
+		jq "$markers_extra" provgate.json >p.tmp && mv p.tmp provgate.json
+	fi
 	trap stop_svc EXIT
 }
 
@@ -102,6 +105,52 @@ test_vllm_style() {
 }
 test_pid_only_prefix() {
 	earlier_then_live "[pid %(process)d] %(message)s" "" foreign_pid
+}
+
+# A format of the service's own that no built-in form reads: markers.pid_pattern and
+# markers.time_pattern + time_format read it; without them its lines cannot be attributed.
+own_format="<%(process)d@%(asctime)s> %(message)s"
+own_datefmt="%d.%m.%Y/%H.%M.%S"
+test_own_format_read_by_pid_and_time_patterns() {
+	markers_extra='.markers.pid_pattern = "^<([0-9]+)@" | .markers.time_pattern = "@([0-9]{2}[.][0-9]{2}[.][0-9]{4}/[0-9.]{8})>" | .markers.time_format = "%d.%m.%Y/%H.%M.%S"'
+	earlier_then_live "$own_format" "$own_datefmt" foreign_pid
+	/usr/bin/python3 "$PVG_SRC/tests/validate-config.py" provgate.json || fail "config does not validate"
+}
+test_own_format_time_pattern_alone_dates_the_lines() {
+	markers_extra='.markers.time_pattern = "@([^>]+)>" | .markers.time_format = "%d.%m.%Y/%H.%M.%S"'
+	earlier_then_live "$own_format" "$own_datefmt" before_start
+}
+test_own_format_without_patterns_is_not_attributed() {
+	setup
+	start_svc "$own_format" "$own_datefmt"
+	stop_svc
+	start_svc "$own_format" "$own_datefmt" --no-marker
+	request
+	pg run --gates 7 --json own.json
+	assert_eq "$rc" 1 "no pattern reads this head ($out)"
+	assert_eq "$(jq -r '.gates[6].evidence.markers.unknown_origin' own.json)" 2
+	assert_eq "$(jq -r '.gates[6].evidence.markers.live' own.json)" 0
+}
+test_bad_patterns_are_config_errors_with_their_place() {
+	setup
+	jq '.markers.pid_pattern = "pid=([0-9"' provgate.json >bad.json
+	pg run -c bad.json --gates 7
+	assert_eq "$rc" 2 "unbalanced bracket"
+	assert_contains "$err" "markers.pid_pattern"
+	assert_contains "$err" "not a POSIX extended regular expression"
+	assert_contains "$err" "bad.json:"
+	jq '.markers.pid_pattern = "pid=[0-9]+"' provgate.json >bad.json
+	pg run -c bad.json --gates 7
+	assert_eq "$rc" 2 "no group"
+	assert_contains "$err" "exactly one group"
+	jq '.markers.time_pattern = "^([0-9:]+)"' provgate.json >bad.json
+	pg run -c bad.json --gates 7
+	assert_eq "$rc" 2 "time_pattern alone"
+	assert_contains "$err" "markers.time_pattern: time_pattern needs time_format"
+	jq '.markers.time_pattern = "^([0-9:]+)" | .markers.time_format = "HH:MM"' provgate.json >bad.json
+	pg run -c bad.json --gates 7
+	assert_eq "$rc" 2 "a format without a conversion"
+	assert_contains "$err" "markers.time_format"
 }
 
 # No pid, no time: a truncated log is not a new log; the hint says what works, and it does.

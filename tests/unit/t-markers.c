@@ -123,6 +123,56 @@ static void head_is(const char *line, bool has_pid, pid_t pid, bool has_time, ti
 	}
 }
 
+/* A format of the user's own: pid_pattern, time_pattern + time_format, tried first. */
+static void reads_a_users_own_line_format(void)
+{
+	struct pvg_line_format f;
+	struct pvg_msg why = { 0 };
+	time_t now = mk(2026, 12, 1, 13, 0, 0);
+	CHECK_INT(pvg_line_format_compile(&f, "^<([0-9]+)@", "@([^>]+)>", "%d.%m.%Y/%H.%M.%S", &why), 0);
+	struct pvg_line_head h;
+	const char *a = "<4242@01.12.2026/03.47.24> DCU_KERNEL_DIAG selected=True";
+	pvg_line_head_parse_fmt(&f, a, strlen(a), now, &h);
+	CHECK(h.has_pid && h.pid == 4242);
+	CHECK(h.has_time && h.time == mk(2026, 12, 1, 3, 47, 24));
+	/* built-in forms still read what the patterns do not */
+	const char *b = "[pid 77] 2026-12-01 03:47:25 x";
+	pvg_line_head_parse_fmt(&f, b, strlen(b), now, &h);
+	CHECK(h.has_pid && h.pid == 77 && h.has_time && h.time == mk(2026, 12, 1, 3, 47, 25));
+	/* a group that is not a pid, a text strptime cannot read: not taken */
+	const char *c = "<0@31.02.2026/99.00.00> x";
+	pvg_line_head_parse_fmt(&f, c, strlen(c), now, &h);
+	CHECK(!h.has_pid && !h.has_time);
+	pvg_line_format_clear(&f);
+	/* a zone in the text is exact; no year: the year is inferred */
+	CHECK_INT(pvg_line_format_compile(&f, NULL, "^\\[([^]]+)\\]", "%d/%b/%Y:%H:%M:%S %z", &why), 0);
+	const char *d = "[01/Dec/2026:11:47:24 +0800] GET / DCU_KERNEL_DIAG";
+	pvg_line_head_parse_fmt(&f, d, strlen(d), now, &h);
+	struct tm utc = { .tm_year = 126, .tm_mon = 11, .tm_mday = 1, .tm_hour = 3, .tm_min = 47, .tm_sec = 24 };
+	CHECK(!h.has_pid && h.has_time && h.time == timegm(&utc));
+	pvg_line_format_clear(&f);
+	CHECK_INT(pvg_line_format_compile(&f, NULL, "^([A-Z][a-z]+ [0-9]+ [0-9:]+)", "%b %d %H:%M:%S", &why), 0);
+	const char *e = "Dec 1 03:47:26 host x";
+	pvg_line_head_parse_fmt(&f, e, strlen(e), now, &h);
+	CHECK(h.has_time && h.time == mk(2026, 12, 1, 3, 47, 26));
+	pvg_line_format_clear(&f);
+	/* refused at compile time, each with its reason */
+	CHECK_INT(pvg_line_format_compile(&f, "pid=([0-9", NULL, NULL, &why), -EINVAL);
+	CHECK(why.text && strstr(why.text, "not a POSIX extended regular expression"));
+	CHECK_INT(pvg_line_format_compile(&f, "pid=[0-9]+", NULL, NULL, &why), -EINVAL);
+	CHECK(why.text && strstr(why.text, "exactly one group"));
+	CHECK_INT(pvg_line_format_compile(&f, "(a)(b)", NULL, NULL, &why), -EINVAL);
+	CHECK_INT(pvg_line_format_compile(&f, NULL, "(x)", NULL, &why), -EINVAL);
+	CHECK(why.text && strstr(why.text, "needs time_format"));
+	CHECK_INT(pvg_line_format_compile(&f, NULL, NULL, "%H", &why), -EINVAL);
+	CHECK_INT(pvg_line_format_compile(&f, NULL, "(x)", "HH:MM", &why), -EINVAL);
+	CHECK(why.text && strstr(why.text, "no strptime conversion"));
+	/* nothing given: an empty format, no error */
+	CHECK_INT(pvg_line_format_compile(&f, NULL, NULL, NULL, &why), 0);
+	pvg_line_format_clear(&f);
+	pvg_msg_clear(&why);
+}
+
 /* Every common log format: the pid and the time wherever the head puts them. */
 static void reads_common_line_heads(void)
 {
@@ -401,6 +451,7 @@ int main(void)
 	RUN(unterminated_or_too_many_fields_are_unparseable);
 	RUN(reads_vllm_line_heads);
 	RUN(reads_common_line_heads);
+	RUN(reads_a_users_own_line_format);
 	RUN(timestamps_across_new_year_belong_to_last_year);
 	RUN(attribution_follows_pid_then_time_then_file);
 	RUN(scan_counts_only_the_live_run);
