@@ -10,7 +10,7 @@ test_meson_install_places_every_file_and_the_api_works() {
 	DESTDIR="$T/dd" meson install -C b --no-rebuild >install.log 2>&1 || { cat install.log; fail "install"; }
 	for f in usr/bin/provgate usr/include/provgate.h usr/share/man/man1/provgate.1 \
 		usr/share/man/man5/provgate.json.5 usr/share/man/man7/provgate-witness.7 \
-		usr/share/bash-completion/completions/provgate \
+		usr/share/bash-completion/completions/provgate usr/share/zsh/vendor-completions/_provgate \
 		usr/share/provgate/hooks/post-install usr/share/provgate/hooks/pre-benchmark \
 		usr/share/provgate/provgate-install.cmake usr/share/provgate/ci/gitlab-ci.yml \
 		usr/share/provgate/ci/github-actions.yml usr/share/provgate/report.schema.json \

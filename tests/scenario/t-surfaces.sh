@@ -57,6 +57,32 @@ test_completion_offers_every_flag_of_each_verbs_help() {
 	assert_eq "$offered" "$listed" "verbs completed against provgate --help"
 }
 
+# what the zsh completion offers after "provgate VERB -" (its flag lists, read in zsh)
+zsh_flags() {
+	zsh -fc "source $PVG_SRC/hooks/provgate.zsh-completion; _provgate_verb_flags $1" |
+		grep -vx -e '--help' -e '--' | sort -u
+}
+
+test_zsh_completion_offers_every_flag_and_loads_in_compinit() {
+	need zsh
+	local v h
+	for v in $VERBS; do
+		h=$(help_flags "$v")
+		assert_eq "$(zsh_flags "$v")" "$h" "zsh completion of $v against its --help"
+	done
+	local offered listed
+	offered=$(zsh -fc "source $PVG_SRC/hooks/provgate.zsh-completion; _provgate_verbs" |
+		cut -d: -f1 | sort | tr '\n' ' ')
+	listed=$("$PROVGATE" --help | sed -n 's/^  provgate \([a-z][a-z-]*\) .*/\1/p' | sort | tr '\n' ' ')
+	assert_eq "$offered" "$listed" "zsh verbs against provgate --help"
+	# installed as _provgate in a folder of fpath, compinit registers it for provgate
+	mkdir -p fp
+	cp "$PVG_SRC/hooks/provgate.zsh-completion" fp/_provgate
+	zsh -n fp/_provgate || fail "zsh syntax"
+	assert_eq "$(zsh -fc "fpath=($T/fp \$fpath); autoload -Uz compinit; compinit -u -d $T/zcd; print -r -- \${_comps[provgate]}")" \
+		_provgate "compinit's function for provgate"
+}
+
 test_man_page_names_every_verb_and_flag() {
 	local page=$PVG_SRC/man/provgate.1.scd v f
 	for v in $VERBS; do
