@@ -519,46 +519,16 @@ const struct pvg_hipify_line *pvg_buildlog_find_hipify(const struct pvg_buildlog
 	return NULL;
 }
 
-bool pvg_buildlog_links(const struct pvg_buildlog *log, const char *name, size_t *lineno)
+/* The last output of a link command (or of cmake's "Linking ..." line) that want accepts, as
+ * a copy, with the command's line; the commands' text is scanned once per call, newest first,
+ * and only commands holding hint are split. */
+static char *last_link_output(const struct pvg_buildlog *log, const char *hint,
+			      bool (*want)(const char *out, const void *arg), const void *arg,
+			      size_t *lineno)
 {
 	for (size_t i = log->n_commands; i-- > 0;) {
 		const struct pvg_build_command *c = &log->commands[i];
-		if (c->compile || !strstr(c->text, name))
-			continue;
-		_cleanup_free_ char *s = pvg_strdup(c->text);
-		_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
-		size_t n = split_args(s, argv, MAX_ARGS);
-		bool linking = n && strcmp(argv[0], "Linking") == 0;
-		for (size_t k = 0; k < n; k++) {
-			const char *out = NULL;
-			if (strcmp(argv[k], "-o") == 0 && k + 1 < n)
-				out = argv[k + 1];
-			else if (strncmp(argv[k], "-o", 2) == 0 && argv[k][2])
-				out = argv[k] + 2;
-			else if (linking)
-				out = argv[k];
-			if (out && strcmp(pvg_basename(out), name) == 0) {
-				*lineno = c->lineno;
-				return true;
-			}
-		}
-	}
-	return false;
-}
-
-/* A shared object's name: "x.so", "x.abi3.so", "libx.so.1.2" */
-static bool is_shared_object(const char *path)
-{
-	const char *b = pvg_basename(path);
-	size_t n = strlen(b);
-	return (n > 3 && strcmp(b + n - 3, ".so") == 0) || strstr(b, ".so.") != NULL;
-}
-
-char *pvg_buildlog_link_output(const struct pvg_buildlog *log)
-{
-	for (size_t i = log->n_commands; i-- > 0;) {
-		const struct pvg_build_command *c = &log->commands[i];
-		if (c->compile || !strstr(c->text, ".so"))
+		if (c->compile || !strstr(c->text, hint))
 			continue;
 		_cleanup_free_ char *s = pvg_strdup(c->text);
 		_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
@@ -572,11 +542,39 @@ char *pvg_buildlog_link_output(const struct pvg_buildlog *log)
 				out = argv[k] + 2;
 			else if (linking && k > 0)
 				out = argv[k];
-			if (out && is_shared_object(out))
+			if (out && want(out, arg)) {
+				if (lineno)
+					*lineno = c->lineno;
 				return pvg_strdup(out);
+			}
 		}
 	}
 	return NULL;
+}
+
+static bool named(const char *out, const void *name)
+{
+	return strcmp(pvg_basename(out), name) == 0;
+}
+
+bool pvg_buildlog_links(const struct pvg_buildlog *log, const char *name, size_t *lineno)
+{
+	_cleanup_free_ char *out = last_link_output(log, name, named, name, lineno);
+	return out != NULL;
+}
+
+/* A shared object's name: "x.so", "x.abi3.so", "libx.so.1.2" */
+static bool is_shared_object(const char *path, const void *unused)
+{
+	(void)unused;
+	const char *b = pvg_basename(path);
+	size_t n = strlen(b);
+	return (n > 3 && strcmp(b + n - 3, ".so") == 0) || strstr(b, ".so.") != NULL;
+}
+
+char *pvg_buildlog_link_output(const struct pvg_buildlog *log)
+{
+	return last_link_output(log, ".so", is_shared_object, NULL, NULL);
 }
 
 static bool is_source(const char *a)
