@@ -247,22 +247,13 @@ static enum pvg_status run_prestart(struct pvg_ctx *ctx, struct pvg_result *res,
 
 /* A profiler's overhead (and its serialised launches) is in every number the benchmark
  * prints: a benchmark service runs without one unless the run is meant to profile. */
-static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *res,
-				       const struct pvg_targets *t)
+static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *res)
 {
-	struct pvg_roots roots;
-	pvg_ctx_roots(ctx, &roots);
 	struct pvg_strv attached = { 0 }, libraries = { 0 }, witness = { 0 };
-	for (size_t i = 0; i < t->n; i++) {
-		const struct pvg_proc *p = &t->procs[i];
-		if (!p->in_tree || p->zombie)
-			continue;
-		struct pvg_service_facts f;
-		if (pvg_service_facts_read(&roots, p->pid, false, &f) < 0)
-			continue; /* exited since the snapshot */
-		pvg_profilers_classify(&f, &attached, &libraries, &witness);
-		pvg_service_facts_clear(&f);
-	}
+	const struct pvg_tree_facts *tf;
+	if (pvg_tree_facts_get(ctx, &tf) == 0)
+		for (size_t i = 0; i < tf->n; i++)
+			pvg_profilers_classify(&tf->f[i], &attached, &libraries, &witness);
 	cJSON *a = cJSON_AddArrayToObject(res->evidence, "profilers");
 	for (size_t i = 0; i < attached.n; i++)
 		cJSON_AddItemToArray(a, pvg_json_string(attached.v[i]));
@@ -563,7 +554,7 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 	}
 	pvg_json_add_str(res->evidence, "view", self.in_container ? "container" : "host");
 
-	st = pvg_status_worst(st, check_profilers(ctx, res, t));
+	st = pvg_status_worst(st, check_profilers(ctx, res));
 
 	size_t n_tree = 0;
 	for (size_t i = 0; i < t->n; i++)

@@ -119,13 +119,6 @@ void pvg_profilers_classify(const struct pvg_service_facts *s, struct pvg_strv *
 	}
 }
 
-void pvg_ctx_roots(const struct pvg_ctx *ctx, struct pvg_roots *roots)
-{
-	roots->procfs = ctx->procfs;
-	roots->sysfs = ctx->sysfs;
-	roots->etc = "/etc";
-}
-
 static void add_error(cJSON *errors, const char *field, int err, const char *why)
 {
 	if (!err)
@@ -183,7 +176,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 static cJSON *service_json(const struct pvg_roots *roots, const struct pvg_targets *t,
-			   cJSON *errors)
+			   const struct pvg_tree_facts *tf, cJSON *errors)
 {
 	const struct pvg_proc *p = pvg_targets_find(t, t->primary);
 	struct pvg_service_facts s;
@@ -231,27 +224,25 @@ static cJSON *service_json(const struct pvg_roots *roots, const struct pvg_targe
 	 * flags are on the API server's ("vllm serve MODEL --enable-prefix-caching") */
 	size_t n_tree = 0;
 	_cleanup_free_ pid_t *tree = pvg_xcalloc(t->n ? t->n : 1, sizeof(pid_t));
+	for (size_t i = 0; i < t->n; i++)
+		if (t->procs[i].in_tree && !t->procs[i].zombie)
+			tree[n_tree++] = t->procs[i].pid;
+	/* the command lines as gate 5's profiler check read them (one read per process) */
 	cJSON *tj = cJSON_AddArrayToObject(o, "tree");
-	for (size_t i = 0; i < t->n; i++) {
-		if (!t->procs[i].in_tree || t->procs[i].zombie)
-			continue;
-		tree[n_tree++] = t->procs[i].pid;
-		struct pvg_strv argv = { 0 };
-		int ar = pvg_cmdline_read(roots->procfs, t->procs[i].pid, &argv);
-		if (ar == -ENOENT || ar == -ESRCH) {
-			pvg_strv_clear(&argv);
-			continue; /* exited since the snapshot */
-		}
+	for (size_t i = 0; tf && i < tf->n; i++) {
+		const struct pvg_service_facts *f = &tf->f[i];
+		if (f->argv_err == -ENOENT || f->argv_err == -ESRCH)
+			continue; /* exited since the snapshot, or nothing to describe */
+		const struct pvg_proc *tp = pvg_targets_find(t, f->pid);
 		cJSON *pj = cJSON_CreateObject();
-		cJSON_AddNumberToObject(pj, "pid", (double)t->procs[i].pid);
-		cJSON_AddNumberToObject(pj, "ppid", (double)t->procs[i].ppid);
-		if (ar < 0) {
+		cJSON_AddNumberToObject(pj, "pid", (double)f->pid);
+		cJSON_AddNumberToObject(pj, "ppid", tp ? (double)tp->ppid : 0);
+		if (f->argv_err < 0) {
 			cJSON_AddNullToObject(pj, "cmdline");
-			add_error(errors, "service.tree", ar, NULL);
+			add_error(errors, "service.tree", f->argv_err, NULL);
 		} else {
-			cJSON_AddItemToObject(pj, "cmdline", strv_json(&argv));
+			cJSON_AddItemToObject(pj, "cmdline", strv_json(&f->argv));
 		}
-		pvg_strv_clear(&argv);
 		cJSON_AddItemToArray(tj, pj);
 	}
 	struct pvg_strv devices = { 0 };
@@ -262,15 +253,9 @@ static cJSON *service_json(const struct pvg_roots *roots, const struct pvg_targe
 
 	struct pvg_strv attached = { 0 };
 	pvg_profilers_find(&s, &attached, NULL);
-	for (size_t i = 0; i < n_tree; i++) {
-		if (tree[i] == s.pid)
-			continue;
-		struct pvg_service_facts other;
-		if (pvg_service_facts_read(roots, tree[i], false, &other) < 0)
-			continue;
-		pvg_profilers_find(&other, &attached, NULL);
-		pvg_service_facts_clear(&other);
-	}
+	for (size_t i = 0; tf && i < tf->n; i++)
+		if (tf->f[i].pid != s.pid)
+			pvg_profilers_find(&tf->f[i], &attached, NULL);
 	if (attached.n > 1)
 		qsort(attached.v, attached.n, sizeof(char *), cmp_str);
 	cJSON_AddItemToObject(o, "profilers", strv_json(&attached));
@@ -359,6 +344,12 @@ static bool selects_service(const struct pvg_config *cfg)
 	return cfg->service.match.n || cfg->service.pid > 0 || cfg->service.pidfile;
 }
 
+static const struct pvg_tree_facts *tree_facts(struct pvg_ctx *ctx)
+{
+	const struct pvg_tree_facts *tf;
+	return pvg_tree_facts_get(ctx, &tf) == 0 ? tf : NULL;
+}
+
 cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 {
 	uint64_t t0 = pvg_now_ns();
@@ -385,7 +376,7 @@ cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 		why = "the process table could not be read";
 	else if (t->err)
 		why = t->msg.text ? t->msg.text : "no service process was selected";
-	else if (!(svc = service_json(&roots, t, errors)))
+	else if (!(svc = service_json(&roots, t, tree_facts(ctx), errors)))
 		why = "the service process exited while it was read";
 	if (svc)
 		cJSON_ReplaceItemInObject(env, "container", service_container_json(t));

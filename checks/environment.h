@@ -32,8 +32,6 @@ void pvg_profilers_find(const struct pvg_service_facts *s, struct pvg_strv *atta
 void pvg_profilers_classify(const struct pvg_service_facts *s, struct pvg_strv *attached,
 			    struct pvg_strv *libraries, struct pvg_strv *witness);
 
-/* The roots the reads go through: ctx->procfs, ctx->sysfs and /etc. */
-void pvg_ctx_roots(const struct pvg_ctx *ctx, struct pvg_roots *roots);
 
 /* The report's "environment" object: host, GPU, container (null here), the service (phase
  * live, from the run's process snapshot) and the benchmark inputs. */

@@ -169,3 +169,46 @@ int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out)
 	*out = s;
 	return s->err;
 }
+
+void pvg_ctx_roots(const struct pvg_ctx *ctx, struct pvg_roots *roots)
+{
+	roots->procfs = ctx->procfs;
+	roots->sysfs = ctx->sysfs;
+	roots->etc = "/etc";
+}
+
+/* ---- the service tree's own facts ------------------------------------------------------------- */
+
+static void tree_facts_free(void *p)
+{
+	struct pvg_tree_facts *tf = p;
+	for (size_t i = 0; i < tf->n; i++)
+		pvg_service_facts_clear(&tf->f[i]);
+	free(tf->f);
+	free(tf);
+}
+
+int pvg_tree_facts_get(struct pvg_ctx *ctx, const struct pvg_tree_facts **out)
+{
+	struct pvg_tree_facts *tf = pvg_ctx_slot(ctx, PVG_SLOT_TREE_FACTS);
+	if (!tf) {
+		const struct pvg_targets *t;
+		int r = pvg_targets_get(ctx, &t);
+		if (r < 0)
+			return r;
+		struct pvg_roots roots;
+		pvg_ctx_roots(ctx, &roots);
+		tf = pvg_xcalloc(1, sizeof(*tf));
+		tf->f = pvg_xcalloc(t->n ? t->n : 1, sizeof(*tf->f));
+		for (size_t i = 0; i < t->n; i++) {
+			const struct pvg_proc *p = &t->procs[i];
+			if (!p->in_tree || p->zombie)
+				continue;
+			if (pvg_service_facts_read(&roots, p->pid, false, &tf->f[tf->n]) == 0)
+				tf->n++; /* else: exited since the snapshot */
+		}
+		pvg_ctx_set_slot(ctx, PVG_SLOT_TREE_FACTS, tf, tree_facts_free);
+	}
+	*out = tf;
+	return 0;
+}

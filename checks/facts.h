@@ -8,6 +8,7 @@
 #include "core/ctx.h"
 #include "formats/markers.h"
 #include "sys/procs.h"
+#include "sys/environment.h"
 #include "sys/scope.h"
 
 /* The run's snapshot and selection (scanned once, cached in PVG_SLOT_TARGETS). Returns 0 or
@@ -29,6 +30,19 @@ int pvg_targets_pin(struct pvg_ctx *ctx);
 enum pvg_status pvg_targets_problem(const struct pvg_targets *t, struct pvg_result *res);
 /* Evidence object describing the selection (how, primary, root, targets, strays). */
 cJSON *pvg_targets_json(const struct pvg_targets *t);
+
+/* The roots the run reads the system through (procfs, sysfs, /etc). */
+void pvg_ctx_roots(const struct pvg_ctx *ctx, struct pvg_roots *roots);
+
+/* What each live process of the service tree says about itself (command line, kernel-steering
+ * environment, namespaces, cgroup, mapped objects without build-ids), read once for gate 5's
+ * profiler check and the report's environment (PVG_SLOT_TREE_FACTS). Processes that exited
+ * since the snapshot are left out. 0, or -errno when the process table could not be read. */
+struct pvg_tree_facts {
+	struct pvg_service_facts *f; /* in the snapshot's pid order */
+	size_t n;
+};
+int pvg_tree_facts_get(struct pvg_ctx *ctx, const struct pvg_tree_facts **out);
 
 /* The run's change set (computed on first use, kept until pvg_ctx_forget). Returns 0 or
  * scope->err; *out is always set (read why/hint/reason on error). A path changed by commits

@@ -19,6 +19,7 @@ enum pvg_slot {
 	PVG_SLOT_CODEOBJ,   /* code objects of the installed artifact */
 	PVG_SLOT_MARKERS,   /* gate 7's read of the service log */
 	PVG_SLOT_STALE,     /* gate 5's read of listeners and fds */
+	PVG_SLOT_TREE_FACTS, /* command line, environment, maps of each service tree process */
 	PVG_SLOT_EXTRA,
 	PVG_SLOT__MAX,
 };
