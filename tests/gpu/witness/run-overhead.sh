@@ -1,62 +1,134 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The witness's cost to a PyTorch decode-like loop, on an NVIDIA GPU (run there, not by CI):
-# STAGE holds libprovgate-witness.so (make-stage.sh). Processes without and with the witness
-# (driver callbacks, the default) alternate, ROUNDS each; every process warms up, then times
-# BLOCKS blocks of STEPS steps (fp16 8x4096 @ 4096x4096, + 1, softmax: the shape of one
-# decode step's small kernels) and prints each block's microseconds per step. The summary
-# takes each process's fastest block (the one least disturbed) and compares the medians of
-# those between the two modes. Everything goes to $OUT/overhead.txt.
+# The witness's cost to PyTorch decode-like loops, on an NVIDIA GPU (run there, not by CI):
+#   bash STAGE/run-overhead.sh        (STAGE from make-stage.sh)
+# PAIRS pairs of processes, one without and one with the witness (driver callbacks, the
+# default) in ABBA order (the first of a pair alternates, so a drift of the machine weighs on
+# both sides alike), all pinned to the same CPUS. Each process runs overhead-loop.py: four
+# loops, BLOCKS timed blocks each; then demo bench (tight: ns per launch of an empty kernel)
+# runs 3 times in the same mode. Per process and loop the statistic is the median block;
+# per pair the ratio with/without; the summary gives, per loop, the median of the pair
+# ratios and a 95 % bootstrap interval of it (pairs resampled). After each process with the
+# witness, its witness file is read with witness-tool (the gate's parser) and its graph
+# launches are checked against the graph loop's steps: a "with" number only counts when the
+# witness was seen to record. Everything goes to $OUT/overhead.txt.
 set -u
 STAGE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/pvg-witness-out}
-ROUNDS=${ROUNDS:-8} BLOCKS=${BLOCKS:-12} STEPS=${STEPS:-500}
+PAIRS=${PAIRS:-10} BLOCKS=${BLOCKS:-10} CPUS=${CPUS:-2-3}
 mkdir -p "$OUT"
 W=/tmp/pvg-witness-ovh
-rm -rf "$W" && mkdir -p "$W/wit"
+rm -rf "$W" && mkdir -p "$W/wit" "$W/bench"
 exec > >(tee "$OUT/overhead.txt") 2>&1
 echo "date $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__)'
-cupti=$(python3 -c 'import nvidia.cuda_cupti, os; d = os.path.join(list(nvidia.cuda_cupti.__path__)[0], "lib"); print(os.path.join(d, sorted(f for f in os.listdir(d) if f.startswith("libcupti.so"))[0]))' 2>/dev/null)
+echo "cpus $(nproc) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+cupti=""
 for c in /usr/local/cuda/lib64/libcupti.so /usr/local/cuda/extras/CUPTI/lib64/libcupti.so; do
 	[ -z "$cupti" ] && [ -e "$c" ] && cupti=$c
 done
-echo "cupti $cupti rounds $ROUNDS blocks $BLOCKS steps $STEPS"
+echo "cupti $cupti pairs $PAIRS blocks $BLOCKS pinned to cpus $CPUS"
 export PROVGATE_WITNESS_CUPTI=$cupti
-cat >"$W/loop.py" <<'PY'
-import sys, time, torch
-blocks, steps = int(sys.argv[1]), int(sys.argv[2])
-x = torch.randn(8, 4096, device="cuda", dtype=torch.float16)
-w = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
-for _ in range(2000):
-    y = torch.softmax(x @ w + 1.0, dim=-1)
-torch.cuda.synchronize()
-out = []
-for _ in range(blocks):
-    t = time.perf_counter()
-    for _ in range(steps):
-        y = torch.softmax(x @ w + 1.0, dim=-1)
-    torch.cuda.synchronize()
-    out.append((time.perf_counter() - t) / steps * 1e6)
-print(" ".join(f"{v:.3f}" for v in out))
-PY
-for i in $(seq "$ROUNDS"); do
-	echo -n "without $i: "; timeout 120 python3 "$W/loop.py" "$BLOCKS" "$STEPS"
-	echo -n "with $i: "; CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness.so \
-		PROVGATE_WITNESS_DIR=$W/wit timeout 120 python3 "$W/loop.py" "$BLOCKS" "$STEPS"
+tight() { # LOG ENV...: demo bench (an empty kernel <<<1, 32>>>, 100,000 launches) 3 times
+	local log=$1 v=() i
+	shift
+	for i in 1 2 3; do
+		v+=("$("$@" timeout 60 taskset -c "$CPUS" "$STAGE/demo" bench 100000 |
+			sed -n 's/.*ns_per_launch=\([0-9.]*\).*/\1/p')")
+	done
+	echo "tight ${v[*]}" >>"$log"
+}
+run_one() { # MODE PAIR
+	local log=$W/$1-$2.txt
+	if [ "$1" = with ]; then
+		local before
+		before=$(ls "$W/wit" | wc -l)
+		CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness.so PROVGATE_WITNESS_DIR=$W/wit \
+			timeout 300 taskset -c "$CPUS" python3 "$STAGE/overhead-loop.py" "$BLOCKS" >"$log" 2>&1
+		tight "$log" env CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness.so PROVGATE_WITNESS_DIR=$W/bench
+		local f
+		f=$(ls -t "$W"/wit/*.pvgw 2>/dev/null | head -1)
+		if [ "$(ls "$W/wit" | wc -l)" -le "$before" ] || [ -z "$f" ]; then
+			echo "witness $2: no new witness file"
+		else
+			echo "witness $2: $("$STAGE/witness-tool" dump "$f" | head -1)"
+		fi
+	else
+		timeout 300 taskset -c "$CPUS" python3 "$STAGE/overhead-loop.py" "$BLOCKS" >"$log" 2>&1
+		tight "$log" env
+	fi
+	sed "s/^/$1 $2 /" "$log"
+}
+for i in $(seq "$PAIRS"); do
+	if [ $((i % 2)) = 1 ]; then run_one without "$i"; run_one with "$i"
+	else run_one with "$i"; run_one without "$i"; fi
 done
-ls "$W/wit" | head -3
 python3 - "$OUT/overhead.txt" <<'PY'
-import re, statistics, sys
-best = {"without": [], "with": []}
+import random, re, statistics, sys
+blocks = {}    # (loop, mode) -> {pair: [us/step per block]}
+clocks = {}    # (loop, mode) -> {pair: [SM MHz after each block]}
+steps = {}
+wit = {}
 for line in open(sys.argv[1]):
-    m = re.match(r"(without|with) \d+: ([0-9. ]+)$", line.strip())
+    line = line.strip()
+    m = re.match(r"(without|with) (\d+) steps (\S+) (\d+)$", line)
     if m:
-        best[m.group(1)].append(min(float(v) for v in m.group(2).split()))
-a, b = statistics.median(best["without"]), statistics.median(best["with"])
-print(f"fastest block per process, median over {len(best['without'])}/{len(best['with'])} processes: "
-      f"without {a:.3f} us/step, with {b:.3f} us/step, ratio {b / a:.4f} ({(b / a - 1) * 100:+.2f} %)")
-print("without", " ".join(f"{v:.3f}" for v in sorted(best["without"])))
-print("with   ", " ".join(f"{v:.3f}" for v in sorted(best["with"])))
+        steps[(int(m.group(2)), m.group(3))] = int(m.group(4))
+        continue
+    m = re.match(r"(without|with) (\d+) clocks (\S+) ([0-9 ]+)$", line)
+    if m:
+        clocks.setdefault((m.group(3), m.group(1)), {})[int(m.group(2))] = [int(x) for x in m.group(4).split()]
+        continue
+    m = re.match(r"(without|with) (\d+) (\S+) ([0-9. ]+)$", line)
+    if m:
+        blocks.setdefault((m.group(3), m.group(1)), {})[int(m.group(2))] = [float(x) for x in m.group(4).split()]
+        continue
+    m = re.match(r"witness (\d+): header .*graph_launches=(\d+)", line)
+    if m:
+        wit[int(m.group(1))] = int(m.group(2))
+graph_ok = {p: steps.get((p, "graph-8b")) == g for p, g in wit.items()}
+bad = sorted(p for p in graph_ok if not graph_ok[p]) + sorted(
+    p for p in {k[0] for k in steps} if p not in wit)
+print("witness files checked:", len(wit), "graph launches equal to the graph loop's steps in",
+      sum(graph_ok.values()), "of them", "; pairs left out:" if bad else "", *bad)
+random.seed(1)
+
+
+def compare(loop, a, b, what):
+    pairs = sorted(p for p in a if p in b and graph_ok.get(p))
+    if not pairs:
+        print(f"{loop} ({what}): no complete pairs")
+        return
+    r = [b[p] / a[p] for p in pairs]
+    boot = sorted(statistics.median(random.choices(r, k=len(r))) for _ in range(4000))
+    lo, hi, mr = boot[100], boot[3899], statistics.median(r)
+    unit = "ns/launch" if loop == "tight" else "us/step"
+    print(f"{loop} ({what}): {len(pairs)} pairs; median {unit} without {statistics.median(a[p] for p in pairs):.2f},"
+          f" with {statistics.median(b[p] for p in pairs):.2f}; median ratio {mr:.4f}"
+          f" ({(mr - 1) * 100:+.2f} %), 95 % interval {(lo - 1) * 100:+.2f} % to {(hi - 1) * 100:+.2f} %")
+    print("  without", " ".join(f"{a[p]:.2f}" for p in pairs))
+    print("  with   ", " ".join(f"{b[p]:.2f}" for p in pairs))
+
+
+for loop in ["tight", "small", "eager-1b", "eager-8b", "graph-8b"]:
+    A, B = blocks.get((loop, "without"), {}), blocks.get((loop, "with"), {})
+    compare(loop, {p: statistics.median(v) for p, v in A.items()},
+            {p: statistics.median(v) for p, v in B.items()}, "all blocks")
+    ca, cb = clocks.get((loop, "without"), {}), clocks.get((loop, "with"), {})
+    top = max([c for d in (ca, cb) for v in d.values() for c in v] or [0])
+    if not top:
+        continue
+    def full(blk, clk):  # the blocks that ended at the run's highest SM clock
+        out = {}
+        for p, v in blk.items():
+            kept = [t for t, c in zip(v, clk.get(p, [])) if c >= top]
+            if kept:
+                out[p] = statistics.median(kept)
+        return out
+    share = lambda d: sum(c >= top for v in d.values() for c in v) / max(1, sum(len(v) for v in d.values()))
+    print(f"  SM clock: highest {top} MHz; blocks that ended there: without {share(ca) * 100:.0f} %,"
+          f" with {share(cb) * 100:.0f} %; median clock without {statistics.median(c for v in ca.values() for c in v)},"
+          f" with {statistics.median(c for v in cb.values() for c in v)}")
+    compare(loop, full(A, ca), full(B, cb), f"blocks at {top} MHz")
 PY
