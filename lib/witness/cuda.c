@@ -336,6 +336,66 @@ static void *open_cupti(char *which, size_t size)
 	return NULL;
 }
 
+/* Enables (1) or disables (0) the callbacks the witness uses: the driver domain's launch and
+ * capture calls, and the runtime domain's when asked. Returns how many could not be set. */
+static unsigned set_callbacks(uint32_t on, int runtime)
+{
+	const struct {
+		CUpti_CallbackDomain domain;
+		const CUpti_CallbackId *ids;
+		size_t n;
+	} sets[] = {
+#define SET(d, a) { d, a, sizeof(a) / sizeof(a[0]) }
+		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_ids),
+		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_capture_begin),
+		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_capture_end),
+		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids),
+		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_capture_begin),
+		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_capture_end),
+#undef SET
+	};
+	unsigned failed = 0;
+	for (size_t k = 0; k < sizeof(sets) / sizeof(sets[0]); k++) {
+		if (sets[k].domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
+			continue;
+		for (size_t i = 0; i < sets[k].n; i++)
+			failed += p_enable(on, subscriber, sets[k].domain, sets[k].ids[i]) != CUPTI_SUCCESS;
+	}
+	return failed;
+}
+
+static int runtime_enabled;
+
+#ifdef PVG_WITNESS_BENCH
+/* Only in libprovgate-witness-bench.so (never installed), for tests/gpu/witness/run-overhead.sh,
+ * which times one process with and without the witness:
+ *    1  the callbacks on (subscribing again first, after a detach)
+ *    0  the callbacks off, CUPTI still attached
+ *   -1  CUPTI detached from the process (unsubscribe, cuptiFinalize): as if never loaded
+ * Call it with no CUDA work in flight (after a synchronize). The installed library has no way
+ * to pause the witness. 0 when done, -1 otherwise. */
+static CUptiResult (*p_unsubscribe)(CUpti_SubscriberHandle);
+static CUptiResult (*p_finalize)(void);
+static CUpti_CallbackFunc bench_callback;
+
+PVG_WITNESS_EXPORT int pvg_witness_bench_callbacks(int on)
+{
+	if (!p_enable)
+		return -1;
+	if (on < 0) {
+		if (!subscriber)
+			return 0;
+		if (!p_unsubscribe || !p_finalize || p_unsubscribe(subscriber) != CUPTI_SUCCESS)
+			return -1;
+		subscriber = NULL;
+		return p_finalize() == CUPTI_SUCCESS ? 0 : -1;
+	}
+	if (!subscriber && (on == 0 || p_subscribe(&subscriber, bench_callback, NULL) != CUPTI_SUCCESS))
+		return on == 0 ? 0 : -1;
+	return set_callbacks(on ? 1 : 0, runtime_enabled) ? -1 : 0;
+}
+#endif
+
 PVG_WITNESS_EXPORT int InitializeInjection(void)
 {
 	if (!pvg_witness_active())
@@ -371,33 +431,19 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 		pvg_witness_set_api(PVG_WITNESS_API_CUDA, note, 0);
 		return 1;
 	}
-	unsigned failed = 0;
-	const struct {
-		const CUpti_CallbackId *ids;
-		size_t n;
-	} driver_sets[] = {
-		{ driver_ids, sizeof(driver_ids) / sizeof(driver_ids[0]) },
-		{ driver_capture_begin, sizeof(driver_capture_begin) / sizeof(driver_capture_begin[0]) },
-		{ driver_capture_end, sizeof(driver_capture_end) / sizeof(driver_capture_end[0]) },
-	}, runtime_sets[] = {
-		{ runtime_ids, sizeof(runtime_ids) / sizeof(runtime_ids[0]) },
-		{ runtime_capture_begin, sizeof(runtime_capture_begin) / sizeof(runtime_capture_begin[0]) },
-		{ runtime_capture_end, sizeof(runtime_capture_end) / sizeof(runtime_capture_end[0]) },
-	};
-	for (size_t k = 0; k < 3; k++)
-		for (size_t i = 0; i < driver_sets[k].n; i++)
-			failed += p_enable(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-					   driver_sets[k].ids[i]) != CUPTI_SUCCESS;
 	/* The driver domain alone by default: on the H200 with CUDA 13.0 every runtime launch
 	 * showed its driver launch inside it (tests/gpu/results/2026-12-01-h200-witness), and
 	 * the runtime callbacks cost about 0.8 us a launch. PROVGATE_WITNESS_RUNTIME=1 adds
 	 * them, for a runtime whose launches reach the driver unseen. */
 	const char *rt = getenv("PROVGATE_WITNESS_RUNTIME");
 	int runtime = rt && strcmp(rt, "1") == 0;
-	for (size_t k = 0; runtime && k < 3; k++)
-		for (size_t i = 0; i < runtime_sets[k].n; i++)
-			failed += p_enable(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-					   runtime_sets[k].ids[i]) != CUPTI_SUCCESS;
+	runtime_enabled = runtime;
+#ifdef PVG_WITNESS_BENCH
+	p_unsubscribe = (CUptiResult(*)(CUpti_SubscriberHandle))dlsym(h, "cuptiUnsubscribe");
+	p_finalize = (CUptiResult(*)(void))dlsym(h, "cuptiFinalize");
+	bench_callback = on_callback;
+#endif
+	unsigned failed = set_callbacks(1, runtime);
 	snprintf(note, sizeof(note), "cuda: %.60s%s%s", which, runtime ? ", runtime and driver API" : "",
 		 failed ? " (some launch callbacks could not be enabled)" : "");
 	pvg_witness_set_api(PVG_WITNESS_API_CUDA, note, 1);

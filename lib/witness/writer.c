@@ -116,17 +116,18 @@ static void arena_put(const char *p, size_t n, uint32_t *off, uint32_t *len)
 	*len = (uint32_t)n;
 }
 
+/* One locked add for the count (2^64 launches are not reached: at one a nanosecond that
+ * takes 584 years; the saturation check stays for a corrupted table), a plain load before
+ * the first time's compare-and-swap, and a compare-and-swap for the last time only while it
+ * moves forward. */
 static void count_launch(struct slot *s, uint64_t now)
 {
-	uint64_t c = atomic_load_explicit(&s->count, memory_order_relaxed);
-	do {
-		if (c == UINT64_MAX)
-			break; /* saturated */
-	} while (!atomic_compare_exchange_weak_explicit(&s->count, &c, c + 1, memory_order_relaxed,
-							memory_order_relaxed));
-	uint64_t first = 0;
-	atomic_compare_exchange_strong_explicit(&s->first_ns, &first, now, memory_order_relaxed,
-						memory_order_relaxed);
+	if (atomic_load_explicit(&s->count, memory_order_relaxed) != UINT64_MAX)
+		atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+	uint64_t first = atomic_load_explicit(&s->first_ns, memory_order_relaxed);
+	if (first == 0)
+		atomic_compare_exchange_strong_explicit(&s->first_ns, &first, now, memory_order_relaxed,
+							memory_order_relaxed);
 	uint64_t last = atomic_load_explicit(&s->last_ns, memory_order_relaxed);
 	while (last < now && !atomic_compare_exchange_weak_explicit(&s->last_ns, &last, now,
 								    memory_order_relaxed,

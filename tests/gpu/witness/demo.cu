@@ -4,7 +4,13 @@
 // so that the witness file it leaves can be checked entry by entry (tests/gpu/witness/).
 //   demo            the launches below, then "done"
 //   demo bench N    N launches of an empty kernel; prints ns per launch (host side, with sync)
+//   demo bench-toggle N B
+//                   with libprovgate-witness-bench.so as CUDA_INJECTION64_PATH: B blocks of N
+//                   launches each with the witness's callbacks off, B with them on, alternating
+//                   (off, on, on, off, ...); prints "tight-off NS..." and "tight-on NS...";
+//                   with PVG_OVH_TOGGLE=detach, off detaches CUPTI from the process
 #include <chrono>
+#include <dlfcn.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,10 +62,60 @@ static int bench(long n)
 	return 0;
 }
 
+static double launches_ns(long n)
+{
+	auto t0 = std::chrono::steady_clock::now();
+	for (long i = 0; i < n; i++)
+		pvg_wit_empty<<<1, 32>>>();
+	CK(cudaDeviceSynchronize());
+	auto t1 = std::chrono::steady_clock::now();
+	return std::chrono::duration<double, std::nano>(t1 - t0).count() / n;
+}
+
+static int bench_toggle(long n, int blocks)
+{
+	const char *lib = getenv("CUDA_INJECTION64_PATH");
+	pvg_wit_empty<<<1, 32>>>(); // the injection library is loaded by the first CUDA call
+	CK(cudaDeviceSynchronize());
+	void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	int (*toggle)(int) = h ? (int (*)(int))dlsym(h, "pvg_witness_bench_callbacks") : NULL;
+	const char *mode = getenv("PVG_OVH_TOGGLE");
+	const int off_arg = mode && strcmp(mode, "detach") == 0 ? -1 : 0;
+	if (!toggle || toggle(1) != 0) {
+		fprintf(stderr, "bench-toggle: no pvg_witness_bench_callbacks in CUDA_INJECTION64_PATH\n");
+		return 1;
+	}
+	launches_ns(n); // warm
+	double *off = new double[blocks], *on = new double[blocks];
+	for (int b = 0; b < blocks; b++) {
+		for (int k = 0; k < 2; k++) {
+			int want_on = (b % 2 == 0) == (k == 1); // off, on, then on, off
+			if (toggle(want_on ? 1 : off_arg) != 0) {
+				fprintf(stderr, "bench-toggle: the callbacks could not be switched\n");
+				return 1;
+			}
+			(want_on ? on : off)[b] = launches_ns(n);
+		}
+	}
+	toggle(1);
+	printf("tight-off");
+	for (int b = 0; b < blocks; b++)
+		printf(" %.1f", off[b]);
+	printf("\ntight-on");
+	for (int b = 0; b < blocks; b++)
+		printf(" %.1f", on[b]);
+	printf("\n");
+	delete[] off;
+	delete[] on;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "bench") == 0)
 		return bench(atol(argv[2]));
+	if (argc == 4 && strcmp(argv[1], "bench-toggle") == 0)
+		return bench_toggle(atol(argv[2]), atoi(argv[3]));
 	const int n = 1024;
 	float *x, *y;
 	int *c;

@@ -14,6 +14,8 @@
 # and a line "steps LOOP N" with the steps it ran, warm-up included (the caller checks a
 # witness file's graph launches against graph-8b's). Before each loop, a second of large
 # matrix products brings the GPU to the clock it runs at when busy.
+import ctypes
+import os
 import sys
 import time
 
@@ -108,7 +110,50 @@ def heat(seconds=1.0):
     del a
 
 
+# PVG_OVH_TOGGLE=1, with libprovgate-witness-bench.so as CUDA_INJECTION64_PATH: every loop
+# alternates blocks with the witness's callbacks off and on in this one process (off, on,
+# on, off, ...) and prints "LOOP-off ..." and "LOOP-on ..."; "steps" then counts the steps
+# run with the callbacks on. PVG_OVH_TOGGLE=detach: "off" detaches CUPTI from the process
+# (cuptiFinalize) and "on" attaches it again, so that off is as if the witness was not there.
+toggle = None
+off_arg = -1 if os.environ.get("PVG_OVH_TOGGLE") == "detach" else 0
+if os.environ.get("PVG_OVH_TOGGLE") in ("1", "detach"):
+    torch.zeros(1, device=dev)  # the first CUDA call loads the injection library
+    toggle = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).pvg_witness_bench_callbacks
+    toggle.argtypes = [ctypes.c_int]
+    if toggle(1) != 0:
+        sys.exit("overhead-loop: the witness's callbacks cannot be switched (is it active?)")
+
+
+def switch(on):
+    if toggle(1 if on else off_arg) != 0:
+        sys.exit("overhead-loop: the witness's callbacks could not be switched")
+
+
+def timed_toggle(name, fn, steps, warm):
+    heat()
+    switch(True)
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    res = {False: [], True: []}
+    for b in range(blocks):
+        for on in ((False, True) if b % 2 == 0 else (True, False)):
+            switch(on)
+            t = time.perf_counter()
+            for _ in range(steps):
+                fn()
+            torch.cuda.synchronize()
+            res[on].append((time.perf_counter() - t) / steps * 1e6)
+    switch(True)
+    print(name + "-off", " ".join(f"{v:.3f}" for v in res[False]), flush=True)
+    print(name + "-on", " ".join(f"{v:.3f}" for v in res[True]), flush=True)
+    print("steps", name, warm + blocks * steps, flush=True)
+
+
 def timed(name, fn, steps, warm):
+    if toggle:
+        return timed_toggle(name, fn, steps, warm)
     heat()
     for _ in range(warm):
         fn()

@@ -11,11 +11,21 @@
 # ratios and a 95 % bootstrap interval of it (pairs resampled). After each process with the
 # witness, its witness file is read with witness-tool (the gate's parser) and its graph
 # launches are checked against the graph loop's steps: a "with" number only counts when the
-# witness was seen to record. Everything goes to $OUT/overhead.txt.
+# witness was seen to record.
+# TOGGLES more processes (one after each pair while they last) run with
+# libprovgate-witness-bench.so and PVG_OVH_TOGGLE=1: each loop alternates blocks with the
+# witness's callbacks off and on in the one process, and demo bench-toggle does the same for
+# the tight loop; per process the statistic is the median of the on/off ratios of adjacent
+# blocks, which the process's own speed (that varies from one process to the next on this
+# kind of machine by more than the witness costs) does not enter. What the callbacks cost
+# when off (CUPTI attached, the library loaded) is what the pairs measure, with their noise,
+# and what DETACHES more processes measure in one process: the same alternation, with "off"
+# detaching CUPTI from the process (cuptiFinalize) and "on" attaching it again.
+# Everything goes to $OUT/overhead.txt.
 set -u
 STAGE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/pvg-witness-out}
-PAIRS=${PAIRS:-10} BLOCKS=${BLOCKS:-10} CPUS=${CPUS:-2-3}
+PAIRS=${PAIRS:-10} BLOCKS=${BLOCKS:-10} CPUS=${CPUS:-2-3} TOGGLES=${TOGGLES:-0} DETACHES=${DETACHES:-0}
 mkdir -p "$OUT"
 W=/tmp/pvg-witness-ovh
 rm -rf "$W" && mkdir -p "$W/wit" "$W/bench"
@@ -41,7 +51,22 @@ tight() { # LOG ENV...: demo bench (an empty kernel <<<1, 32>>>, 100,000 launche
 }
 run_one() { # MODE PAIR
 	local log=$W/$1-$2.txt
-	if [ "$1" = with ]; then
+	if [ "$1" = toggle ] || [ "$1" = detach ]; then
+		local before how=1
+		[ "$1" = detach ] && how=detach
+		before=$(ls "$W/wit" | wc -l)
+		CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness-bench.so PROVGATE_WITNESS_DIR=$W/wit \
+			PVG_OVH_TOGGLE=$how timeout 300 taskset -c "$CPUS" python3 "$STAGE/overhead-loop.py" "$BLOCKS" >"$log" 2>&1
+		CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness-bench.so PROVGATE_WITNESS_DIR=$W/bench \
+			PVG_OVH_TOGGLE=$how timeout 120 taskset -c "$CPUS" "$STAGE/demo" bench-toggle 20000 10 >>"$log" 2>&1
+		local f
+		f=$(ls -t "$W"/wit/*.pvgw 2>/dev/null | head -1)
+		if [ "$(ls "$W/wit" | wc -l)" -le "$before" ] || [ -z "$f" ]; then
+			echo "witness $1 $2: no new witness file"
+		else
+			echo "witness $1 $2: $("$STAGE/witness-tool" dump "$f" | head -1)"
+		fi
+	elif [ "$1" = with ]; then
 		local before
 		before=$(ls "$W/wit" | wc -l)
 		CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness.so PROVGATE_WITNESS_DIR=$W/wit \
@@ -50,9 +75,9 @@ run_one() { # MODE PAIR
 		local f
 		f=$(ls -t "$W"/wit/*.pvgw 2>/dev/null | head -1)
 		if [ "$(ls "$W/wit" | wc -l)" -le "$before" ] || [ -z "$f" ]; then
-			echo "witness $2: no new witness file"
+			echo "witness with $2: no new witness file"
 		else
-			echo "witness $2: $("$STAGE/witness-tool" dump "$f" | head -1)"
+			echo "witness with $2: $("$STAGE/witness-tool" dump "$f" | head -1)"
 		fi
 	else
 		timeout 300 taskset -c "$CPUS" python3 "$STAGE/overhead-loop.py" "$BLOCKS" >"$log" 2>&1
@@ -63,18 +88,27 @@ run_one() { # MODE PAIR
 for i in $(seq "$PAIRS"); do
 	if [ $((i % 2)) = 1 ]; then run_one without "$i"; run_one with "$i"
 	else run_one with "$i"; run_one without "$i"; fi
+	[ "$i" -le "$TOGGLES" ] && run_one toggle "$i"
+	[ "$i" -le "$DETACHES" ] && run_one detach "$i"
 done
+for i in $(seq $((PAIRS + 1)) "$TOGGLES"); do run_one toggle "$i"; done
+for i in $(seq $((PAIRS + 1)) "$DETACHES"); do run_one detach "$i"; done
 python3 - "$OUT/overhead.txt" <<'PY'
 import random, re, statistics, sys
 blocks = {}    # (loop, mode) -> {pair: [us/step per block]}
 clocks = {}    # (loop, mode) -> {pair: [SM MHz after each block]}
 steps = {}
 wit = {}
+tog = {}       # (toggle|detach, loop, "off"|"on") -> {process: [per block]}
 for line in open(sys.argv[1]):
     line = line.strip()
-    m = re.match(r"(without|with) (\d+) steps (\S+) (\d+)$", line)
+    m = re.match(r"(without|with|toggle|detach) (\d+) steps (\S+) (\d+)$", line)
     if m:
-        steps[(int(m.group(2)), m.group(3))] = int(m.group(4))
+        steps[(m.group(1), int(m.group(2)), m.group(3))] = int(m.group(4))
+        continue
+    m = re.match(r"(toggle|detach) (\d+) (\S+)-(off|on) ([0-9. ]+)$", line)
+    if m:
+        tog.setdefault((m.group(1), m.group(3), m.group(4)), {})[int(m.group(2))] = [float(x) for x in m.group(5).split()]
         continue
     m = re.match(r"(without|with) (\d+) clocks (\S+) ([0-9 ]+)$", line)
     if m:
@@ -84,14 +118,16 @@ for line in open(sys.argv[1]):
     if m:
         blocks.setdefault((m.group(3), m.group(1)), {})[int(m.group(2))] = [float(x) for x in m.group(4).split()]
         continue
-    m = re.match(r"witness (\d+): header .*graph_launches=(\d+)", line)
+    m = re.match(r"witness (with|toggle|detach) (\d+): header .*graph_launches=(\d+)", line)
     if m:
-        wit[int(m.group(1))] = int(m.group(2))
-graph_ok = {p: steps.get((p, "graph-8b")) == g for p, g in wit.items()}
-bad = sorted(p for p in graph_ok if not graph_ok[p]) + sorted(
-    p for p in {k[0] for k in steps} if p not in wit)
+        wit[(m.group(1), int(m.group(2)))] = int(m.group(3))
+ok = {k: steps.get(k + ("graph-8b",)) == g for k, g in wit.items()}
+graph_ok = {k[1]: v for k, v in ok.items() if k[0] == "with"}
+tog_ok = {k: v for k, v in ok.items() if k[0] in ("toggle", "detach")}
+bad = sorted(k for k in ok if not ok[k]) + sorted(
+    {k[:2] for k in steps if k[0] != "without"} - set(wit))
 print("witness files checked:", len(wit), "graph launches equal to the graph loop's steps in",
-      sum(graph_ok.values()), "of them", "; pairs left out:" if bad else "", *bad)
+      sum(ok.values()), "of them", "; left out:" if bad else "", *bad)
 random.seed(1)
 
 
@@ -131,4 +167,26 @@ for loop in ["tight", "small", "eager-1b", "eager-8b", "graph-8b"]:
           f" with {share(cb) * 100:.0f} %; median clock without {statistics.median(c for v in ca.values() for c in v)},"
           f" with {statistics.median(c for v in cb.values() for c in v)}")
     compare(loop, full(A, ca), full(B, cb), f"blocks at {top} MHz")
+
+for kind, title in (("toggle", "callbacks off and on in one process"),
+                    ("detach", "CUPTI detached and attached again in one process")):
+    if not any(k[0] == kind for k in tog):
+        continue
+    print(f"{title} (libprovgate-witness-bench.so):")
+    for loop in ["tight", "small", "eager-1b", "eager-8b", "graph-8b"]:
+        off, on = tog.get((kind, loop, "off"), {}), tog.get((kind, loop, "on"), {})
+        procs = sorted(p for p in off if p in on and (loop == "tight" or tog_ok.get((kind, p))))
+        if not procs:
+            continue
+        per = {p: statistics.median(b / a for a, b in zip(off[p], on[p])) for p in procs}
+        allr = [b / a for p in procs for a, b in zip(off[p], on[p])]
+        boot = sorted(statistics.median(random.choices(allr, k=len(allr))) for _ in range(4000))
+        mr = statistics.median(allr)
+        unit = "ns/launch" if loop == "tight" else "us/step"
+        d = statistics.median(b - a for p in procs for a, b in zip(off[p], on[p]))
+        print(f"{loop}: {len(procs)} processes, {len(allr)} block pairs; median {unit} off"
+              f" {statistics.median(v for p in procs for v in off[p]):.2f}, on {statistics.median(v for p in procs for v in on[p]):.2f};"
+              f" median on/off ratio {mr:.4f} ({(mr - 1) * 100:+.2f} %, {d:+.2f} {unit}),"
+              f" 95 % interval {(boot[100] - 1) * 100:+.2f} % to {(boot[3899] - 1) * 100:+.2f} %")
+        print("  per process", " ".join(f"{(per[p] - 1) * 100:+.2f}%" for p in procs))
 PY
