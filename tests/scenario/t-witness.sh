@@ -341,4 +341,20 @@ test_library_is_self_contained() {
 	done
 }
 
+# The benchmark build can switch the witness off inside a process; the installed one must
+# have no such door, or a service could hide launches from gate 7.
+test_installed_library_cannot_be_paused() {
+	need nm
+	assert_not_contains "$(nm -D --defined-only "$LIB")" pvg_witness_bench
+	bench="$PVG_BUILD/lib/witness/libprovgate-witness-bench.so"
+	if nm -D --defined-only "$LIB" | grep -q ' T InitializeInjection$'; then
+		[ -f "$bench" ] || fail "the CUDA front end is built but libprovgate-witness-bench.so is not"
+		assert_contains "$(nm -D --defined-only "$bench")" pvg_witness_bench_callbacks
+	fi
+	need meson
+	installed=$(cd "$PVG_BUILD" && meson introspect --installed .) || fail "meson introspect failed"
+	assert_contains "$installed" provgate/libprovgate-witness.so
+	assert_not_contains "$installed" witness-bench
+}
+
 run_tests
