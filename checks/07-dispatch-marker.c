@@ -405,6 +405,10 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 						    : pvg_strdup(cfg->markers.prefix);
 		size_t unattr = cfg->markers.n_require ? scan.require_unattributed[e]
 						       : scan.markers_unattributed;
+		/* the first of those, for the reason and the example */
+		const struct pvg_marker_sample *first = cfg->markers.n_require
+								? &scan.require_unattr_first[e]
+								: &scan.unattributed;
 		/* No live marker at all: perhaps the service writes somewhere else. Not when lines
 		 * of other pids are there: this log is written, by another process (another
 		 * container, an earlier run), and that is what the hint must say. */
@@ -421,12 +425,11 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 					      "another container or a second service): run the benchmark "
 					      "against the live service, and give each service a log of "
 					      "its own"
-					    : attr_hint(scan.unattributed.attr),
+					    : attr_hint(first->attr),
 				    "no marker for {%s} from the live service; %zu matching marker%s "
 				    "cannot be attributed to it (%s, e.g. at byte %" PRIu64 ")",
 				    want, unattr, unattr == 1 ? "" : "s",
-				    attr_name(scan.unattributed.attr, m->btime_known),
-				    scan.unattributed.offset);
+				    attr_name(first->attr, m->btime_known), first->offset);
 		} else {
 			_cleanup_free_ char *seen =
 				scan.unmatched.text
@@ -438,15 +441,21 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 						       scan.markers_unparseable,
 						       scan.markers_unparseable == 1 ? "" : "s")
 					: pvg_strdup("");
+			/* the markers that matched but do not count, and why the first did not */
+			_cleanup_free_ char *others =
+				unattr ? pvg_asprintf(" (%zu more matching marker%s do%s not count: "
+						      "%s, e.g. at byte %" PRIu64 ")",
+						      unattr, unattr == 1 ? "" : "s",
+						      unattr == 1 ? "es" : "",
+						      attr_name(first->attr, m->btime_known),
+						      first->offset)
+				       : pvg_strdup("");
 			pvg_problem(res, "dispatch-marker.too-few",
 				    w ? w
 					    : "run the benchmark with the shapes and dtype the config "
 					      "requires, and check that the kernel prints its marker",
 				    "%zu live marker%s for {%s}, %ld required%s%s", got,
-				    got == 1 ? "" : "s", want, need, seen,
-				    unattr ? " (matching markers of an earlier run or another process "
-					     "do not count)"
-					   : "");
+				    got == 1 ? "" : "s", want, need, seen, others);
 		}
 		status = PVG_FAIL;
 	}

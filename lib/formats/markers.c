@@ -614,6 +614,7 @@ void pvg_marker_scan_done(struct pvg_marker_scan *s)
 	free(s->require_matched);
 	free(s->require_not_selected);
 	free(s->require_unattributed);
+	free(s->require_unattr_first);
 	free(s->fact_live);
 	free(s->fact_unattributed);
 	free(s->fact_attr);
@@ -634,6 +635,7 @@ static void prepare(struct pvg_marker_scan *s)
 	s->require_matched = pvg_xcalloc(nr, sizeof(size_t));
 	s->require_not_selected = pvg_xcalloc(nr, sizeof(size_t));
 	s->require_unattributed = pvg_xcalloc(nr, sizeof(size_t));
+	s->require_unattr_first = pvg_xcalloc(nr, sizeof(*s->require_unattr_first));
 	s->fact_live = pvg_xcalloc(nf, sizeof(size_t));
 	s->fact_unattributed = pvg_xcalloc(nf, sizeof(size_t));
 	s->fact_attr = pvg_xcalloc(nf, sizeof(*s->fact_attr));
@@ -695,8 +697,11 @@ static void marker_line(struct pvg_marker_scan *s, const char *line, size_t len,
 				const char *want;
 				const struct pvg_marker_field *sel = pvg_marker_get(&m, "selected");
 				if (match_others(&m, &s->require[e], &want) &&
-				    (!want || value_is(sel, want)) && !value_is_false(sel))
-					s->require_unattributed[e]++;
+				    (!want || value_is(sel, want)) && !value_is_false(sel) &&
+				    s->require_unattributed[e]++ == 0) {
+					s->require_unattr_first[e].offset = off;
+					s->require_unattr_first[e].attr = attr;
+				}
 			}
 		return;
 	}

@@ -143,6 +143,7 @@ struct pvg_marker_scan {
 	size_t *require_matched;  /* per entry */
 	size_t *require_not_selected;
 	size_t *require_unattributed; /* unattributed markers that would have matched */
+	struct pvg_marker_sample *require_unattr_first; /* per entry: the first of those (no text) */
 	size_t *fact_live, *fact_unattributed;
 	enum pvg_attribution *fact_attr; /* per fact: the first unattributed line's */
 	size_t *forbid_live, *forbid_unattributed;

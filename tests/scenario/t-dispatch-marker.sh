@@ -48,6 +48,23 @@ test_live_markers_pass() {
 	assert_eq "$(jq -r '.gates[6].evidence.markers.foreign_pid' report.json)" 1 "earlier run's marker"
 }
 
+# Too few live markers, and a matching one of an earlier run beside them: the message says how
+# many more matched and why the first of them does not count.
+test_too_few_says_why_others_do_not_count() {
+	start_service; write_config 3
+	gate7 good
+	assert_eq "$status" fail
+	assert_eq "$codes" "dispatch-marker.too-few"
+	msg=$(jq -r '.gates[6].problems[0].message' report.json)
+	assert_contains "$msg" "2 live markers for {selected=True"
+	assert_contains "$msg" "3 required (1 more matching marker does not count: its pid is no process of the service's tree"
+	off=$(sed -n 's/.*not count: .*e\.g\. at byte \([0-9]*\)).*/\1/p' <<<"$msg")
+	line=$(tail -c +$((off + 1)) server.log | head -1)
+	assert_contains "$line" "DCU_KERNEL_DIAG"
+	assert_contains "$line" "shape=(4096, 5120)"
+	assert_not_contains "$line" "pid=$child)"
+}
+
 test_marker_selected_false_fails() {
 	start_service; write_config 1
 	gate7 not-selected
