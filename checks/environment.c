@@ -336,6 +336,17 @@ static cJSON *service_container_json(const struct pvg_targets *t)
 	pvg_json_add_str(o, "id", c.id[0] ? c.id : NULL);
 	if (c.pod[0])
 		pvg_json_add_str(o, "pod", c.pod);
+	/* what the container's root is made of: two containers of one image share it */
+	struct pvg_rootfs_id fs;
+	if (p && pvg_proc_rootfs("/proc", "/", p->pid, &fs) > 0) {
+		cJSON *r = cJSON_AddObjectToObject(o, "rootfs");
+		pvg_json_add_str(r, "fstype", fs.fstype);
+		if (fs.layers) {
+			pvg_json_add_int(r, "layers", (int)fs.layers);
+			pvg_json_add_str(r, "layers_sha256", fs.sha256);
+			pvg_json_add_int(r, "unresolved", (int)fs.unresolved);
+		}
+	}
 	return o;
 }
 

@@ -319,9 +319,16 @@ static void report_fields(const cJSON *rep, struct field_list *l)
 	add_fact(l, "gpu.driver.nvidia", drv, "nvidia", errors);
 	bad = errored(errors, "gpu.devices");
 	add(l, "gpu.devices", bad ? NULL : join(get(gpu, "devices"), ", ", false), bad, false);
+	/* the container's engine and image (the layers of its root file system): a new
+	 * container of the same image is the same; without the layers, its id */
 	const cJSON *ct = get(env, "container");
-	add(l, "container", ct && !cJSON_IsNull(ct) ? cJSON_PrintUnformatted(ct) : NULL, false,
-	    false);
+	const char *layers = pvg_json_get_str(get(ct, "rootfs"), "layers_sha256");
+	const char *engine = pvg_json_get_str(ct, "engine");
+	add(l, "container",
+	    !ct || cJSON_IsNull(ct) ? NULL
+	    : layers ? pvg_asprintf("%s, image layers sha256:%s", engine ? engine : "?", layers)
+		     : cJSON_PrintUnformatted(ct),
+	    false, false);
 	const cJSON *svc = get(env, "service");
 	if (cJSON_IsObject(svc))
 		service_fields(l, svc, errors);
@@ -395,7 +402,9 @@ static const struct {
 	{ "gpu.driver.", "compare.driver-differs",
 	  "the GPU driver changed between the runs (a reboot or an upgrade): rerun the baseline" },
 	{ "gpu.devices", "compare.gpu-differs", "run both sides on the same GPUs" },
-	{ "container", "compare.container-differs", "run both sides in the same container image" },
+	{ "container", "compare.container-differs",
+	  "run both sides from the same container image (a new container of it is fine), or "
+	  "declare the image that is the change" },
 	{ "service.commands", "compare.cmdline-differs",
 	  "start both services with the same command line, or declare the difference" },
 	{ "service.args.", "compare.cmdline-differs",

@@ -187,3 +187,103 @@ int pvg_ns_link_parse(const char *link, const char *kind, uint64_t *ino)
 	*ino = v;
 	return 0;
 }
+
+/* A mountinfo field, its \NNN escapes (space, tab, newline, backslash) decoded. */
+static char *unescape_field(const char *p, size_t n)
+{
+	char *s = pvg_xcalloc(n + 1, 1), *o = s;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '\\' && i + 3 < n && p[i + 1] >= '0' && p[i + 1] <= '3' &&
+		    p[i + 2] >= '0' && p[i + 2] <= '7' && p[i + 3] >= '0' && p[i + 3] <= '7') {
+			*o++ = (char)((p[i + 1] - '0') * 64 + (p[i + 2] - '0') * 8 + (p[i + 3] - '0'));
+			i += 3;
+		} else {
+			*o++ = p[i];
+		}
+	}
+	*o = '\0';
+	return s;
+}
+
+void pvg_rootfs_clear(struct pvg_rootfs *r)
+{
+	free(r->source);
+	free(r->lowerdir);
+	memset(r, 0, sizeof(*r));
+}
+
+/* the value of key= in a comma-separated option list (overlay escapes a comma in a path
+ * with a backslash) */
+static char *option_value(const char *opts, const char *key)
+{
+	size_t kl = strlen(key);
+	for (const char *p = opts; *p;) {
+		const char *e = p;
+		while (*e && *e != ',') {
+			if (*e == '\\' && e[1])
+				e++;
+			e++;
+		}
+		if ((size_t)(e - p) > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
+			return pvg_asprintf("%.*s", (int)((size_t)(e - p) - kl - 1), p + kl + 1);
+		p = *e ? e + 1 : e;
+	}
+	return NULL;
+}
+
+int pvg_mountinfo_root(const char *text, size_t len, struct pvg_rootfs *out)
+{
+	memset(out, 0, sizeof(*out));
+	const char *p = text, *end = text + len;
+	size_t lines = 0;
+	int found = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		if (le == p) {
+			p = nl ? nl + 1 : end;
+			continue;
+		}
+		/* the fields, split at spaces; at most 32 optional fields */
+		const char *f[48];
+		size_t fl[48], nf = 0;
+		for (const char *q = p; q < le && nf < 48;) {
+			while (q < le && *q == ' ')
+				q++;
+			if (q >= le)
+				break;
+			const char *s = q;
+			while (q < le && *q != ' ')
+				q++;
+			f[nf] = s;
+			fl[nf++] = (size_t)(q - s);
+		}
+		size_t dash = 0;
+		for (size_t i = 6; i < nf; i++)
+			if (fl[i] == 1 && f[i][0] == '-') {
+				dash = i;
+				break;
+			}
+		if (nf < 10 || !dash || dash + 3 > nf || !isdigit((unsigned char)f[0][0])) {
+			pvg_rootfs_clear(out);
+			return -EINVAL;
+		}
+		lines++;
+		if (fl[4] == 1 && f[4][0] == '/') {
+			/* a later mount at "/" is stacked over the earlier one */
+			pvg_rootfs_clear(out);
+			snprintf(out->fstype, sizeof(out->fstype), "%.*s",
+				 (int)(fl[dash + 1] < sizeof(out->fstype) ? fl[dash + 1]
+									    : sizeof(out->fstype) - 1),
+				 f[dash + 1]);
+			out->source = unescape_field(f[dash + 2], fl[dash + 2]);
+			if (strcmp(out->fstype, "overlay") == 0 && dash + 3 < nf) {
+				_cleanup_free_ char *opts = unescape_field(f[dash + 3], fl[dash + 3]);
+				out->lowerdir = option_value(opts, "lowerdir");
+			}
+			found = 1;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return lines ? found : -EINVAL;
+}

@@ -45,3 +45,16 @@ int pvg_cgroup_container(const char *text, size_t len, struct pvg_container *out
 
 /* "pid:[4026531836]" -> 4026531836 when the prefix is kind. 0, or -EINVAL. */
 int pvg_ns_link_parse(const char *link, const char *kind, uint64_t *ino);
+
+/* The root file system a process sees: the last mount at "/" in the text of its
+ * /proc/PID/mountinfo ("ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE
+ * SOURCE SUPER-OPTIONS", fields octal-escaped). */
+struct pvg_rootfs {
+	char fstype[32];
+	char *source;
+	char *lowerdir; /* overlay: the lowerdir= super option, unescaped; NULL otherwise */
+};
+/* 1 when a mount at "/" was found, 0 when none was, -EINVAL for text that is not a
+ * mountinfo file. out is cleared first; pvg_rootfs_clear frees it. */
+int pvg_mountinfo_root(const char *text, size_t len, struct pvg_rootfs *out);
+void pvg_rootfs_clear(struct pvg_rootfs *r);

@@ -4,6 +4,7 @@
 #include <limits.h>
 
 #include "sys/ns.h"
+#include "util/hash.h"
 
 static int ns_link(const char *procfs, pid_t pid, const char *kind, uint64_t *ino)
 {
@@ -62,6 +63,77 @@ int pvg_proc_container(const char *procfs, pid_t pid, struct pvg_container *out)
 	if (r < 0)
 		return r;
 	return pvg_cgroup_container(text, len, out);
+}
+
+/* One overlay layer's name: the directory its l/ link points to (podman, docker: "../ID/diff"
+ * -> "ID"), or its own path. NULL for docker's per-container "-init" layer. */
+static char *layer_name(const char *root, const char *dir, size_t *unresolved)
+{
+	_cleanup_free_ char *path = strcmp(root, "/") == 0 || dir[0] != '/'
+					    ? pvg_strdup(dir)
+					    : pvg_asprintf("%s%s", root, dir);
+	char target[PATH_MAX];
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+	const char *name = dir;
+	if (n > 0) {
+		target[n] = '\0';
+		name = target;
+	} else if (errno != EINVAL) { /* EINVAL: a directory itself, not a link */
+		(*unresolved)++;
+	}
+	size_t len = strlen(name);
+	while (len > 1 && name[len - 1] == '/')
+		len--;
+	/* ".../ID/diff" names the layer ID */
+	if (len > 5 && strncmp(name + len - 5, "/diff", 5) == 0)
+		len -= 5;
+	const char *base = name + len;
+	while (base > name && base[-1] != '/')
+		base--;
+	size_t bl = (size_t)(name + len - base);
+	if (bl > 5 && strncmp(base + bl - 5, "-init", 5) == 0)
+		return NULL;
+	return bl ? pvg_asprintf("%.*s", (int)bl, base) : NULL;
+}
+
+int pvg_proc_rootfs(const char *procfs, const char *root, pid_t pid, struct pvg_rootfs_id *out)
+{
+	memset(out, 0, sizeof(*out));
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = read_text(procfs, pid, "mountinfo", &text, &len);
+	if (r < 0)
+		return r;
+	struct pvg_rootfs fs;
+	r = pvg_mountinfo_root(text, len, &fs);
+	if (r <= 0)
+		return r;
+	snprintf(out->fstype, sizeof(out->fstype), "%s", fs.fstype);
+	if (fs.lowerdir) {
+		/* "a:b:c", a ':' inside a path escaped with a backslash */
+		_cleanup_free_ char *names = pvg_strdup("");
+		for (const char *p = fs.lowerdir; *p;) {
+			const char *e = p;
+			while (*e && *e != ':') {
+				if (*e == '\\' && e[1])
+					e++;
+				e++;
+			}
+			_cleanup_free_ char *dir = pvg_asprintf("%.*s", (int)(e - p), p);
+			_cleanup_free_ char *name = dir[0] ? layer_name(root, dir, &out->unresolved) : NULL;
+			if (name) {
+				char *grown = pvg_asprintf("%s%s\n", names, name);
+				free(names);
+				names = grown;
+				out->layers++;
+			}
+			p = *e ? e + 1 : e;
+		}
+		if (out->layers)
+			pvg_sha256_hex(names, strlen(names), out->sha256);
+	}
+	pvg_rootfs_clear(&fs);
+	return 1;
 }
 
 /* KEY="VALUE" at the start of a line of podman's /run/.containerenv */

@@ -24,6 +24,21 @@ int pvg_proc_nspid(const char *procfs, pid_t pid, struct pvg_nspid *out);
 /* The container of <procfs>/<pid>/cgroup: 1 found, 0 none, -errno. */
 int pvg_proc_container(const char *procfs, pid_t pid, struct pvg_container *out);
 
+/* What a process's root file system is made of, as far as telling two containers of one
+ * image from containers of different images goes. For an overlay root (podman, docker,
+ * containerd) the lowerdir layers, each named by the layer directory its link in the
+ * engine's l/ folder points to where provgate can read that link (docker's per-container
+ * "-init" layer left out), else by its path; sha256 of those names, one a line. */
+struct pvg_rootfs_id {
+	char fstype[32];
+	size_t layers;        /* 0 when the root is not an overlay */
+	char sha256[65];      /* "" when the root is not an overlay */
+	size_t unresolved;    /* layers named by their path: their links could not be read */
+};
+/* root: where the engine's storage paths are read ("/" on the host). 1 found, 0 no mount at
+ * "/" in <procfs>/<pid>/mountinfo, -ESRCH, -EINVAL (not a mountinfo file), -errno. */
+int pvg_proc_rootfs(const char *procfs, const char *root, pid_t pid, struct pvg_rootfs_id *out);
+
 /* Where provgate itself runs. */
 struct pvg_self_view {
 	bool in_container;   /* its pid namespace is not the initial one */

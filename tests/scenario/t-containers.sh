@@ -180,6 +180,58 @@ test_own_copy_at_the_installed_path_fails_gate_4() {
 	assert_not_contains "$(jq -r '.gates[3].problems[].hint' r.json)" "warm up" "hint"
 }
 
+# A/B in two containers: a new container of the same image is the same environment for
+# provgate compare (its id differs, its root's image layers do not); another image is not.
+test_new_container_of_one_image_compares_equal() {
+	setup
+	start_service a
+	request_in a "4096 5120 torch.bfloat16"
+	pg certify --json a.json
+	assert_eq "$rc" 0 "a certified ($err)"
+	podman_ rm -f -t 0 "a-$CTR_TAG" >/dev/null
+	rm -f run/serve.pid run/engine.pid
+	start_service b
+	request_in b "4096 5120 torch.bfloat16"
+	pg certify --json b.json
+	assert_eq "$rc" 0 "b certified ($err)"
+	assert_eq "$(jq -r .environment.container.id b.json)" "$(ctr_id b)" "b's id"
+	[ "$(jq -r .environment.container.id a.json)" != "$(jq -r .environment.container.id b.json)" ] ||
+		fail "two containers, one id"
+	assert_eq "$(jq -r .environment.container.rootfs.fstype a.json)" overlay "root fstype"
+	assert_eq "$(jq -r .environment.container.rootfs.layers a.json)" 1 "the imported image's one layer"
+	assert_eq "$(jq -r .environment.container.rootfs.unresolved a.json)" 0 "l/ link read"
+	# the layer is the directory the root's lowerdir link points to, read here with awk and
+	# readlink (the container is gone: its successor has the same lower layer)
+	local pid lower top
+	pid=$(podman_ inspect -f '{{.State.Pid}}' "b-$CTR_TAG")
+	lower=$(awk '$5 == "/"' "/proc/$pid/mountinfo" | tail -1 | sed -n 's/.*lowerdir=\([^,]*\).*/\1/p')
+	top=$(basename "$(dirname "$(readlink -f "$lower")")")
+	[ -d "$(dirname "$(readlink -f "$lower")")" ] || fail "lowerdir $lower resolves to no layer"
+	assert_eq "$(jq -r .environment.container.rootfs.layers_sha256 a.json)" \
+		"$(printf '%s\n' "$top" | sha256sum | cut -d' ' -f1)" "layers_sha256 of podman's top layer"
+	assert_eq "$(jq -r .environment.container.rootfs.layers_sha256 b.json)" \
+		"$(jq -r .environment.container.rootfs.layers_sha256 a.json)" "same image, same layers"
+	validate a.json
+	pg compare a.json b.json --json ab.json
+	assert_eq "$(jq -r '.fields[] | select(.field == "container") | .verdict' ab.json)" equal \
+		"container verdict ($out)"
+	assert_not_contains "$(cat ab.json)" compare.container-differs
+	# a container of another image
+	podman_ rm -f -t 0 "b-$CTR_TAG" >/dev/null
+	rm -f run/serve.pid run/engine.pid
+	mkdir -p img/etc && echo other >img/etc/pvg-other
+	ctr_image "localhost/pvg-other-$CTR_TAG:1" img
+	CTR_IMG="localhost/pvg-other-$CTR_TAG:1" start_service c
+	request_in c "4096 5120 torch.bfloat16"
+	pg certify --json c.json
+	assert_eq "$rc" 0 "c certified ($err)"
+	[ "$(jq -r .environment.container.rootfs.layers_sha256 c.json)" != \
+		"$(jq -r .environment.container.rootfs.layers_sha256 a.json)" ] || fail "another image, same layers"
+	pg compare a.json c.json --json ac.json
+	assert_contains "$(cat ac.json)" compare.container-differs
+	assert_contains "$(jq -r '.fields[] | select(.field == "container") | .baseline' ac.json)" "podman, image layers sha256:"
+}
+
 test_reinstall_under_the_running_container_fails_gate_4() {
 	setup
 	start_service svc

@@ -12,6 +12,7 @@
 #include "formats/container.h"
 #include "sys/gpu-procs.h"
 #include "sys/ns.h"
+#include "util/hash.h"
 #include "tap.h"
 
 #define ID "b63f34392eb26a19bd054b2318563e0adfc277d0c3396ce1e4262610e9423c40"
@@ -217,6 +218,126 @@ static void kfd_list_from_a_sysfs_tree(void)
 	free(cmd);
 }
 
+/* A podman 4.3 container's mountinfo as this machine's kernel wrote it (its root line
+ * recorded from /proc/PID/mountinfo of a container of the test image), with the mounts a
+ * container has after it. */
+#define STORE "/tmp/pvg-ctr.snhIIT/store/overlay"
+static const char podman_mountinfo[] =
+	"77 50 0:40 / / rw,relatime - overlay overlay rw,lowerdir=" STORE
+	"/l/CVES46SVLEGIGYXTSPL23GBFSK,upperdir=" STORE
+	"/8031bb04edde0ec84acff90f5a30eded2ce7044a44ffb19acbfa627feb319232/diff,workdir=" STORE
+	"/8031bb04edde0ec84acff90f5a30eded2ce7044a44ffb19acbfa627feb319232/work,uuid=on\n"
+	"78 77 0:42 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n"
+	"79 77 0:43 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755\n"
+	"80 77 8:1 /usr /usr ro,relatime master:1 - ext4 /dev/sda1 rw,errors=remount-ro\n";
+
+static void mountinfo_root_of_a_podman_container(void)
+{
+	struct pvg_rootfs r;
+	CHECK_INT(pvg_mountinfo_root(podman_mountinfo, sizeof(podman_mountinfo) - 1, &r), 1);
+	CHECK_STR(r.fstype, "overlay");
+	CHECK_STR(r.source, "overlay");
+	CHECK_STR(r.lowerdir, STORE "/l/CVES46SVLEGIGYXTSPL23GBFSK");
+	pvg_rootfs_clear(&r);
+	/* two lower layers, a path with a space (octal-escaped by the kernel) and an escaped
+	 * comma (overlay's own escape); a later mount at "/" is the one the process sees */
+	static const char stacked[] =
+		"20 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+		"30 20 0:50 / / rw shared:5 - overlay overlay rw,lowerdir=/s/l/A:/s\\040x/l/B\\,c,"
+		"upperdir=/s/u/diff,workdir=/s/u/work\n";
+	CHECK_INT(pvg_mountinfo_root(stacked, sizeof(stacked) - 1, &r), 1);
+	CHECK_STR(r.fstype, "overlay");
+	CHECK_STR(r.lowerdir, "/s/l/A:/s x/l/B\\,c");
+	pvg_rootfs_clear(&r);
+	static const char host[] = "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n";
+	CHECK_INT(pvg_mountinfo_root(host, sizeof(host) - 1, &r), 1);
+	CHECK_STR(r.fstype, "ext4");
+	CHECK_STR(r.source, "/dev/sda1");
+	CHECK(r.lowerdir == NULL);
+	pvg_rootfs_clear(&r);
+}
+
+static void mountinfo_rejects_other_text(void)
+{
+	struct pvg_rootfs r;
+	static const char noroot[] = "78 77 0:42 / /proc rw - proc proc rw\n";
+	CHECK_INT(pvg_mountinfo_root(noroot, sizeof(noroot) - 1, &r), 0);
+	static const char *bad[] = { "", "0::/\n", "12:pids:/docker/x\n",
+				     "77 50 0:40 / / rw,relatime overlay overlay rw\n",
+				     "77 50 0:40 / / rw - overlay\n", "x y z a b c - d e f\n" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_INT(pvg_mountinfo_root(bad[i], strlen(bad[i]), &r), -EINVAL);
+		CHECK(r.source == NULL && r.lowerdir == NULL);
+	}
+}
+
+/* A procfs and an engine's storage laid out as podman and docker leave them: l/ links to
+ * "../ID/diff", docker's per-container "-init" layer first. */
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void rootfs_layers_name_the_image(void)
+{
+	char tmpl[] = "/tmp/pvg-rootfs.XXXXXX";
+	char *t = mkdtemp(tmpl);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	char *cmd = pvg_asprintf(
+		"set -e; cd %s; mkdir -p proc/101 proc/102 proc/103 proc/104 store/l "
+		"store/img1/diff store/img2/diff store/c1-init/diff store/c2-init/diff; "
+		"ln -s ../img1/diff store/l/AAA; ln -s ../img2/diff store/l/BBB; "
+		"ln -s ../c1-init/diff store/l/III; ln -s ../c2-init/diff store/l/JJJ",
+		t);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+	const char *lower[] = {
+		"/store/l/III:/store/l/AAA:/store/l/BBB", /* docker: container 1 of image (1, 2) */
+		"/store/l/JJJ:/store/l/AAA:/store/l/BBB", /* docker: container 2 of the same image */
+		"/store/l/AAA",                          /* another image */
+		"/store/l/ZZZ:/store/img2/diff",          /* a link this view cannot read */
+	};
+	for (int i = 0; i < 4; i++) {
+		char *p = pvg_asprintf("%s/proc/%d/mountinfo", t, 101 + i);
+		char *m = pvg_asprintf("7 1 0:40 / / rw - overlay overlay rw,lowerdir=%s,upperdir="
+				       "/store/u%d/diff,workdir=/store/u%d/work\n",
+				       lower[i], i, i);
+		write_file(p, m);
+		free(p);
+		free(m);
+	}
+	char *procfs = pvg_asprintf("%s/proc", t);
+	struct pvg_rootfs_id a, b, c, d;
+	CHECK_INT(pvg_proc_rootfs(procfs, t, 101, &a), 1);
+	CHECK_INT(pvg_proc_rootfs(procfs, t, 102, &b), 1);
+	CHECK_INT(pvg_proc_rootfs(procfs, t, 103, &c), 1);
+	CHECK_INT(pvg_proc_rootfs(procfs, t, 104, &d), 1);
+	CHECK_STR(a.fstype, "overlay");
+	CHECK_INT(a.layers, 2); /* the -init layer is left out */
+	CHECK_INT(a.unresolved, 0);
+	CHECK_STR(a.sha256, b.sha256); /* two containers of one image */
+	CHECK(strcmp(a.sha256, c.sha256) != 0);
+	CHECK_INT(c.layers, 1);
+	/* sha256("img1\nimg2\n"), the layer directories the links name */
+	char want[65];
+	pvg_sha256_hex("img1\nimg2\n", 10, want);
+	CHECK_STR(a.sha256, want);
+	CHECK_INT(d.layers, 2);
+	CHECK_INT(d.unresolved, 1);
+	CHECK_INT(pvg_proc_rootfs(procfs, t, 999, &d), -ESRCH);
+	free(procfs);
+	cmd = pvg_asprintf("rm -rf %s", t);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+}
+
 int main(void)
 {
 	RUN(nspid_levels_outermost_first);
@@ -227,5 +348,8 @@ int main(void)
 	RUN(child_in_new_pid_namespace);
 	RUN(self_view_on_this_machine);
 	RUN(kfd_list_from_a_sysfs_tree);
+	RUN(mountinfo_root_of_a_podman_container);
+	RUN(mountinfo_rejects_other_text);
+	RUN(rootfs_layers_name_the_image);
 	TAP_EXIT();
 }
