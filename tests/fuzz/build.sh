@@ -48,7 +48,7 @@ PY
 		;;
 		cuda-fatbin) cp "$fx"/cuda*.fatbin "$corpus/" ;;
 		elf-sections) cp "$fx"/hip-gfx906.so "$fx"/cuda.so "$fx"/ccob-v3-zstd.bin "$corpus/" ;;
-		proc-text) cat /proc/self/maps >"$corpus/maps"; cat /proc/net/tcp >"$corpus/tcp"
+		proc-text) cat /proc/self/maps >"$corpus/maps"; cat /proc/net/tcp >"$corpus/tcp"; cat /proc/self/mountinfo >"$corpus/mountinfo"
 			cat /proc/net/tcp6 >"$corpus/tcp6" 2>/dev/null || true ;;
 		config) cp "$src"/tests/fixtures/*/provgate*.json "$corpus/" 2>/dev/null || true
 			printf '{"name": "x", "build": {"artifact": "a"}} // c\n' >"$corpus/seed.json" ;;

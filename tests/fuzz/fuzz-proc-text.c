@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: /proc/<pid>/maps, /proc/net/tcp{,6}, the NSpid line of status and
- * /proc/<pid>/cgroup text on arbitrary bytes. */
+ * /proc/<pid>/cgroup and /proc/<pid>/mountinfo text on arbitrary bytes. */
 /* Built by tests/fuzz/build.sh. */
 #include "formats/container.h"
 #include "formats/maps.h"
@@ -26,5 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pvg_nspid_parse((const char *)data, size, &nspid);
 	struct pvg_container ctr;
 	pvg_cgroup_container((const char *)data, size, &ctr);
+	struct pvg_rootfs fs;
+	if (pvg_mountinfo_root((const char *)data, size, &fs) > 0 && !fs.source)
+		__builtin_trap(); /* a found root always has its source */
+	pvg_rootfs_clear(&fs);
 	return 0;
 }
