@@ -5,6 +5,7 @@
  * code_object.require_kernels name is in the code objects that match.
  */
 #include "checks.h"
+#include "facts.h"
 #include "formats/codeobj/codeobj.h"
 
 /* The installed artifact's code objects, read once per run (PVG_SLOT_CODEOBJ). */
@@ -130,6 +131,102 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 	return st;
 }
 
+/* The processor ROCr will load code objects for, when a service process was started with
+ * HSA_OVERRIDE_GFX_VERSION: its value and pid, or NULL. */
+static const char *hsa_override(struct pvg_ctx *ctx, pid_t *pid)
+{
+	const struct pvg_tree_facts *tf;
+	if (!ctx->cfg->service.match.n && ctx->cfg->service.pid <= 0 && !ctx->cfg->service.pidfile)
+		return NULL;
+	if (pvg_tree_facts_get(ctx, &tf) < 0)
+		return NULL;
+	for (size_t i = 0; i < tf->n; i++)
+		for (size_t k = 0; k < tf->f[i].n_env; k++)
+			if (strcmp(tf->f[i].env[k].name, "HSA_OVERRIDE_GFX_VERSION") == 0) {
+				*pid = tf->f[i].pid;
+				return tf->f[i].env[k].value;
+			}
+	return NULL;
+}
+
+/* Do this node's GPUs run arch? The code object checked above is only the one that runs
+ * when they do. AMD: the processors of KFD's topology, or the one HSA_OVERRIDE_GFX_VERSION
+ * in the service's environment makes ROCr load for. CUDA: not read (recorded as such). */
+static enum pvg_status check_node(struct pvg_ctx *ctx, struct pvg_result *res, const char *arch)
+{
+	cJSON *node = cJSON_AddObjectToObject(res->evidence, "node");
+	struct pvg_target want;
+	if (pvg_arch_is_cuda(arch) || pvg_target_parse(arch, &want) < 0) {
+		pvg_json_add_bool(node, "checked", false);
+		pvg_json_add_str(node, "why", "the GPUs' compute capability is not read for CUDA");
+		return PVG_PASS;
+	}
+	struct pvg_roots roots;
+	pvg_ctx_roots(ctx, &roots);
+	struct pvg_strv gpus;
+	int n = pvg_kfd_gpu_archs(roots.sysfs, &gpus);
+	if (n <= 0) {
+		pvg_json_add_bool(node, "checked", false);
+		pvg_json_add_str(node, "why",
+				 n == 0 ? "no GPU in the KFD topology (no amdgpu driver, or no GPU "
+					  "visible here)"
+					: strerror(-n));
+		pvg_strv_clear(&gpus);
+		return PVG_PASS;
+	}
+	pvg_json_add_bool(node, "checked", true);
+	pvg_json_add_str(node, "source", "kfd topology");
+	cJSON *list = cJSON_AddArrayToObject(node, "gpus");
+	bool on_node = false;
+	for (size_t i = 0; i < gpus.n; i++) {
+		cJSON_AddItemToArray(list, cJSON_CreateString(gpus.v[i]));
+		on_node |= strcmp(gpus.v[i], want.processor) == 0;
+	}
+	_cleanup_free_ char *names = pvg_strdup("");
+	for (size_t i = 0; i < gpus.n; i++) {
+		bool seen = false;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(gpus.v[k], gpus.v[i]) == 0;
+		if (!seen) {
+			char *grown = pvg_asprintf("%s%s%s", names, *names ? ", " : "", gpus.v[i]);
+			free(names);
+			names = grown;
+		}
+	}
+	pvg_strv_clear(&gpus);
+	pid_t opid = 0;
+	const char *ov = hsa_override(ctx, &opid);
+	char oname[32] = "";
+	if (ov) {
+		cJSON *o = cJSON_AddObjectToObject(node, "hsa_override_gfx_version");
+		pvg_json_add_str(o, "value", ov);
+		pvg_json_add_int(o, "pid", (int)opid);
+		if (pvg_gfx_name_of_override(ov, oname, sizeof(oname)) == 0)
+			pvg_json_add_str(o, "processor", oname);
+	}
+	if (oname[0]) {
+		if (strcmp(oname, want.processor) == 0)
+			return PVG_PASS;
+		pvg_problem(res, "code-object.arch-not-on-node",
+			    "set arch to the processor the override names, or start the service "
+			    "without HSA_OVERRIDE_GFX_VERSION",
+			    "the service (pid %d) runs with HSA_OVERRIDE_GFX_VERSION=%s: ROCr loads "
+			    "%s code objects, not the %s one checked (this node's GPUs: %s)",
+			    (int)opid, ov, oname, want.processor, names);
+		return PVG_FAIL;
+	}
+	if (on_node)
+		return PVG_PASS;
+	pvg_problem(res, "code-object.arch-not-on-node",
+		    "arch names another GPU than this node's: set arch to the node's processor and "
+		    "rebuild for it, or run on a node with that GPU",
+		    "arch %s, but this node's GPUs are %s (KFD topology): the %s code object is not "
+		    "what they run%s",
+		    arch, names, want.processor,
+		    ov ? "; HSA_OVERRIDE_GFX_VERSION is set but names no processor" : "");
+	return PVG_FAIL;
+}
+
 static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
@@ -244,6 +341,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 		return PVG_FAIL;
 	}
 	st = pvg_status_worst(st, check_kernels(res, cfg, set, match));
+	st = pvg_status_worst(st, check_node(ctx, res, cfg->arch));
 	if (st == PVG_PASS)
 		pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s", n_match,
 			    n_match == 1 ? "" : "s", cfg->arch, n_device,

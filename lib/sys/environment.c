@@ -11,6 +11,7 @@
 
 #include "sys/environment.h"
 #include "sys/maps.h"
+#include "formats/codeobj/codeobj.h"
 
 const char *const pvg_ns_names[PVG_NS__MAX] = {
 	[PVG_NS_CGROUP] = "cgroup", [PVG_NS_IPC] = "ipc", [PVG_NS_MNT] = "mnt",
@@ -185,6 +186,41 @@ static int gpu_ids_from(const char *dir, const char *file, const char *key, char
 	}
 	free(ents);
 	return err;
+}
+
+int pvg_kfd_gpu_archs(const char *sysfs, struct pvg_strv *out)
+{
+	memset(out, 0, sizeof(*out));
+	_cleanup_free_ char *dir = pvg_asprintf("%s/class/kfd/kfd/topology/nodes", sysfs);
+	struct dirent **ents = NULL;
+	int n = scandir(dir, &ents, not_dot, cmp_dirent_name);
+	if (n < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	int err = 0;
+	for (int i = 0; i < n; i++) {
+		_cleanup_free_ char *path = pvg_asprintf("%s/%s/properties", dir, ents[i]->d_name);
+		free(ents[i]);
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		int r = pvg_read_file(path, SMALL_MAX, &text, &len);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0) {
+			err = err ? err : r;
+			continue;
+		}
+		_cleanup_free_ char *gfx = line_value(text, len, "gfx_target_version", ' ');
+		if (!gfx || strcmp(gfx, "0") == 0)
+			continue;
+		char *end = NULL, name[32];
+		unsigned long v = strtoul(gfx, &end, 10);
+		if (end && !*end && pvg_gfx_name_of_version(v, name, sizeof(name)) == 0)
+			strv_push(out, pvg_strdup(name));
+		else
+			strv_push(out, pvg_asprintf("unknown (gfx_target_version %s)", gfx));
+	}
+	free(ents);
+	return err ? err : (int)out->n;
 }
 
 void pvg_gpu_facts_read(const struct pvg_roots *roots, struct pvg_gpu_facts *out)

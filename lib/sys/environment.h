@@ -89,6 +89,11 @@ bool pvg_env_name_secret(const char *name, size_t len);
 void pvg_host_facts_read(const struct pvg_roots *roots, struct pvg_host_facts *out);
 void pvg_host_facts_clear(struct pvg_host_facts *h);
 void pvg_gpu_facts_read(const struct pvg_roots *roots, struct pvg_gpu_facts *out);
+/* The processor of each GPU node of <sysfs>/class/kfd/kfd/topology/nodes ("gfx936"), in
+ * node order (CPU nodes, gfx_target_version 0, left out). The number of GPU nodes (0 when
+ * there is no KFD topology), or -errno; a node whose version names no processor is
+ * pushed as "unknown (gfx_target_version N)". */
+int pvg_kfd_gpu_archs(const char *sysfs, struct pvg_strv *out);
 void pvg_gpu_facts_clear(struct pvg_gpu_facts *g);
 /* Reads one process. Returns 0, or -ESRCH when it is gone; partial failures are in the
  * fields' err members. Without build_ids, objects lists every mapped file (ELF or not)

@@ -19,6 +19,79 @@ gate6() {
 
 archs() { jq -r '[.files[0].code_objects[] | select(.kind != "host") | .arch] | join(" ")' <<<"$out"; }
 
+# kfd_node VERSION...: a KFD topology under $PWD/sys (the recorded properties of a DCU node,
+# tests/fixtures/environment, with gfx_target_version set), a CPU node first; PROVGATE_SYSFS
+kfd_node() {
+	local t="$PWD/sys/class/kfd/kfd/topology/nodes" src="$FIXTURES/environment/kfd/sys/class/kfd/kfd/topology/nodes"
+	rm -rf sys
+	mkdir -p "$t/0"
+	cp "$src/0/properties" "$t/0/properties"
+	local i=1 v
+	for v in "$@"; do
+		mkdir -p "$t/$i"
+		sed "s/^gfx_target_version .*/gfx_target_version $v/" "$src/1/properties" >"$t/$i/properties"
+		i=$((i + 1))
+	done
+	export PROVGATE_SYSFS="$PWD/sys"
+}
+
+test_node_gpus_run_the_arch() {
+	kfd_node 90006 90006
+	gate6 "$CO/hip-multi.so" gfx906
+	assert_eq "$(gate_status report.json 6)" pass "gate 6"
+	assert_eq "$(jq -c '.gates[5].evidence.node' report.json)" \
+		'{"checked":true,"source":"kfd topology","gpus":["gfx906","gfx906"]}'
+}
+
+test_node_with_another_gpu_fails() {
+	kfd_node 90010
+	gate6 "$CO/hip-multi.so" gfx906
+	assert_eq "$(gate_status report.json 6)" fail "gate 6"
+	assert_eq "$(problem_codes report.json 6)" code-object.arch-not-on-node
+	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "arch gfx906, but this node's GPUs are gfx90a"
+	# the same with the DCU node as recorded (gfx_target_version 90306: gfx936)
+	kfd_node 90306
+	gate6 "$CO/hip-multi.so" gfx906
+	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "GPUs are gfx936"
+	# a node of both: the gfx906 GPU runs it
+	kfd_node 90010 90006
+	gate6 "$CO/hip-multi.so" gfx906
+	assert_eq "$(gate_status report.json 6)" pass "mixed node"
+}
+
+test_node_without_kfd_is_recorded_unchecked() {
+	export PROVGATE_SYSFS="$PWD/nosys"
+	gate6 "$CO/hip-multi.so" gfx906
+	assert_eq "$(gate_status report.json 6)" pass "gate 6"
+	assert_eq "$(jq -r '.gates[5].evidence.node.checked' report.json)" false
+	assert_contains "$(jq -r '.gates[5].evidence.node.why' report.json)" "no GPU in the KFD topology"
+}
+
+# HSA_OVERRIDE_GFX_VERSION in the service's environment: ROCr loads code objects for the
+# processor it names, whatever the GPU is
+test_hsa_override_of_the_service_decides() {
+	kfd_node 90010
+	HSA_OVERRIDE_GFX_VERSION=9.0.6 sleep 300 &
+	svc=$!
+	trap 'kill $svc 2>/dev/null || true' EXIT
+	jq -n --arg a "$CO/hip-multi.so" --argjson p "$svc" \
+		'{arch: "gfx906", install: {artifact: $a}, service: {pid: $p}}' >cfg.json
+	pg run -c cfg.json --gates 6 --json report.json
+	assert_eq "$(gate_status report.json 6)" pass "override names the arch ($(problem_codes report.json 6))"
+	assert_eq "$(jq -c '.gates[5].evidence.node.hsa_override_gfx_version' report.json)" \
+		"{\"value\":\"9.0.6\",\"pid\":$svc,\"processor\":\"gfx906\"}"
+	kill $svc
+	kfd_node 90006
+	HSA_OVERRIDE_GFX_VERSION=9.0.10 sleep 300 &
+	svc=$!
+	jq -n --arg a "$CO/hip-multi.so" --argjson p "$svc" \
+		'{arch: "gfx906", install: {artifact: $a}, service: {pid: $p}}' >cfg.json
+	pg run -c cfg.json --gates 6 --json report.json
+	assert_eq "$(gate_status report.json 6)" fail "override names another processor"
+	assert_eq "$(problem_codes report.json 6)" code-object.arch-not-on-node
+	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "HSA_OVERRIDE_GFX_VERSION=9.0.10: ROCr loads gfx90a code objects"
+}
+
 test_inspect_lists_every_arch_and_xnack_variant() {
 	pg inspect --json "$CO/hip-multi.so"
 	assert_eq "$rc" 0 "exit status"

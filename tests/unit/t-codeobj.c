@@ -356,8 +356,36 @@ static void scan_of_garbage_finds_nothing(void)
 	pvg_codeobj_set_free(set);
 }
 
+/* KFD's gfx_target_version and HSA_OVERRIDE_GFX_VERSION, as ROCr turns them into names */
+static void gfx_names_of_versions(void)
+{
+	char n[32];
+	CHECK_INT(pvg_gfx_name_of_version(90306, n, sizeof(n)), 0);
+	CHECK_STR(n, "gfx936");
+	CHECK_INT(pvg_gfx_name_of_version(90010, n, sizeof(n)), 0);
+	CHECK_STR(n, "gfx90a");
+	CHECK_INT(pvg_gfx_name_of_version(100300, n, sizeof(n)), 0);
+	CHECK_STR(n, "gfx1030");
+	CHECK_INT(pvg_gfx_name_of_version(110001, n, sizeof(n)), 0);
+	CHECK_STR(n, "gfx1101");
+	CHECK_INT(pvg_gfx_name_of_version(0, n, sizeof(n)), -EINVAL);
+	CHECK_INT(pvg_gfx_name_of_version(91600, n, sizeof(n)), -EINVAL);
+	CHECK_INT(pvg_gfx_name_of_version(90016, n, sizeof(n)), -EINVAL);
+	CHECK_INT(pvg_gfx_name_of_override("9.3.6", n, sizeof(n)), 0);
+	CHECK_STR(n, "gfx936");
+	CHECK_INT(pvg_gfx_name_of_override("10.3.0", n, sizeof(n)), 0);
+	CHECK_STR(n, "gfx1030");
+	CHECK_INT(pvg_gfx_name_of_override("9.0.10", n, sizeof(n)), 0);
+	CHECK_STR(n, "gfx90a");
+	const char *bad[] = { "", "9", "9.3", "9.3.", "9.3.6.1", "9.3.16", "a.b.c", "9..6",
+			      " 9.3.6", "9.3.6 ", "1000.0.0", "0.0.0" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_INT(pvg_gfx_name_of_override(bad[i], n, sizeof(n)), -EINVAL);
+}
+
 int main(void)
 {
+	RUN(gfx_names_of_versions);
 	RUN(target_matching_follows_the_hip_runtime);
 	RUN(target_id_is_found_in_bundle_ids);
 	RUN(mach_table_names_public_values_only);

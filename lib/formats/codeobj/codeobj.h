@@ -180,6 +180,12 @@ void pvg_hip_scan_section(struct pvg_codeobj_set *set, const struct pvg_src *src
 /* The part of an offload target string that names the target id ("gfx90a:xnack-"):
  * from the first '-'-separated component that starts with "gfx" or "sm_". NULL if none. */
 const char *pvg_target_id_of(const char *triple_or_id);
+/* The processor a GPU runs, "gfxNNN", from KFD's gfx_target_version (major * 10000 + minor *
+ * 100 + stepping: 90306 -> "gfx936", 90010 -> "gfx90a", 100300 -> "gfx1030") or from
+ * HSA_OVERRIDE_GFX_VERSION's "MAJOR.MINOR.STEPPING" ("9.3.6"). 0, or -EINVAL (0, a minor
+ * or stepping over 15, text that is not three numbers). */
+int pvg_gfx_name_of_version(unsigned long v, char *out, size_t size);
+int pvg_gfx_name_of_override(const char *s, char *out, size_t size);
 
 /* ---- ccob.c ----------------------------------------------------------------------------------- */
 

@@ -4,6 +4,8 @@
  * config's arch, a bundle entry id or a code object's note, and compared with the runtime's
  * rule (a feature left unspecified accepts either setting). Used by the parsers and the set.
  */
+#include <errno.h>
+#include <stdio.h>
 #include "formats/codeobj/codeobj.h"
 
 const char *pvg_target_id_of(const char *s)
@@ -69,4 +71,36 @@ bool pvg_target_accepts(const struct pvg_target *want, const struct pvg_target *
 	return strcmp(want->processor, have->processor) == 0 &&
 	       feature_accepts(want->xnack, have->xnack) &&
 	       feature_accepts(want->sramecc, have->sramecc);
+}
+
+int pvg_gfx_name_of_version(unsigned long v, char *out, size_t size)
+{
+	unsigned long major = v / 10000, minor = v / 100 % 100, step = v % 100;
+	if (v == 0 || major == 0 || major > 99 || minor > 15 || step > 15)
+		return -EINVAL;
+	snprintf(out, size, "gfx%lu%lx%lx", major, minor, step);
+	return 0;
+}
+
+int pvg_gfx_name_of_override(const char *s, char *out, size_t size)
+{
+	unsigned long part[3];
+	for (int i = 0; i < 3; i++) {
+		if (!s || *s < '0' || *s > '9')
+			return -EINVAL;
+		unsigned long v = 0;
+		for (int d = 0; *s >= '0' && *s <= '9'; d++, s++) {
+			if (d >= 3)
+				return -EINVAL;
+			v = v * 10 + (unsigned long)(*s - '0');
+		}
+		part[i] = v;
+		if (i < 2 && *s++ != '.')
+			return -EINVAL;
+	}
+	if (*s)
+		return -EINVAL;
+	if (part[1] > 15 || part[2] > 15)
+		return -EINVAL;
+	return pvg_gfx_name_of_version(part[0] * 10000 + part[1] * 100 + part[2], out, size);
 }
