@@ -7,6 +7,7 @@
 #include "checks.h"
 #include "facts.h"
 #include "formats/codeobj/codeobj.h"
+#include "sys/gpu-procs.h"
 
 /* The installed artifact's code objects, read once per run (PVG_SLOT_CODEOBJ). */
 static int installed_code_objects(struct pvg_ctx *ctx, const char *path,
@@ -149,16 +150,105 @@ static const char *hsa_override(struct pvg_ctx *ctx, pid_t *pid)
 	return NULL;
 }
 
+/* "sm_90a" -> 90 and 'a'; -1 when not a CUDA arch */
+static int sm_number(const char *arch, char *suffix)
+{
+	*suffix = 0;
+	if (strncmp(arch, "sm_", 3) != 0)
+		return -1;
+	char *end = NULL;
+	long v = strtol(arch + 3, &end, 10);
+	if (v <= 0 || v > 1000 || end == arch + 3)
+		return -1;
+	if (*end && end[1] == '\0')
+		*suffix = *end;
+	else if (*end)
+		return -1;
+	return (int)v;
+}
+
+/* CUDA: does a GPU of gpu ("sm_86") run the arch checked, given the cubins the artifact
+ * has? The driver takes the cubin of the GPU's own sm when there is one, else a cubin of
+ * the same major and a lower minor (not an "a" one), else it compiles PTX. 1 yes, 0 no (and
+ * why). */
+static int cuda_gpu_runs(const struct pvg_codeobj_set *set, const char *arch, const char *gpu,
+			 char *why, size_t size)
+{
+	char sa, sg;
+	int a = sm_number(arch, &sa), g = sm_number(gpu, &sg);
+	if (a < 0 || g < 0) {
+		snprintf(why, size, "%s is not a compute capability provgate knows", gpu);
+		return 0;
+	}
+	if (a == g)
+		return 1;
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		if (!co->error && !relocatable(co) && pvg_codeobj_matches_arch(co, gpu)) {
+			snprintf(why, size, "the artifact's %s cubin is what runs there", gpu);
+			return 0;
+		}
+	}
+	if (a / 10 == g / 10 && a % 10 <= g % 10 && sa != 'a') {
+		snprintf(why, size, "%s code runs there by compatibility", arch);
+		return 1;
+	}
+	snprintf(why, size, "%s code does not run there (the driver would compile PTX, if any)",
+		 arch);
+	return 0;
+}
+
+static enum pvg_status check_node_cuda(struct pvg_result *res, cJSON *node,
+				       const struct pvg_codeobj_set *set, const char *arch)
+{
+	struct pvg_strv gpus;
+	_cleanup_free_ char *why = NULL;
+	int n = pvg_nvml_gpu_archs(&gpus, &why);
+	if (n <= 0) {
+		pvg_json_add_bool(node, "checked", false);
+		pvg_json_add_str(node, "why", n == 0 ? "NVML lists no GPU"
+					      : n == -ENOENT ? "no NVML (libnvidia-ml.so.1) here"
+					      : why ? why : strerror(-n));
+		pvg_strv_clear(&gpus);
+		return PVG_PASS;
+	}
+	pvg_json_add_bool(node, "checked", true);
+	pvg_json_add_str(node, "source", "nvml");
+	cJSON *list = cJSON_AddArrayToObject(node, "gpus");
+	bool runs = false;
+	char first_why[224] = "";
+	for (size_t i = 0; i < gpus.n; i++) {
+		cJSON_AddItemToArray(list, cJSON_CreateString(gpus.v[i]));
+		char w[160];
+		if (cuda_gpu_runs(set, arch, gpus.v[i], w, sizeof(w)))
+			runs = true;
+		else if (!first_why[0])
+			snprintf(first_why, sizeof(first_why), "%.40s: %s", gpus.v[i], w);
+	}
+	pvg_strv_clear(&gpus);
+	if (runs)
+		return PVG_PASS;
+	pvg_problem(res, "code-object.arch-not-on-node",
+		    "set arch to the GPUs' compute capability (nvidia-smi --query-gpu=compute_cap) "
+		    "and build for it, or run on a node with that GPU",
+		    "arch %s, but this node's GPUs do not run that code (%s)", arch, first_why);
+	return PVG_FAIL;
+}
+
 /* Do this node's GPUs run arch? The code object checked above is only the one that runs
  * when they do. AMD: the processors of KFD's topology, or the one HSA_OVERRIDE_GFX_VERSION
- * in the service's environment makes ROCr load for. CUDA: not read (recorded as such). */
-static enum pvg_status check_node(struct pvg_ctx *ctx, struct pvg_result *res, const char *arch)
+ * in the service's environment makes ROCr load for. CUDA: the compute capabilities NVML
+ * gives, with the driver's choice among the artifact's cubins. */
+static enum pvg_status check_node(struct pvg_ctx *ctx, struct pvg_result *res,
+				  const struct pvg_codeobj_set *set, const char *arch)
 {
 	cJSON *node = cJSON_AddObjectToObject(res->evidence, "node");
+	if (pvg_arch_is_cuda(arch))
+		return check_node_cuda(res, node, set, arch);
 	struct pvg_target want;
-	if (pvg_arch_is_cuda(arch) || pvg_target_parse(arch, &want) < 0) {
+	if (pvg_target_parse(arch, &want) < 0) {
 		pvg_json_add_bool(node, "checked", false);
-		pvg_json_add_str(node, "why", "the GPUs' compute capability is not read for CUDA");
+		pvg_json_add_str(node, "why", "arch is not a target id");
 		return PVG_PASS;
 	}
 	struct pvg_roots roots;
@@ -341,7 +431,7 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 		return PVG_FAIL;
 	}
 	st = pvg_status_worst(st, check_kernels(res, cfg, set, match));
-	st = pvg_status_worst(st, check_node(ctx, res, cfg->arch));
+	st = pvg_status_worst(st, check_node(ctx, res, set, cfg->arch));
 	if (st == PVG_PASS)
 		pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s", n_match,
 			    n_match == 1 ? "" : "s", cfg->arch, n_device,

@@ -241,3 +241,67 @@ int pvg_gpu_procs_read(const char *sysfs, bool nvml, struct pvg_gpu_procs *out, 
 			    sysfs, nvml ? " and no libnvidia-ml.so.1 (NVIDIA)" : "");
 	return -ENOENT;
 }
+
+int pvg_nvml_gpu_archs(struct pvg_strv *out, char **why)
+{
+	memset(out, 0, sizeof(*out));
+	*why = NULL;
+	const char *name = getenv("PROVGATE_NVML_LIBRARY");
+	if (!name || !name[0])
+		name = "libnvidia-ml.so.1";
+	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return -ENOENT;
+	nvml_return (*init)(void) = (nvml_return (*)(void))sym(lib, "nvmlInit_v2", "nvmlInit");
+	nvml_return (*shutdown)(void) = (nvml_return (*)(void))sym(lib, "nvmlShutdown", NULL);
+	const char *(*error_string)(nvml_return) =
+		(const char *(*)(nvml_return))sym(lib, "nvmlErrorString", NULL);
+	nvml_return (*count)(unsigned int *) = (nvml_return (*)(unsigned int *))sym(
+		lib, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+	nvml_return (*handle)(unsigned int, nvml_device *) =
+		(nvml_return (*)(unsigned int, nvml_device *))sym(
+			lib, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+	nvml_return (*cc)(nvml_device, int *, int *) = (nvml_return (*)(nvml_device, int *, int *))sym(
+		lib, "nvmlDeviceGetCudaComputeCapability", NULL);
+	int r = 0;
+	if (!init || !count || !handle || !cc) {
+		*why = pvg_asprintf("%s lacks the NVML calls provgate needs", name);
+		dlclose(lib);
+		return -EIO;
+	}
+	nvml_return e = init();
+	if (e != NVML_SUCCESS) {
+		*why = pvg_asprintf("NVML could not start: %s", error_string ? error_string(e) : "error");
+		dlclose(lib);
+		return -EIO;
+	}
+	unsigned int devices = 0;
+	e = count(&devices);
+	if (e != NVML_SUCCESS) {
+		*why = pvg_asprintf("NVML could not count the GPUs: %s",
+				    error_string ? error_string(e) : "error");
+		r = -EIO;
+	}
+	for (unsigned int i = 0; r == 0 && i < devices; i++) {
+		nvml_device dev = NULL;
+		int major = 0, minor = 0;
+		e = handle(i, &dev);
+		if (e == NVML_SUCCESS)
+			e = cc(dev, &major, &minor);
+		if (e != NVML_SUCCESS || major <= 0 || minor < 0 || minor > 9) {
+			*why = pvg_asprintf("NVML could not read GPU %u's compute capability: %s", i,
+					    e != NVML_SUCCESS && error_string ? error_string(e)
+									   : "out of range");
+			r = -EIO;
+			break;
+		}
+		out->v = pvg_xrealloc(out->v, out->n + 1, sizeof(char *));
+		out->v[out->n++] = pvg_asprintf("sm_%d%d", major, minor);
+	}
+	if (shutdown)
+		shutdown();
+	dlclose(lib);
+	if (r < 0)
+		pvg_strv_clear(out);
+	return r < 0 ? r : (int)out->n;
+}

@@ -31,3 +31,8 @@ struct pvg_gpu_procs {
  * tried), -EACCES, -EIO (NVML answered with an error; *why has its text). */
 int pvg_gpu_procs_read(const char *sysfs, bool nvml, struct pvg_gpu_procs *out, char **why);
 void pvg_gpu_procs_clear(struct pvg_gpu_procs *g);
+
+/* The compute capability of each GPU NVML lists, as "sm_MAJORMINOR" ("sm_90"), in NVML's
+ * order. NVML is $PROVGATE_NVML_LIBRARY or libnvidia-ml.so.1. The number of GPUs; -ENOENT
+ * when there is no NVML (*why unset), -EIO with *why when NVML fails. */
+int pvg_nvml_gpu_archs(struct pvg_strv *out, char **why);

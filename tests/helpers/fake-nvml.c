@@ -6,7 +6,9 @@
  * (nvmlDeviceGetMemoryInfo_v2 .used) is the whole machine's, 8 MiB per process more than its
  * listed figure. One device. The machine's GPU processes are read from the file named by
  * $PVG_FAKE_NVML, one line each: "PID MIB", PID being the pid the caller's namespace sees, or
- * "- MIB" for a process outside it. Only the calls lib/sys/gpu-procs.c makes are provided.
+ * "- MIB" for a process outside it. The device's compute capability is $PVG_FAKE_NVML_CC
+ * ("MAJOR.MINOR", default 9.0, as the H200's). Only the calls lib/sys/gpu-procs.c makes are
+ * provided.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,5 +91,16 @@ int nvmlDeviceGetMemoryInfo_v2(void *dev, struct memory_v2 *m)
 	for (unsigned int i = 0; i < n_procs; i++)
 		m->used += (procs[i].mib + 8) * MIB;
 	m->free = m->total - m->reserved - m->used;
+	return 0;
+}
+
+int nvmlDeviceGetCudaComputeCapability(void *dev, int *major, int *minor)
+{
+	(void)dev;
+	const char *cc = getenv("PVG_FAKE_NVML_CC");
+	if (!cc || sscanf(cc, "%d.%d", major, minor) != 2) {
+		*major = 9;
+		*minor = 0;
+	}
 	return 0;
 }

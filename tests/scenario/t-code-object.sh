@@ -92,6 +92,49 @@ test_hsa_override_of_the_service_decides() {
 	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "HSA_OVERRIDE_GFX_VERSION=9.0.10: ROCr loads gfx90a code objects"
 }
 
+# CUDA: NVML's compute capability (the stand-in NVML of tests/helpers, one GPU) against the
+# cubins of cuda.so (sm_80 and sm_90, nvcc)
+fake_gpu() {
+	: >nvml-procs
+	export PROVGATE_NVML_LIBRARY="$PVG_BUILD/tests/helpers/fake-nvml.so" PVG_FAKE_NVML="$PWD/nvml-procs" PVG_FAKE_NVML_CC=$1
+}
+
+test_cuda_node_gpu_decides_which_cubin_runs() {
+	fake_gpu 9.0
+	gate6 "$CO/cuda.so" sm_90
+	assert_eq "$(gate_status report.json 6)" pass "sm_90 on an sm_90 GPU"
+	assert_eq "$(jq -c '.gates[5].evidence.node' report.json)" '{"checked":true,"source":"nvml","gpus":["sm_90"]}'
+	# the artifact's sm_90 cubin runs on that GPU, not the sm_80 one asked about
+	gate6 "$CO/cuda.so" sm_80
+	assert_eq "$(gate_status report.json 6)" fail "sm_80 on an sm_90 GPU"
+	assert_eq "$(problem_codes report.json 6)" code-object.arch-not-on-node
+	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "sm_90: the artifact's sm_90 cubin is what runs there"
+	# no sm_86 cubin: the sm_80 one runs on an sm_86 GPU
+	fake_gpu 8.6
+	gate6 "$CO/cuda.so" sm_80
+	assert_eq "$(gate_status report.json 6)" pass "sm_80 on an sm_86 GPU ($(problem_codes report.json 6))"
+	# another major: no cubin runs
+	fake_gpu 10.0
+	gate6 "$CO/cuda.so" sm_90
+	assert_eq "$(gate_status report.json 6)" fail "sm_90 on an sm_100 GPU"
+	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "sm_100: sm_90 code does not run there"
+	# an arch-specific cubin on its own GPU
+	fake_gpu 9.0
+	gate6 "$CO/cuda-sm90a.fatbin" sm_90a
+	assert_eq "$(gate_status report.json 6)" pass "sm_90a on an sm_90 GPU"
+	fake_gpu 9.2
+	gate6 "$CO/cuda-sm90a.fatbin" sm_90a
+	assert_eq "$(gate_status report.json 6)" fail "sm_90a code runs on 9.0 only"
+}
+
+test_cuda_without_nvml_is_recorded_unchecked() {
+	export PROVGATE_NVML_LIBRARY="$PWD/no-such-nvml.so"
+	gate6 "$CO/cuda.so" sm_90
+	assert_eq "$(gate_status report.json 6)" pass
+	assert_eq "$(jq -r '.gates[5].evidence.node.checked' report.json)" false
+	assert_contains "$(jq -r '.gates[5].evidence.node.why' report.json)" "no NVML"
+}
+
 test_inspect_lists_every_arch_and_xnack_variant() {
 	pg inspect --json "$CO/hip-multi.so"
 	assert_eq "$rc" 0 "exit status"
