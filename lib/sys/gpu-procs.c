@@ -74,6 +74,8 @@ struct nvml {
 	nvml_return (*compute)(nvml_device, unsigned int *, struct nvml_process_v2 *);
 	nvml_return (*graphics)(nvml_device, unsigned int *, struct nvml_process_v2 *);
 	nvml_return (*memory)(nvml_device, struct nvml_memory_v2 *);
+	nvml_return (*cc)(nvml_device, int *, int *);
+	const char *name;
 };
 
 static void *sym(void *lib, const char *a, const char *b)
@@ -133,42 +135,69 @@ static int nvml_list(struct nvml *n, nvml_device dev,
 	return -EIO;
 }
 
-static int read_nvml(struct pvg_gpu_procs *out, char **why)
+/* Opens NVML ($PROVGATE_NVML_LIBRARY or libnvidia-ml.so.1), finds its calls and starts it.
+ * 0; -ENOENT when there is no NVML (*why unset); -ENOSYS when it lacks a call every user
+ * needs, -EIO when it does not start (*why set). nvml_close undoes it. */
+static int nvml_open(struct nvml *n, char **why)
 {
-	struct nvml n = { 0 };
-	const char *name = getenv("PROVGATE_NVML_LIBRARY");
-	if (!name || !name[0])
-		name = "libnvidia-ml.so.1";
-	n.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!n.lib)
+	memset(n, 0, sizeof(*n));
+	n->name = getenv("PROVGATE_NVML_LIBRARY");
+	if (!n->name || !n->name[0])
+		n->name = "libnvidia-ml.so.1";
+	n->lib = dlopen(n->name, RTLD_NOW | RTLD_LOCAL);
+	if (!n->lib)
 		return -ENOENT;
-	n.init = (nvml_return (*)(void))sym(n.lib, "nvmlInit_v2", "nvmlInit");
-	n.shutdown = (nvml_return (*)(void))sym(n.lib, "nvmlShutdown", NULL);
-	n.error_string = (const char *(*)(nvml_return))sym(n.lib, "nvmlErrorString", NULL);
-	n.count = (nvml_return (*)(unsigned int *))sym(n.lib, "nvmlDeviceGetCount_v2",
-						       "nvmlDeviceGetCount");
-	n.handle = (nvml_return (*)(unsigned int, nvml_device *))sym(
-		n.lib, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
-	n.compute = (nvml_return (*)(nvml_device, unsigned int *, struct nvml_process_v2 *))sym(
-		n.lib, "nvmlDeviceGetComputeRunningProcesses_v3",
+	n->init = (nvml_return (*)(void))sym(n->lib, "nvmlInit_v2", "nvmlInit");
+	n->shutdown = (nvml_return (*)(void))sym(n->lib, "nvmlShutdown", NULL);
+	n->error_string = (const char *(*)(nvml_return))sym(n->lib, "nvmlErrorString", NULL);
+	n->count = (nvml_return (*)(unsigned int *))sym(n->lib, "nvmlDeviceGetCount_v2",
+							"nvmlDeviceGetCount");
+	n->handle = (nvml_return (*)(unsigned int, nvml_device *))sym(
+		n->lib, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+	n->compute = (nvml_return (*)(nvml_device, unsigned int *, struct nvml_process_v2 *))sym(
+		n->lib, "nvmlDeviceGetComputeRunningProcesses_v3",
 		"nvmlDeviceGetComputeRunningProcesses_v2");
-	n.graphics = (nvml_return (*)(nvml_device, unsigned int *, struct nvml_process_v2 *))sym(
-		n.lib, "nvmlDeviceGetGraphicsRunningProcesses_v3",
+	n->graphics = (nvml_return (*)(nvml_device, unsigned int *, struct nvml_process_v2 *))sym(
+		n->lib, "nvmlDeviceGetGraphicsRunningProcesses_v3",
 		"nvmlDeviceGetGraphicsRunningProcesses_v2");
-	n.memory = (nvml_return (*)(nvml_device, struct nvml_memory_v2 *))sym(
-		n.lib, "nvmlDeviceGetMemoryInfo_v2", NULL);
-	out->have_memory = n.memory != NULL;
-	int r = 0;
-	if (!n.init || !n.count || !n.handle || !n.compute) {
-		*why = pvg_asprintf("%s lacks the NVML calls provgate needs", name);
-		r = -ENOENT;
-		goto out;
+	n->memory = (nvml_return (*)(nvml_device, struct nvml_memory_v2 *))sym(
+		n->lib, "nvmlDeviceGetMemoryInfo_v2", NULL);
+	n->cc = (nvml_return (*)(nvml_device, int *, int *))sym(
+		n->lib, "nvmlDeviceGetCudaComputeCapability", NULL);
+	if (!n->init || !n->count || !n->handle) {
+		*why = pvg_asprintf("%s lacks the NVML calls provgate needs", n->name);
+		dlclose(n->lib);
+		return -ENOSYS;
 	}
-	nvml_return e = n.init();
+	nvml_return e = n->init();
 	if (e != NVML_SUCCESS) {
 		*why = pvg_asprintf("NVML could not start: %s",
-				    n.error_string ? n.error_string(e) : "error");
-		r = -EIO;
+				    n->error_string ? n->error_string(e) : "error");
+		dlclose(n->lib);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void nvml_close(struct nvml *n)
+{
+	if (n->shutdown)
+		n->shutdown();
+	dlclose(n->lib);
+}
+
+static int read_nvml(struct pvg_gpu_procs *out, char **why)
+{
+	struct nvml n;
+	int r = nvml_open(&n, why);
+	if (r < 0)
+		return r == -ENOSYS ? -ENOENT : r;
+	const char *name = n.name;
+	out->have_memory = n.memory != NULL;
+	nvml_return e;
+	if (!n.compute) {
+		*why = pvg_asprintf("%s lacks the NVML calls provgate needs", name);
+		r = -ENOENT;
 		goto out;
 	}
 	unsigned int devices = 0;
@@ -198,15 +227,13 @@ static int read_nvml(struct pvg_gpu_procs *out, char **why)
 		else
 			out->have_memory = false;
 	}
-	if (n.shutdown)
-		n.shutdown();
 	if (r == 0) {
 		out->source = "nvml";
 		out->namespaced = true;
 		out->where = pvg_asprintf("%s (%u GPU%s)", name, devices, devices == 1 ? "" : "s");
 	}
 out:
-	dlclose(n.lib);
+	nvml_close(&n);
 	return r;
 }
 
@@ -246,61 +273,39 @@ int pvg_nvml_gpu_archs(struct pvg_strv *out, char **why)
 {
 	memset(out, 0, sizeof(*out));
 	*why = NULL;
-	const char *name = getenv("PROVGATE_NVML_LIBRARY");
-	if (!name || !name[0])
-		name = "libnvidia-ml.so.1";
-	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-	if (!lib)
-		return -ENOENT;
-	nvml_return (*init)(void) = (nvml_return (*)(void))sym(lib, "nvmlInit_v2", "nvmlInit");
-	nvml_return (*shutdown)(void) = (nvml_return (*)(void))sym(lib, "nvmlShutdown", NULL);
-	const char *(*error_string)(nvml_return) =
-		(const char *(*)(nvml_return))sym(lib, "nvmlErrorString", NULL);
-	nvml_return (*count)(unsigned int *) = (nvml_return (*)(unsigned int *))sym(
-		lib, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-	nvml_return (*handle)(unsigned int, nvml_device *) =
-		(nvml_return (*)(unsigned int, nvml_device *))sym(
-			lib, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
-	nvml_return (*cc)(nvml_device, int *, int *) = (nvml_return (*)(nvml_device, int *, int *))sym(
-		lib, "nvmlDeviceGetCudaComputeCapability", NULL);
-	int r = 0;
-	if (!init || !count || !handle || !cc) {
-		*why = pvg_asprintf("%s lacks the NVML calls provgate needs", name);
-		dlclose(lib);
-		return -EIO;
-	}
-	nvml_return e = init();
-	if (e != NVML_SUCCESS) {
-		*why = pvg_asprintf("NVML could not start: %s", error_string ? error_string(e) : "error");
-		dlclose(lib);
+	struct nvml n;
+	int r = nvml_open(&n, why);
+	if (r < 0)
+		return r == -ENOSYS ? -EIO : r;
+	if (!n.cc) {
+		*why = pvg_asprintf("%s lacks nvmlDeviceGetCudaComputeCapability", n.name);
+		nvml_close(&n);
 		return -EIO;
 	}
 	unsigned int devices = 0;
-	e = count(&devices);
+	nvml_return e = n.count(&devices);
 	if (e != NVML_SUCCESS) {
 		*why = pvg_asprintf("NVML could not count the GPUs: %s",
-				    error_string ? error_string(e) : "error");
+				    n.error_string ? n.error_string(e) : "error");
 		r = -EIO;
 	}
 	for (unsigned int i = 0; r == 0 && i < devices; i++) {
 		nvml_device dev = NULL;
 		int major = 0, minor = 0;
-		e = handle(i, &dev);
+		e = n.handle(i, &dev);
 		if (e == NVML_SUCCESS)
-			e = cc(dev, &major, &minor);
+			e = n.cc(dev, &major, &minor);
 		if (e != NVML_SUCCESS || major <= 0 || minor < 0 || minor > 9) {
 			*why = pvg_asprintf("NVML could not read GPU %u's compute capability: %s", i,
-					    e != NVML_SUCCESS && error_string ? error_string(e)
-									   : "out of range");
+					    e != NVML_SUCCESS && n.error_string ? n.error_string(e)
+										 : "out of range");
 			r = -EIO;
 			break;
 		}
 		out->v = pvg_xrealloc(out->v, out->n + 1, sizeof(char *));
 		out->v[out->n++] = pvg_asprintf("sm_%d%d", major, minor);
 	}
-	if (shutdown)
-		shutdown();
-	dlclose(lib);
+	nvml_close(&n);
 	if (r < 0)
 		pvg_strv_clear(out);
 	return r < 0 ? r : (int)out->n;
