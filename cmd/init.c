@@ -18,6 +18,8 @@
 #include "pvg-version.h"
 #include "formats/buildlog.h"
 #include "formats/codeobj/codeobj.h"
+#include "sys/environment.h"
+#include "sys/gpu-procs.h"
 #include "sys/probe.h"
 #include "sys/scope.h"
 #include "util/hash.h"
@@ -299,6 +301,53 @@ static void find_build(struct guess *g)
 	pvg_buildlog_done(&l);
 }
 
+/* The processor part of an arch: "gfx90a:xnack-" -> "gfx90a", "sm_90a" -> "sm_90" */
+static void processor_of(const char *arch, char *out, size_t size)
+{
+	struct pvg_target t;
+	if (strncmp(arch, "sm_", 3) == 0) {
+		size_t n = strlen(arch);
+		if (n > 3 && (arch[n - 1] == 'a' || arch[n - 1] == 'f'))
+			n--;
+		snprintf(out, size, "%.*s", (int)n, arch);
+	} else if (pvg_target_parse(arch, &t) == 0) {
+		snprintf(out, size, "%s", t.processor);
+	} else {
+		snprintf(out, size, "%s", arch);
+	}
+}
+
+/* This node's GPUs, as gate 6 reads them: KFD's topology, else NVML. A list joined with
+ * ", " and where it came from; NULL when neither says. */
+static char *node_gpus(const char **source, struct pvg_strv *gpus)
+{
+	memset(gpus, 0, sizeof(*gpus));
+	*source = "KFD topology";
+	if (pvg_kfd_gpu_archs(pvg_sysfs_root(), gpus) <= 0) {
+		pvg_strv_clear(gpus);
+		char *why = NULL;
+		*source = "NVML";
+		int r = pvg_nvml_gpu_archs(gpus, &why);
+		free(why);
+		if (r <= 0) {
+			pvg_strv_clear(gpus);
+			return NULL;
+		}
+	}
+	char *list = pvg_strdup("");
+	for (size_t i = 0; i < gpus->n; i++) {
+		bool seen = false;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(gpus->v[k], gpus->v[i]) == 0;
+		if (seen)
+			continue;
+		char *o = pvg_asprintf("%s%s%s", list, *list ? ", " : "", gpus->v[i]);
+		free(list);
+		list = o;
+	}
+	return list;
+}
+
 static void find_arch(struct guess *g)
 {
 	const char *path = g->installed ? g->installed : g->artifact;
@@ -306,30 +355,77 @@ static void find_arch(struct guess *g)
 		return;
 	struct pvg_codeobj_set *set = NULL;
 	struct pvg_codeobj_opts opts = { 0 };
+	struct pvg_strv archs = { 0 };
 	if (pvg_codeobj_scan_path(path, &opts, &set) == 0) {
 		for (size_t i = 0; i < set->n_objs; i++) {
 			const char *a = set->objs[i].arch;
 			if (!a || strncmp(a, "compute_", 8) == 0)
 				continue;
-			if (!g->arch) {
-				g->arch = pvg_strdup(a);
-			} else if (strcmp(g->arch, a) != 0 &&
-				   !(g->arch_others && strstr(g->arch_others, a))) {
-				char *o = pvg_asprintf("%s%s%s", g->arch_others ? g->arch_others : "",
-						       g->arch_others ? ", " : "", a);
-				free(g->arch_others);
-				g->arch_others = o;
+			bool seen = false;
+			for (size_t k = 0; k < archs.n && !seen; k++)
+				seen = strcmp(archs.v[k], a) == 0;
+			if (!seen) {
+				archs.v = pvg_xrealloc(archs.v, archs.n + 1, sizeof(char *));
+				archs.v[archs.n++] = pvg_strdup(a);
 			}
 		}
 	}
 	pvg_codeobj_set_free(set);
-	if (!g->arch) {
+	if (!archs.n) {
 		todo(g, "arch: %s holds no device code object; set the GPU architecture (gfx936, "
 			"sm_90)", rel_to(g->dir, path));
 		return;
 	}
-	/* a target id with features is one code object's; the GPU is the processor */
-	if (g->arch_others)
+	/* the one this node's GPUs run, when the node says which they are */
+	const char *source = NULL;
+	struct pvg_strv gpus;
+	_cleanup_free_ char *node = node_gpus(&source, &gpus);
+	size_t pick = 0, n_on_node = 0;
+	_cleanup_free_ char *matching = NULL;
+	bool on_node = false;
+	for (size_t k = 0; node && k < archs.n; k++) {
+		char proc[64];
+		processor_of(archs.v[k], proc, sizeof(proc));
+		bool runs = false;
+		for (size_t i = 0; i < gpus.n && !runs; i++)
+			runs = strcmp(gpus.v[i], proc) == 0;
+		if (runs && !on_node)
+			pick = k;
+		on_node |= runs;
+		n_on_node += runs;
+		if (runs) {
+			char *o = pvg_asprintf("%s%s%s", matching ? matching : "", matching ? ", " : "",
+					       archs.v[k]);
+			free(matching);
+			matching = o;
+		}
+	}
+	pvg_strv_clear(&gpus);
+	g->arch = pvg_strdup(archs.v[pick]);
+	for (size_t k = 0; k < archs.n; k++) {
+		if (k == pick)
+			continue;
+		char *o = pvg_asprintf("%s%s%s", g->arch_others ? g->arch_others : "",
+				       g->arch_others ? ", " : "", archs.v[k]);
+		free(g->arch_others);
+		g->arch_others = o;
+	}
+	pvg_strv_clear(&archs);
+	if (node && !on_node)
+		todo(g, "arch: this node's GPUs are %s (%s), and %s holds no code object for them "
+			"(it has %s%s%s): build for this GPU, or certify on a node with the GPU the "
+			"artifact is for; \"%s\" was taken", node, source, rel_to(g->dir, path),
+		     g->arch, g->arch_others ? ", " : "", g->arch_others ? g->arch_others : "",
+		     g->arch);
+	else if (n_on_node > 1)
+		todo(g, "arch: %s holds several code objects for this node's GPUs (%s, %s): %s; "
+			"\"%s\" was taken: set the one of the GPU's xnack/sramecc mode (HSA_XNACK)",
+		     rel_to(g->dir, path), node, source, matching, g->arch);
+	else if (on_node)
+		note(g, "arch %s: the code object in %s for this node's GPUs (%s, %s)%s%s", g->arch,
+		     rel_to(g->dir, path), node, source, g->arch_others ? "; it also has " : "",
+		     g->arch_others ? g->arch_others : "");
+	else if (g->arch_others)
 		todo(g, "arch: %s holds code objects for %s and %s; \"%s\" was taken: set the one "
 			"the benchmark's GPU runs", rel_to(g->dir, path), g->arch, g->arch_others,
 		     g->arch);
@@ -976,7 +1072,8 @@ const struct cli_verb verb_init = {
 	.synopsis = "init [DIR] [--force] [--output FILE]",
 	.help = "Writes a starting provgate.json for DIR (default .) from what it finds: the git\n"
 		"checkout and its baseline, the newest build log and the artifact it links, the\n"
-		"architecture of its code objects, a running service that maps it (command line,\n"
+		"architecture of its code objects (the one this node's GPUs run, when the KFD\n"
+		"topology or NVML names them), a running service that maps it (command line,\n"
 		"port, log, the installed copy), the venv's Python module, the install_map. Prints\n"
 		"what it guessed and what is left to fill in; never overwrites without --force.\n",
 };

@@ -99,6 +99,44 @@ test_init_on_venv_install_certifies_without_edit() {
 	assert_eq "$rc" 0 "certify with init's config, no edit ($out)"
 }
 
+# The arch from this node's GPUs: a real hipcc build log (tests/fixtures/buildlog) linking
+# the five-target library of tests/fixtures/codeobj, and a KFD topology made from the recorded
+# DCU node's properties with another gfx_target_version.
+init_on_node() { # GFX_TARGET_VERSION (or "none")
+	rm -rf node && mkdir -p node/logs node/sys
+	cp "$FIXTURES/buildlog/hip-gfx936.log" node/logs/build.log
+	cp "$FIXTURES/codeobj/hip-multi.so" node/_ext_C.abi3.so
+	if [ "$1" != none ]; then
+		cp -r "$FIXTURES/environment/kfd/sys/class" node/sys/
+		sed -i "s/^gfx_target_version 90306/gfx_target_version $1/" \
+			node/sys/class/kfd/kfd/topology/nodes/1/properties
+	fi
+	PROVGATE_SYSFS=$PWD/node/sys PROVGATE_NVML_LIBRARY=$PWD/no-nvml.so pg init node -o node/cfg.json
+	assert_eq "$rc" 0 "init ($err)"
+	arch=$(sed '/^\/\//d' node/cfg.json | jq -r .arch)
+}
+
+test_init_takes_the_arch_this_nodes_gpus_run() {
+	need jq
+	grep -q -- '-o _ext_C.abi3.so' "$FIXTURES/buildlog/hip-gfx936.log" || fail "the fixture log links another file"
+	init_on_node 90008
+	assert_eq "$arch" "gfx908:xnack-" "gfx908 node"
+	assert_contains "$out" "guessed: arch gfx908:xnack-: the code object in _ext_C.abi3.so for this node's GPUs (gfx908, KFD topology)"
+	assert_not_contains "$out" "to fill in: arch"
+	init_on_node 100300
+	assert_eq "$arch" gfx1030 "gfx1030 node"
+	# two code objects for the node's processor: which one depends on the GPU's xnack mode
+	init_on_node 90010
+	assert_contains "$out" "to fill in: arch: _ext_C.abi3.so holds several code objects for this node's GPUs (gfx90a, KFD topology): gfx90a:xnack+, gfx90a:xnack-"
+	# a GPU the artifact has nothing for: said, not silently taken
+	init_on_node 90306
+	assert_contains "$out" "to fill in: arch: this node's GPUs are gfx936 (KFD topology), and _ext_C.abi3.so holds no code object for them"
+	# no GPU visible: the first code object, and the list to choose from
+	init_on_node none
+	assert_eq "$arch" gfx1030
+	assert_contains "$out" "to fill in: arch: _ext_C.abi3.so holds code objects for gfx1030 and"
+}
+
 test_init_says_what_it_could_not_find() {
 	need git
 	mkdir empty
