@@ -137,7 +137,7 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 static const char *hsa_override(struct pvg_ctx *ctx, pid_t *pid)
 {
 	const struct pvg_tree_facts *tf;
-	if (!ctx->cfg->service.match.n && ctx->cfg->service.pid <= 0 && !ctx->cfg->service.pidfile)
+	if (!pvg_service_selected(ctx->cfg))
 		return NULL;
 	if (pvg_tree_facts_get(ctx, &tf) < 0)
 		return NULL;
@@ -272,17 +272,7 @@ static enum pvg_status check_node(struct pvg_ctx *ctx, struct pvg_result *res,
 		cJSON_AddItemToArray(list, cJSON_CreateString(gpus.v[i]));
 		on_node |= strcmp(gpus.v[i], want.processor) == 0;
 	}
-	_cleanup_free_ char *names = pvg_strdup("");
-	for (size_t i = 0; i < gpus.n; i++) {
-		bool seen = false;
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = strcmp(gpus.v[k], gpus.v[i]) == 0;
-		if (!seen) {
-			char *grown = pvg_asprintf("%s%s%s", names, *names ? ", " : "", gpus.v[i]);
-			free(names);
-			names = grown;
-		}
-	}
+	_cleanup_free_ char *names = pvg_strv_join_distinct(&gpus, ", ");
 	pvg_strv_clear(&gpus);
 	pid_t opid = 0;
 	const char *ov = hsa_override(ctx, &opid);

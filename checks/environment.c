@@ -350,11 +350,6 @@ static cJSON *service_container_json(const struct pvg_targets *t)
 	return o;
 }
 
-static bool selects_service(const struct pvg_config *cfg)
-{
-	return cfg->service.match.n || cfg->service.pid > 0 || cfg->service.pidfile;
-}
-
 static const struct pvg_tree_facts *tree_facts(struct pvg_ctx *ctx)
 {
 	const struct pvg_tree_facts *tf;
@@ -381,7 +376,7 @@ cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 	const struct pvg_targets *t = NULL;
 	if (ctx->phase != PVG_PHASE_LIVE)
 		why = "no live service in this phase";
-	else if (!selects_service(ctx->cfg))
+	else if (!pvg_service_selected(ctx->cfg))
 		why = "service.match, service.pid or service.pidfile is not set";
 	else if (pvg_targets_get(ctx, &t) < 0)
 		why = "the process table could not be read";

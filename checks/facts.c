@@ -7,6 +7,11 @@
  */
 #include "facts.h"
 
+bool pvg_service_selected(const struct pvg_config *cfg)
+{
+	return cfg->service.match.n || cfg->service.pid > 0 || cfg->service.pidfile;
+}
+
 int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out)
 {
 	struct pvg_targets *t = pvg_ctx_slot(ctx, PVG_SLOT_TARGETS);

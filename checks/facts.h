@@ -49,6 +49,10 @@ int pvg_tree_facts_get(struct pvg_ctx *ctx, const struct pvg_tree_facts **out);
  * and again in the work tree is one entry; its kind describes merge base -> work tree. */
 int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out);
 
+/* Does the config name a service (service.match, service.pid or service.pidfile)? Without
+ * one there is no service tree to read facts of. */
+bool pvg_service_selected(const struct pvg_config *cfg);
+
 /* The live service of this run (the service tree of gates 4 and 5). 0, or -EDESTADDRREQ
  * when no service is configured, -ESRCH when there is no live service, other -errno. */
 int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view);

@@ -334,18 +334,7 @@ static char *node_gpus(const char **source, struct pvg_strv *gpus)
 			return NULL;
 		}
 	}
-	char *list = pvg_strdup("");
-	for (size_t i = 0; i < gpus->n; i++) {
-		bool seen = false;
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = strcmp(gpus->v[k], gpus->v[i]) == 0;
-		if (seen)
-			continue;
-		char *o = pvg_asprintf("%s%s%s", list, *list ? ", " : "", gpus->v[i]);
-		free(list);
-		list = o;
-	}
-	return list;
+	return pvg_strv_join_distinct(gpus, ", ");
 }
 
 static void find_arch(struct guess *g)

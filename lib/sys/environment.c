@@ -192,34 +192,17 @@ int pvg_kfd_gpu_archs(const char *sysfs, struct pvg_strv *out)
 {
 	memset(out, 0, sizeof(*out));
 	_cleanup_free_ char *dir = pvg_asprintf("%s/class/kfd/kfd/topology/nodes", sysfs);
-	struct dirent **ents = NULL;
-	int n = scandir(dir, &ents, not_dot, cmp_dirent_name);
-	if (n < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-	int err = 0;
-	for (int i = 0; i < n; i++) {
-		_cleanup_free_ char *path = pvg_asprintf("%s/%s/properties", dir, ents[i]->d_name);
-		free(ents[i]);
-		_cleanup_free_ char *text = NULL;
-		size_t len = 0;
-		int r = pvg_read_file(path, SMALL_MAX, &text, &len);
-		if (r == -ENOENT)
-			continue;
-		if (r < 0) {
-			err = err ? err : r;
-			continue;
-		}
-		_cleanup_free_ char *gfx = line_value(text, len, "gfx_target_version", ' ');
-		if (!gfx || strcmp(gfx, "0") == 0)
-			continue;
+	struct pvg_strv versions = { 0 };
+	int err = gpu_ids_from(dir, "properties", "gfx_target_version", ' ', "", true, &versions);
+	for (size_t i = 0; i < versions.n; i++) {
 		char *end = NULL, name[32];
-		unsigned long v = strtoul(gfx, &end, 10);
+		unsigned long v = strtoul(versions.v[i], &end, 10);
 		if (end && !*end && pvg_gfx_name_of_version(v, name, sizeof(name)) == 0)
 			strv_push(out, pvg_strdup(name));
 		else
-			strv_push(out, pvg_asprintf("unknown (gfx_target_version %s)", gfx));
+			strv_push(out, pvg_asprintf("unknown (gfx_target_version %s)", versions.v[i]));
 	}
-	free(ents);
+	pvg_strv_clear(&versions);
 	return err ? err : (int)out->n;
 }
 

@@ -406,6 +406,22 @@ void pvg_strv_clear(struct pvg_strv *v)
 	v->n = 0;
 }
 
+char *pvg_strv_join_distinct(const struct pvg_strv *v, const char *sep)
+{
+	char *out = pvg_strdup("");
+	for (size_t i = 0; i < v->n; i++) {
+		bool seen = false;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(v->v[k], v->v[i]) == 0;
+		if (seen)
+			continue;
+		char *o = pvg_asprintf("%s%s%s", out, *out ? sep : "", v->v[i]);
+		free(out);
+		out = o;
+	}
+	return out;
+}
+
 const char *pvg_procfs_root(void)
 {
 	const char *procfs = getenv("PROVGATE_PROCFS");

@@ -113,4 +113,6 @@ struct pvg_strv {
 };
 /* Frees every string and the list; leaves it empty. */
 void pvg_strv_clear(struct pvg_strv *v);
+/* The strings joined with sep, each once, in first-seen order ("" for none). */
+char *pvg_strv_join_distinct(const struct pvg_strv *v, const char *sep);
 
