@@ -161,14 +161,33 @@ int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out)
 		const struct pvg_config *cfg = ctx->cfg;
 		/* provgate's own inputs are not runtime files of the change */
 		const char *inputs[] = { cfg->path, cfg->build.log, cfg->markers.log };
+		_cleanup_free_ const char **builds = pvg_xcalloc(ctx->n_arts + 1, sizeof(*builds));
+		for (size_t i = 0; i < ctx->n_arts; i++)
+			builds[i] = ctx->arts[i].a.build;
 		const struct pvg_scope_own own = {
 			.inputs = inputs,
 			.n_inputs = ARRAY_SIZE(inputs),
 			.outputs = (const char *const *)ctx->outputs.v,
 			.n_outputs = ctx->outputs.n,
-			.build_artifact = cfg->build.artifact,
+			.build_artifacts = builds,
+			.n_build_artifacts = ctx->n_arts,
 		};
-		s = pvg_scope_compute(&cfg->source, cfg->dir, &own);
+		/* an artifact's own compiled globs are compiled sources too (gate 2 names the
+		 * artifact, gate 1 proves them) */
+		struct pvg_source_spec src = cfg->source;
+		size_t n_globs = cfg->source.compiled.n;
+		for (size_t i = 0; i < ctx->n_arts; i++)
+			n_globs += ctx->arts[i].a.compiled.n;
+		_cleanup_free_ char **globs = pvg_xcalloc(n_globs + 1, sizeof(*globs));
+		size_t g = 0;
+		for (size_t k = 0; k < cfg->source.compiled.n; k++)
+			globs[g++] = cfg->source.compiled.v[k];
+		for (size_t i = 0; i < ctx->n_arts; i++)
+			for (size_t k = 0; k < ctx->arts[i].a.compiled.n; k++)
+				globs[g++] = ctx->arts[i].a.compiled.v[k];
+		src.compiled.v = globs;
+		src.compiled.n = g;
+		s = pvg_scope_compute(&src, cfg->dir, &own);
 		pvg_ctx_set_slot(ctx, PVG_SLOT_SCOPE, s, scope_free_void);
 	}
 	*out = s;

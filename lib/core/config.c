@@ -27,6 +27,7 @@ enum field_kind {
 	F_REQUIRE,
 	F_WITNESS_REQUIRE,
 	F_WITNESS_API,
+	F_ARTIFACTS,
 	F_SECTION,
 	F_SCHEMA, /* "$schema": a string, for editors; not used */
 };
@@ -111,6 +112,19 @@ static const struct field benchmark_fields[] = {
 	END,
 };
 
+#define AF(k, kind, member) { k, kind, offsetof(struct pvg_artifact, member), NULL, false }
+#define AFX(k, kind, member) { k, kind, offsetof(struct pvg_artifact, member), NULL, true }
+static const struct field artifact_fields[] = {
+	AF("name", F_STRING, name),
+	AFX("build", F_PATH, build),
+	AFX("install", F_PATH, install),
+	AF("python_module", F_STRING, python_module),
+	AF("compiled", F_STRV, compiled),
+	AF("arch", F_ARCH, arch),
+	AF("require_kernels", F_STRV, require_kernels),
+	END,
+};
+
 static const struct field top_fields[] = {
 	{ "$schema", F_SCHEMA, 0, NULL, false },
 	CFX("name", F_STRING, name),
@@ -123,6 +137,7 @@ static const struct field top_fields[] = {
 	{ "markers", F_SECTION, 0, markers_fields, false },
 	{ "witness", F_SECTION, 0, witness_fields, false },
 	{ "benchmark", F_SECTION, 0, benchmark_fields, false },
+	{ "artifacts", F_ARTIFACTS, 0, NULL, false },
 	END,
 };
 
@@ -207,6 +222,17 @@ void pvg_config_free(struct pvg_config *cfg)
 	free(cfg->witness.api);
 	free(cfg->witness.library);
 	strv_free(&cfg->benchmark.inputs);
+	for (size_t i = 0; i < cfg->n_artifacts; i++) {
+		struct pvg_artifact *a = &cfg->artifacts[i];
+		free(a->name);
+		free(a->build);
+		free(a->install);
+		free(a->python_module);
+		strv_free(&a->compiled);
+		free(a->arch);
+		strv_free(&a->require_kernels);
+	}
+	free(cfg->artifacts);
 	free(cfg);
 }
 
@@ -408,6 +434,7 @@ static void suggest_key(const struct field *fields, const char *key, char *out, 
 
 struct loader {
 	struct pvg_config *cfg;
+	void *base; /* what field offsets are relative to: NULL is cfg (an artifacts[] entry) */
 	const char *origin;
 	const char *base_dir; /* for F_PATH; NULL keeps paths as written */
 	struct pvg_error *err;
@@ -698,10 +725,75 @@ static int parse_witness_require(const struct loader *ld, const char *key, const
 	return 0;
 }
 
+static int parse_object(const struct loader *ld, const struct field *fields, const char *where,
+			const cJSON *obj);
+
+/* "artifacts": a list of {name, build, install | python_module, compiled, arch,
+ * require_kernels}; names, build files and installed files are each unique, so that every
+ * problem and report entry names one artifact. */
+static int parse_artifacts(const struct loader *ld, const char *key, const cJSON *j)
+{
+	struct pvg_config *cfg = ld->cfg;
+	if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) == 0) {
+		set_err(ld->err, "%s: %s: expected a non-empty array of objects (name, build, "
+			"install or python_module), got %s", ld->origin, key,
+			cJSON_IsArray(j) ? "an empty array" : json_type_name(j));
+		return -EINVAL;
+	}
+	if (cfg->n_artifacts) {
+		set_err(ld->err, "%s: %s: key given twice", ld->origin, key);
+		return -EINVAL;
+	}
+	int n = cJSON_GetArraySize(j);
+	cfg->artifacts = pvg_xcalloc((size_t)n, sizeof(*cfg->artifacts));
+	const cJSON *e;
+	int i = 0;
+	cJSON_ArrayForEach(e, j) {
+		char where[64];
+		snprintf(where, sizeof(where), "%s[%d]", key, i++);
+		struct pvg_artifact *a = &cfg->artifacts[cfg->n_artifacts++];
+		struct loader sub = *ld;
+		sub.base = a;
+		int r = parse_object(&sub, artifact_fields, where, e);
+		if (r < 0)
+			return r;
+		if (!a->name || !a->build) {
+			set_err(ld->err, "%s: %s: needs \"%s\" (%s)", ld->origin, where,
+				!a->name ? "name" : "build",
+				!a->name ? "what the report and its problems call it"
+					 : "the file the build produced");
+			return -EINVAL;
+		}
+		if (a->install && a->python_module) {
+			set_err(ld->err, "%s: %s: both \"install\" and \"python_module\" name the "
+				"installed file; keep one", ld->origin, where);
+			return -EINVAL;
+		}
+		for (size_t k = 0; k + 1 < cfg->n_artifacts; k++) {
+			const struct pvg_artifact *o = &cfg->artifacts[k];
+			const char *what = strcmp(o->name, a->name) == 0 ? "name"
+					   : strcmp(o->build, a->build) == 0 ? "build"
+					   : a->install && o->install && strcmp(o->install, a->install) == 0
+						   ? "install"
+					   : a->python_module && o->python_module &&
+							   strcmp(o->python_module, a->python_module) == 0
+						   ? "python_module"
+						   : NULL;
+			if (what) {
+				_cleanup_free_ char *clean = pvg_utf8_sanitize(a->name, strlen(a->name));
+				set_err(ld->err, "%s: %s.%s: the same as %s[%zu]'s (\"%s\"); each entry "
+					"is another artifact", ld->origin, where, what, key, k, clean);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
 static int parse_field(const struct loader *ld, const struct field *f, const char *key,
 		       const cJSON *j)
 {
-	void *dst = (char *)ld->cfg + f->off;
+	void *dst = (char *)(ld->base ? ld->base : (void *)ld->cfg) + f->off;
 	int r;
 	switch (f->kind) {
 	case F_STRING:
@@ -783,6 +875,8 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 		return 0;
 	case F_WITNESS_REQUIRE:
 		return parse_witness_require(ld, key, j);
+	case F_ARTIFACTS:
+		return parse_artifacts(ld, key, j);
 	case F_WITNESS_API:
 		r = parse_string(ld, key, j, (char **)dst);
 		if (r < 0)
@@ -1090,6 +1184,61 @@ static int check_line_format(const struct pvg_config *cfg, const char *origin,
 	return -EINVAL;
 }
 
+/* "artifacts" and the single form name artifacts in two ways; both at once would leave one
+ * of them unchecked, so that is an error naming the key to move. */
+static const char *single_form_key(const struct pvg_config *cfg)
+{
+	return cfg->build.artifact	       ? "build.artifact"
+	       : cfg->install.artifact	       ? "install.artifact"
+	       : cfg->install.python_module    ? "install.python_module"
+	       : cfg->code_object.require_kernels.n ? "code_object.require_kernels"
+						    : NULL;
+}
+
+static int check_artifact_forms(const struct pvg_config *cfg, const char *origin,
+				struct pvg_error *err)
+{
+	const char *k = cfg->n_artifacts ? single_form_key(cfg) : NULL;
+	if (!k)
+		return 0;
+	set_err(err, "%s: %s: the config lists \"artifacts\"; move %s into the artifacts[] entry "
+		"it belongs to (build, install, python_module, require_kernels)", origin, k, k);
+	return -EINVAL;
+}
+
+void pvg_artifact_default_name(const char *path, char *out, size_t size)
+{
+	const char *b = path ? pvg_basename(path) : "artifact";
+	size_t n = strcspn(b, ".");
+	snprintf(out, size, "%.*s", (int)(n ? n : strlen(b)), b);
+}
+
+struct pvg_artifact *pvg_config_artifacts(const struct pvg_config *cfg, size_t *n)
+{
+	if (cfg->n_artifacts) {
+		struct pvg_artifact *v = pvg_xcalloc(cfg->n_artifacts, sizeof(*v));
+		memcpy(v, cfg->artifacts, cfg->n_artifacts * sizeof(*v));
+		*n = cfg->n_artifacts;
+		return v;
+	}
+	if (!single_form_key(cfg)) {
+		*n = 0;
+		return NULL;
+	}
+	struct pvg_artifact *v = pvg_xcalloc(1, sizeof(*v));
+	v->build = cfg->build.artifact;
+	v->install = cfg->install.artifact;
+	v->python_module = v->install ? NULL : cfg->install.python_module;
+	v->require_kernels = cfg->code_object.require_kernels;
+	*n = 1;
+	return v;
+}
+
+const char *pvg_artifact_arch(const struct pvg_config *cfg, const struct pvg_artifact *a)
+{
+	return a && a->arch ? a->arch : cfg->arch;
+}
+
 int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const char *origin,
 		     struct pvg_error *err)
 {
@@ -1138,6 +1287,8 @@ int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const
 	int r = parse_object(&ld, top_fields, "", root);
 	if (r == 0)
 		r = check_line_format(cfg, origin, err);
+	if (r == 0)
+		r = check_artifact_forms(cfg, origin, err);
 	if (r < 0)
 		add_position(err, origin, s, len);
 	return r;
@@ -1192,6 +1343,13 @@ int pvg_config_override(struct pvg_config *cfg, const char *key, const char *val
 	const struct field *f = find_field(key, top_fields);
 	if (!f) {
 		set_err(err, "no config key \"%s\" to override", key);
+		return -EINVAL;
+	}
+	if (cfg->n_artifacts && (strcmp(key, "build.artifact") == 0 ||
+				 strcmp(key, "install.artifact") == 0 ||
+				 strcmp(key, "install.python_module") == 0)) {
+		set_err(err, "command line: %s: the config lists \"artifacts\"; a flag cannot say "
+			"which of them it means: edit the entry in the config", key);
 		return -EINVAL;
 	}
 	char origin[160];

@@ -21,6 +21,18 @@ struct pvg_witness_require {
 	long min_count;   /* -1: witness.min_count */
 };
 
+/* One extension the change may touch (artifacts[], or the single form build.artifact +
+ * install.* + code_object.require_kernels, which is a list of one). */
+struct pvg_artifact {
+	char *name;
+	char *build;         /* the file the build produced */
+	char *install;       /* the installed file, or NULL when python_module names it */
+	char *python_module; /* resolved with install.python, never imported */
+	struct pvg_strv compiled;        /* globs of the changed sources that go into it */
+	char *arch;                      /* NULL: the top-level arch */
+	struct pvg_strv require_kernels; /* code_object.require_kernels for the single form */
+};
+
 struct pvg_config {
 	char *path; /* absolute path of the file, NULL for a config built in memory */
 	char *dir;
@@ -68,7 +80,20 @@ struct pvg_config {
 	struct {
 		struct pvg_strv inputs; /* dataset and prompt files, hashed into the report */
 	} benchmark;
+	/* "artifacts": empty when the config uses the single form (see pvg_config_artifacts) */
+	struct pvg_artifact *artifacts;
+	size_t n_artifacts;
 };
+
+/* The artifacts of a config: "artifacts" as listed, or the single form as a list of one
+ * (its strings borrowed from cfg; NULL fields where the config has none). *n is 0 when the
+ * config names no artifact at all. The array is the caller's to free (not its strings). */
+struct pvg_artifact *pvg_config_artifacts(const struct pvg_config *cfg, size_t *n);
+/* The entry's arch, else the config's. */
+const char *pvg_artifact_arch(const struct pvg_config *cfg, const struct pvg_artifact *a);
+/* The name the single form gets: the build (else installed) file's name up to its first
+ * dot ("_rocm_C.abi3.so" -> "_rocm_C"), written into out. */
+void pvg_artifact_default_name(const char *path, char *out, size_t size);
 
 /* A config with every default and no keys set (tests, and the base of loading). */
 struct pvg_config *pvg_config_new(void);

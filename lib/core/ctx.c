@@ -33,6 +33,30 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 	ctx->started_ns = pvg_now_ns();
 	ctx->started_at = time(NULL);
 	ctx->chain = new_chain();
+	struct pvg_artifact *v = pvg_config_artifacts(cfg, &ctx->n_arts);
+	ctx->arts = pvg_xcalloc(ctx->n_arts ? ctx->n_arts : 1, sizeof(*ctx->arts));
+	for (size_t i = 0; i < ctx->n_arts; i++) {
+		struct pvg_ctx_artifact *a = &ctx->arts[i];
+		a->a = v[i];
+		if (!a->a.name) {
+			pvg_artifact_default_name(a->a.build ? a->a.build : a->a.install,
+						  a->default_name, sizeof(a->default_name));
+			a->a.name = a->default_name;
+		}
+	}
+	free(v);
+}
+
+static void forget_installed(struct pvg_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->n_arts; i++) {
+		struct pvg_ctx_artifact *a = &ctx->arts[i];
+		free(a->installed_path);
+		pvg_msg_clear(&a->installed_msg);
+		a->installed_path = NULL;
+		a->installed_resolved = false;
+		a->installed_err = 0;
+	}
 }
 
 void pvg_ctx_cancel_early(struct pvg_ctx *ctx)
@@ -45,11 +69,7 @@ void pvg_ctx_cancel_early(struct pvg_ctx *ctx)
 void pvg_ctx_forget(struct pvg_ctx *ctx)
 {
 	pvg_ctx_cancel_early(ctx);
-	free(ctx->installed_path);
-	pvg_msg_clear(&ctx->installed_msg);
-	ctx->installed_path = NULL;
-	ctx->installed_resolved = false;
-	ctx->installed_err = 0;
+	forget_installed(ctx);
 	for (size_t i = 0; i < ctx->n_files; i++)
 		pvg_file_id_clear(&ctx->files[i]);
 	ctx->n_files = 0;
@@ -71,6 +91,9 @@ void pvg_ctx_done(struct pvg_ctx *ctx)
 	if (ctx->chain)
 		cJSON_Delete(ctx->chain);
 	ctx->chain = NULL;
+	free(ctx->arts);
+	ctx->arts = NULL;
+	ctx->n_arts = 0;
 }
 
 void *pvg_ctx_slot(struct pvg_ctx *ctx, enum pvg_slot s)
@@ -94,26 +117,51 @@ void pvg_ctx_set_slot(struct pvg_ctx *ctx, enum pvg_slot s, void *p, void (*free
 	ctx->slot_free[s] = free_fn;
 }
 
-int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why)
+int pvg_ctx_installed_at(struct pvg_ctx *ctx, size_t i, const char **path, const char **why)
 {
 	const struct pvg_config *cfg = ctx->cfg;
-	if (!ctx->installed_resolved) {
-		ctx->installed_resolved = true;
-		if (cfg->install.artifact) {
-			ctx->installed_path = pvg_strdup(cfg->install.artifact);
-		} else if (cfg->install.python_module) {
-			ctx->installed_err = pvg_python_module_path(
+	if (i >= ctx->n_arts) {
+		*path = NULL;
+		*why = "neither install.artifact nor install.python_module is set";
+		return -EDESTADDRREQ;
+	}
+	struct pvg_ctx_artifact *a = &ctx->arts[i];
+	if (!a->installed_resolved) {
+		a->installed_resolved = true;
+		if (a->a.install) {
+			a->installed_path = pvg_strdup(a->a.install);
+		} else if (a->a.python_module) {
+			a->installed_err = pvg_python_module_path(
 				cfg->install.python ? cfg->install.python : "python3",
-				cfg->install.python_module, &ctx->installed_path, &ctx->installed_msg);
+				a->a.python_module, &a->installed_path, &a->installed_msg);
 		} else {
-			ctx->installed_err = -EDESTADDRREQ;
-			pvg_msg_set(&ctx->installed_msg, NULL, "%s",
-				    "neither install.artifact nor install.python_module is set");
+			a->installed_err = -EDESTADDRREQ;
+			if (cfg->n_artifacts)
+				pvg_msg_set(&a->installed_msg, NULL,
+					    "artifacts entry \"%s\" sets neither install nor "
+					    "python_module", a->a.name);
+			else
+				pvg_msg_set(&a->installed_msg, NULL, "%s",
+					    "neither install.artifact nor install.python_module is "
+					    "set");
 		}
 	}
-	*path = ctx->installed_path;
-	*why = ctx->installed_msg.text;
-	return ctx->installed_err;
+	*path = a->installed_path;
+	*why = a->installed_msg.text;
+	return a->installed_err;
+}
+
+int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why)
+{
+	return pvg_ctx_installed_at(ctx, 0, path, why);
+}
+
+const char *pvg_ctx_art_label(const struct pvg_ctx *ctx, size_t i, char *buf, size_t size)
+{
+	if (ctx->n_arts <= 1 || i >= ctx->n_arts)
+		return "";
+	snprintf(buf, size, "%s: ", ctx->arts[i].a.name);
+	return buf;
 }
 
 /* The cached entry for path, if nothing about the file can have changed since. */

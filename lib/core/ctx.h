@@ -26,6 +26,16 @@ enum pvg_slot {
 
 #define PVG_MAX_CACHED_FILES 16
 
+/* One artifact of the run (pvg_config_artifacts), with its installed file once resolved. */
+struct pvg_ctx_artifact {
+	struct pvg_artifact a; /* a.name is always set; strings borrowed from the config */
+	char default_name[128];
+	bool installed_resolved;
+	int installed_err; /* 0 or -errno */
+	char *installed_path;
+	struct pvg_msg installed_msg;
+};
+
 struct pvg_ctx {
 	const struct pvg_config *cfg;
 	enum pvg_phase phase;
@@ -34,11 +44,9 @@ struct pvg_ctx {
 	uint64_t started_ns;
 	time_t started_at;
 
-	/* install.artifact, or what install.python_module resolved to */
-	bool installed_resolved;
-	int installed_err; /* 0 or -errno */
-	char *installed_path;
-	struct pvg_msg installed_msg;
+	/* the config's artifacts, each with its installed file (install / python_module) */
+	struct pvg_ctx_artifact *arts;
+	size_t n_arts;
 
 	struct pvg_file_id files[PVG_MAX_CACHED_FILES];
 	size_t n_files;
@@ -77,8 +85,13 @@ void pvg_ctx_done(struct pvg_ctx *ctx);
 void pvg_ctx_forget(struct pvg_ctx *ctx);
 void *pvg_ctx_slot(struct pvg_ctx *ctx, enum pvg_slot s);
 void pvg_ctx_set_slot(struct pvg_ctx *ctx, enum pvg_slot s, void *p, void (*free_fn)(void *));
-/* The installed artifact path (config or python module). 0, or -errno with *why set. */
+/* Artifact i's installed path (config or python module). 0, or -errno with *why set;
+ * -EDESTADDRREQ when the config names no installed file for it (or has no artifact i). */
+int pvg_ctx_installed_at(struct pvg_ctx *ctx, size_t i, const char **path, const char **why);
+/* The same for the first artifact. */
 int pvg_ctx_installed(struct pvg_ctx *ctx, const char **path, const char **why);
+/* "" for a single artifact, else "NAME: ", to begin a problem's message with. */
+const char *pvg_ctx_art_label(const struct pvg_ctx *ctx, size_t i, char *buf, size_t size);
 /* Hashes the given paths (concurrently when several are not cached yet) and returns the
  * cached identities; a file whose dev/inode/size/mtime/ctime still match is not rehashed. */
 int pvg_ctx_hash(struct pvg_ctx *ctx, const char *const *paths, size_t n,

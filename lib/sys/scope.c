@@ -610,6 +610,14 @@ bool pvg_scope_is_build_state(const char *path)
 
 /* The top folder of the work tree that holds the artifact ("cmake-build-rocm/", "build/"),
  * or NULL when the artifact is outside the work tree or at its root. */
+static bool in_build_tree(char *const *trees, size_t n, const char *path)
+{
+	for (size_t k = 0; k < n; k++)
+		if (trees[k] && strncmp(path, trees[k], strlen(trees[k])) == 0)
+			return true;
+	return false;
+}
+
 static char *build_tree_prefix(const char *workdir, const char *artifact)
 {
 	if (!artifact || !workdir)
@@ -670,7 +678,12 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const cha
 		pvg_xcalloc(own->n_outputs ? own->n_outputs : 1, sizeof(*out_ids));
 	size_t n_in = file_ids(own->inputs, own->n_inputs, in_ids);
 	size_t n_out = file_ids(own->outputs, own->n_outputs, out_ids);
-	_cleanup_free_ char *build_tree = build_tree_prefix(s->workdir, own->build_artifact);
+	/* the build trees of every artifact: [0] is build_artifact's */
+	size_t n_trees = 1 + own->n_build_artifacts;
+	char **build_trees = pvg_xcalloc(n_trees, sizeof(*build_trees));
+	build_trees[0] = build_tree_prefix(s->workdir, own->build_artifact);
+	for (size_t k = 0; k < own->n_build_artifacts; k++)
+		build_trees[k + 1] = build_tree_prefix(s->workdir, own->build_artifacts[k]);
 	s->changes = pvg_xcalloc(t.n, sizeof(*s->changes));
 	for (size_t i = 0; i < t.n; i++) {
 		if (t.e[i].dead) {
@@ -687,7 +700,7 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const cha
 			} else if (is_one_of(out_ids, n_out, s->workdir, c->path) ||
 				   is_provgate_output(s->workdir, c->path)) {
 				c->provgate_output = true;
-			} else if (build_tree && strncmp(c->path, build_tree, strlen(build_tree)) == 0 &&
+			} else if (in_build_tree(build_trees, n_trees, c->path) &&
 				   pvg_scope_is_build_state(c->path)) {
 				c->build_state = true;
 			}
@@ -699,6 +712,9 @@ struct pvg_scope *pvg_scope_compute(const struct pvg_source_spec *src, const cha
 			c->old_cls = pvg_scope_classify(src, c->old_path, &c->old_install_path);
 		s->count[c->cls]++;
 	}
+	for (size_t k = 0; k < n_trees; k++)
+		free(build_trees[k]);
+	free(build_trees);
 	free(t.e);
 	free(t.slot);
 	qsort(s->changes, s->n, sizeof(*s->changes), cmp_change);

@@ -86,6 +86,9 @@ struct pvg_scope_own {
 	 * under the top folder of the work tree that holds it ("build/", "cmake-build-rocm/")
 	 * is not a runtime file */
 	const char *build_artifact;
+	/* more of them, the same way (a config with several artifacts) */
+	const char *const *build_artifacts;
+	size_t n_build_artifacts;
 };
 
 /* The change set of src (default_repo when src->repo is unset). An unknown file that is one
