@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "checks.h"
+#include "facts.h"
 
 static cJSON *file_json(const struct pvg_file_id *id, bool full)
 {
@@ -66,10 +67,14 @@ static enum pvg_status side_problem(struct pvg_result *res, const char *side,
 	return PVG_UNVERIFIABLE;
 }
 
-static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result *res)
+static enum pvg_status hash_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
+				struct pvg_result *res, void *unused)
 {
+	(void)unused;
 	const struct pvg_config *cfg = ctx->cfg;
-	if (!cfg->build.artifact) {
+	const struct pvg_artifact *a = &ctx->arts[ai].a;
+	bool listed = cfg->n_artifacts > 0;
+	if (!a->build) {
 		pvg_summary(res, "build.artifact is not configured");
 		pvg_problem(res, "artifact-hash.not-configured",
 			    "set build.artifact to the file the build produced",
@@ -77,10 +82,10 @@ static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result 
 		return PVG_UNVERIFIABLE;
 	}
 	const char *installed, *why;
-	int r = pvg_ctx_installed(ctx, &installed, &why);
-	if (cfg->install.python_module) {
-		cJSON *m = cJSON_AddObjectToObject(res->evidence, "python_module");
-		pvg_json_add_str(m, "name", cfg->install.python_module);
+	int r = pvg_ctx_installed_at(ctx, ai, &installed, &why);
+	if (a->python_module) {
+		cJSON *m = cJSON_AddObjectToObject(ev, "python_module");
+		pvg_json_add_str(m, "name", a->python_module);
 		pvg_json_add_str(m, "python", cfg->install.python ? cfg->install.python : "python3");
 		pvg_json_add_str(m, "resolved", installed);
 		pvg_json_add_str(m, "answer", why);
@@ -88,20 +93,21 @@ static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result 
 	if (r == -EDESTADDRREQ) {
 		pvg_summary(res, "installed artifact is not configured");
 		pvg_problem(res, "artifact-hash.not-configured",
-			    "set install.artifact, or install.python_module (with install.python)",
+			    listed ? "set the entry's install, or python_module (with install.python)"
+				   : "set install.artifact, or install.python_module (with "
+				     "install.python)",
 			    "%s", why);
 		return PVG_UNVERIFIABLE;
 	}
 	if (r == -ENOENT) {
-		pvg_summary(res, "installed module %s cannot be found", cfg->install.python_module);
+		pvg_summary(res, "installed module %s cannot be found", a->python_module);
 		pvg_problem(res, "artifact-hash.module-not-found",
 			    "install the package into the interpreter named by install.python",
 			    "%s", why);
 		return PVG_FAIL;
 	}
 	if (r < 0) {
-		pvg_summary(res, "could not ask the interpreter where %s is",
-			    cfg->install.python_module);
+		pvg_summary(res, "could not ask the interpreter where %s is", a->python_module);
 		pvg_problem(res, "artifact-hash.python-failed",
 			    "check install.python names a working interpreter", "%s", why);
 		return PVG_UNVERIFIABLE;
@@ -109,37 +115,47 @@ static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result 
 
 	const struct pvg_file_id *ids[2];
 	uint64_t diff_at;
-	r = pvg_ctx_hash_pair(ctx, cfg->build.artifact, installed, ids, &diff_at);
+	r = pvg_ctx_hash_pair(ctx, a->build, installed, ids, &diff_at);
 	if (r < 0) {
 		pvg_problem(res, "artifact-hash.read-error", NULL, "hashing failed: %s", strerror(-r));
 		return PVG_UNVERIFIABLE;
 	}
 	const struct pvg_file_id *b = ids[0], *in = ids[1];
-	cJSON_AddItemToObject(res->evidence, "build", file_json(b, true));
-	cJSON_AddItemToObject(res->evidence, "installed", file_json(in, true));
-	if (b->hashed)
-		pvg_chain_set(ctx, "build", file_json(b, false));
-	if (in->hashed)
-		pvg_chain_set(ctx, "installed", file_json(in, true));
+	cJSON_AddItemToObject(ev, "build", file_json(b, true));
+	cJSON_AddItemToObject(ev, "installed", file_json(in, true));
+	cJSON *link = pvg_chain_artifact(ctx, ai);
+	if (b->hashed) {
+		if (ai == 0)
+			pvg_chain_set(ctx, "build", file_json(b, false));
+		if (link)
+			cJSON_ReplaceItemInObject(link, "build", file_json(b, false));
+	}
+	if (in->hashed) {
+		if (ai == 0)
+			pvg_chain_set(ctx, "installed", file_json(in, true));
+		if (link)
+			cJSON_ReplaceItemInObject(link, "installed", file_json(in, true));
+	}
 
 	enum pvg_status st = PVG_PASS;
+	size_t first = res->n_problems;
 	if (!b->hashed)
 		st = pvg_status_worst(st, side_problem(res, "build", b));
 	if (!in->hashed)
 		st = pvg_status_worst(st, side_problem(res, "installed", in));
 	if (st != PVG_PASS) {
-		pvg_summary(res, "cannot compare: %s", res->problems[0].message);
+		pvg_summary(res, "cannot compare: %s", res->problems[first].message);
 		return st;
 	}
 
 	bool same_file = b->dev == in->dev && b->ino == in->ino;
-	pvg_json_add_bool(res->evidence, "same_file", same_file);
-	pvg_json_add_str(res->evidence, "method",
+	pvg_json_add_bool(ev, "same_file", same_file);
+	pvg_json_add_str(ev, "method",
 			 b->digest_by_compare ? "installed hashed; build compared byte for byte with it"
 			 : strcmp(b->path, in->path) == 0 ? "one path, hashed once"
 							  : "both hashed");
 	if (diff_at != UINT64_MAX)
-		pvg_json_add_u64(res->evidence, "first_difference_at", diff_at);
+		pvg_json_add_u64(ev, "first_difference_at", diff_at);
 	if (b->size == 0 || in->size == 0) {
 		pvg_summary(res, "%s artifact is empty", b->size == 0 ? "build" : "installed");
 		pvg_problem(res, "artifact-hash.empty",
@@ -166,13 +182,26 @@ static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result 
 	return PVG_PASS;
 }
 
+static enum pvg_status run_artifact_hash(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	if (ctx->n_arts == 0) {
+		pvg_summary(res, "build.artifact is not configured");
+		pvg_problem(res, "artifact-hash.not-configured",
+			    "set build.artifact to the file the build produced (or list artifacts)",
+			    "no build artifact to compare: build.artifact is not set");
+		return PVG_UNVERIFIABLE;
+	}
+	return pvg_each_artifact(ctx, res, hash_one, NULL);
+}
+
 /* The digest of a big library is the slowest fact of a run: begin it before gate 1. */
 static void start_artifact_hash(struct pvg_ctx *ctx)
 {
 	const char *installed, *why;
-	if (ctx->cfg->build.artifact && pvg_ctx_installed(ctx, &installed, &why) == 0 &&
-	    strcmp(installed, ctx->cfg->build.artifact) != 0)
-		pvg_ctx_hash_early(ctx, ctx->cfg->build.artifact, installed);
+	const char *build = ctx->n_arts ? ctx->arts[0].a.build : NULL;
+	if (build && pvg_ctx_installed_at(ctx, 0, &installed, &why) == 0 &&
+	    strcmp(installed, build) != 0)
+		pvg_ctx_hash_early(ctx, build, installed);
 }
 
 const struct pvg_check pvg_check_artifact_hash = {

@@ -350,7 +350,8 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
  * the side of a restart.
  */
 static enum pvg_status check_change_set(struct pvg_ctx *ctx, struct pvg_result *res,
-					const struct pvg_targets *t, const struct expect *ex)
+					const struct pvg_targets *t, const struct expect *exs,
+					size_t n_exs)
 {
 	cJSON *ev = cJSON_AddObjectToObject(res->evidence, "change_set_files");
 	const struct pvg_proc *root = pvg_targets_find(t, t->root);
@@ -390,15 +391,18 @@ static enum pvg_status check_change_set(struct pvg_ctx *ctx, struct pvg_result *
 		struct stat st;
 		if (stat(c->install_path, &st) < 0 || !S_ISREG(st.st_mode))
 			continue; /* not installed: gate 2 says so */
-		if (st.st_dev == ex->st.st_dev && st.st_ino == ex->st.st_ino)
-			continue; /* the artifact itself, checked above */
+		bool artifact = false;
+		for (size_t k = 0; k < n_exs; k++)
+			artifact |= st.st_dev == exs[k].st.st_dev && st.st_ino == exs[k].st.st_ino;
+		if (artifact)
+			continue; /* an artifact itself, checked above */
 		n_checked++;
 		int64_t cns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 		if (cns < start_ns)
 			continue;
 		char ct[48];
 		pvg_format_time(st.st_ctim.tv_sec, st.st_ctim.tv_nsec, ct, sizeof(ct));
-		bool is_late = cns >= start_ns + ex->tick_ns;
+		bool is_late = cns >= start_ns + exs[0].tick_ns;
 		size_t *n = is_late ? &n_late : &n_close;
 		char **l = is_late ? &list : &close_list;
 		if (is_late) {
@@ -478,92 +482,66 @@ static void add_identity(cJSON *c, const struct pvg_proc *p, const struct pvg_se
 	}
 }
 
-static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *res)
+/* Artifact ai's installed file and the digest its mapped bytes must have. */
+static enum pvg_status expect_artifact(struct pvg_ctx *ctx, size_t ai, struct expect *ex,
+				       struct pvg_result *res)
 {
-	const struct pvg_config *cfg = ctx->cfg;
-	struct expect ex = { 0 };
+	const char *build = ctx->arts[ai].a.build;
 	const char *why;
-	int r = pvg_ctx_installed(ctx, &ex.installed, &why);
+	int r = pvg_ctx_installed_at(ctx, ai, &ex->installed, &why);
 	if (r < 0) {
 		pvg_summary(res, "installed artifact unknown: %s", why);
 		pvg_problem(res, r == -ENOENT ? "process-maps.installed-missing"
 					      : "process-maps.not-configured",
-			    "set install.artifact (or install.python_module)", "%s", why);
+			    ctx->cfg->n_artifacts ? "set the entry's install (or python_module)"
+						  : "set install.artifact (or install.python_module)",
+			    "%s", why);
 		return r == -ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE;
 	}
-	if (stat(ex.installed, &ex.st) < 0 || !realpath(ex.installed, ex.canon)) {
+	if (stat(ex->installed, &ex->st) < 0 || !realpath(ex->installed, ex->canon)) {
 		int e = errno;
-		pvg_summary(res, "installed artifact %s: %s", ex.installed, strerror(e));
+		pvg_summary(res, "installed artifact %s: %s", ex->installed, strerror(e));
 		pvg_problem(res, e == ENOENT ? "process-maps.installed-missing"
 					     : "process-maps.unreadable",
-			    "install the artifact", "installed artifact %s: %s", ex.installed,
+			    "install the artifact", "installed artifact %s: %s", ex->installed,
 			    strerror(e));
 		return e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE;
 	}
-	ex.name = pvg_basename(ex.canon);
+	ex->name = pvg_basename(ex->canon);
 
 	/* the digest to compare with: the build's (cached from gate 3 when unchanged) */
-	const char *paths[2] = { ex.installed, cfg->build.artifact };
+	const char *paths[2] = { ex->installed, build };
 	const struct pvg_file_id *ids[2] = { 0 };
-	pvg_ctx_hash(ctx, paths, cfg->build.artifact ? 2 : 1, ids);
-	ex.inst_id = ids[0] && ids[0]->hashed ? ids[0] : NULL;
+	pvg_ctx_hash(ctx, paths, build ? 2 : 1, ids);
+	ex->inst_id = ids[0] && ids[0]->hashed ? ids[0] : NULL;
 	if (ids[1] && ids[1]->hashed) {
-		ex.digest = ids[1]->sha256;
-		ex.digest_hex = ids[1]->hex;
-		ex.digest_of = "build";
-	} else if (!cfg->build.artifact && ex.inst_id) {
-		ex.digest = ex.inst_id->sha256;
-		ex.digest_hex = ex.inst_id->hex;
-		ex.digest_of = "installed file";
+		ex->digest = ids[1]->sha256;
+		ex->digest_hex = ids[1]->hex;
+		ex->digest_of = "build";
+	} else if (!build && ex->inst_id) {
+		ex->digest = ex->inst_id->sha256;
+		ex->digest_hex = ex->inst_id->hex;
+		ex->digest_of = "installed file";
 	} else {
-		const struct pvg_file_id *bad = cfg->build.artifact ? ids[1] : ids[0];
+		const struct pvg_file_id *bad = build ? ids[1] : ids[0];
 		pvg_summary(res, "no digest to compare the mapped bytes with");
 		pvg_problem(res, "process-maps.no-digest", "check gate 3 (artifact-hash)",
 			    "cannot hash %s: %s", bad ? bad->path : "?",
 			    bad && bad->err ? strerror(-bad->err) : "unknown error");
 		return PVG_UNVERIFIABLE;
 	}
-	pvg_json_add_str(res->evidence, "installed", ex.canon);
-	pvg_json_add_u64(res->evidence, "installed_inode", (uint64_t)ex.st.st_ino);
-	pvg_json_add_str(res->evidence, "expected_sha256", ex.digest_hex);
-	pvg_json_add_str(res->evidence, "expected_from", ex.digest_of);
+	return PVG_PASS;
+}
 
-	const struct pvg_targets *t;
-	r = pvg_targets_get(ctx, &t);
-	if (r < 0) {
-		pvg_summary(res, "cannot list processes: %s", strerror(-r));
-		pvg_problem(res, "process-maps.scan-failed", "is /proc mounted?",
-			    "listing processes through libproc2 failed: %s", strerror(-r));
-		return PVG_UNVERIFIABLE;
-	}
-	ex.tick_ns = t->tick_ns;
-	cJSON_AddItemToObject(res->evidence, "selection", pvg_targets_json(t));
-	if (t->err)
-		return pvg_targets_problem(t, res);
-
+/* Every process of the tree against artifact ai: its evidence in ev, its chain entries in
+ * chain; *n_mapping counts the processes that map the installed file. */
+static enum pvg_status maps_of_artifact(struct pvg_ctx *ctx, struct pvg_result *res,
+					const struct pvg_targets *t,
+					const struct pvg_self_view *self, struct expect *ex,
+					cJSON *ev, cJSON *chain, size_t *n_mapping_out)
+{
 	enum pvg_status st = PVG_PASS;
-	if (ctx->pinned) {
-		/* exec's after-check: a restarted service could pass every other test here */
-		const struct pvg_proc *now = pvg_targets_find(t, ctx->pinned_pid);
-		if (!now || now->start_ticks != ctx->pinned_start_ticks ||
-		    t->primary != ctx->pinned_pid) {
-			pvg_problem(res, "process-maps.service-restarted",
-				    "the benchmark's numbers came from more than one service "
-				    "process; run it again without restarting the service",
-				    "the certified service process %d is %s; the service is now process %d",
-				    (int)ctx->pinned_pid,
-				    !now ? "gone"
-				    : now->start_ticks != ctx->pinned_start_ticks
-					    ? "gone (its pid now names another process)"
-					    : "no longer the selected target",
-				    (int)t->primary);
-			st = PVG_FAIL;
-		}
-	}
-	struct pvg_self_view self;
-	(void)pvg_self_view_read(ctx->procfs, "/", &self);
-	cJSON *procs = cJSON_AddArrayToObject(res->evidence, "processes");
-	cJSON *chain = cJSON_CreateArray();
+	cJSON *procs = cJSON_AddArrayToObject(ev, "processes");
 	size_t n_mapping = 0, n_checked = 0, n_unscanned = 0, n_named = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pvg_proc *p = &t->procs[i];
@@ -574,7 +552,7 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 			target |= t->targets[k] == p->pid;
 		cJSON *pj = cJSON_CreateObject();
 		bool mapped, scanned, named;
-		enum pvg_status ps = check_process(ctx, res, &ex, p, target,
+		enum pvg_status ps = check_process(ctx, res, ex, p, target,
 						    t->how == PVG_SELECT_MATCH, pj, &mapped, &scanned,
 						    &named);
 		n_named += named;
@@ -597,47 +575,158 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 		/* the same file as provgate names it; on the host, the host's path */
 		cJSON *ip = cJSON_GetObjectItem(pj, "installed_path");
 		pvg_json_add_str(c, "installed_path", ip ? ip->valuestring : NULL);
-		pvg_json_add_str(c, "host_path", ip && !self.in_container ? ip->valuestring : NULL);
-		add_identity(c, p, &self);
+		pvg_json_add_str(c, "host_path", ip && !self->in_container ? ip->valuestring : NULL);
+		add_identity(c, p, self);
 		pvg_json_add_str(c, "comm", p->comm);
 		pvg_json_add_bool(c, "target", target);
 		cJSON *v = cJSON_GetObjectItem(pj, "verified");
 		pvg_json_add_bool(c, "verified", v && cJSON_IsTrue(v));
 		cJSON_AddItemToArray(chain, c);
 	}
-	pvg_chain_set(ctx, "processes", chain);
 	/* a process that could not be read might be the one that maps it */
 	if (n_mapping == 0 && n_unscanned > 0 && st == PVG_PASS) {
 		pvg_problem(res, "process-maps.exited",
 			    "run again while the service is up",
 			    "no process of the tree of %d maps %s, and %zu of its processes exited "
 			    "while they were being scanned",
-			    (int)t->primary, ex.canon, n_unscanned);
+			    (int)t->primary, ex->canon, n_unscanned);
 		st = PVG_UNVERIFIABLE;
 	}
 	if (n_mapping == 0 && n_unscanned == 0 && t->how != PVG_SELECT_MATCH) {
 		const struct pvg_proc *p = pvg_targets_find(t, t->primary);
 		const struct pvg_proc *root = pvg_targets_find(t, t->root);
-		_cleanup_free_ char *hint = not_loaded_hint(&ex, root ? root : p, n_named > 0);
+		_cleanup_free_ char *hint = not_loaded_hint(ex, root ? root : p, n_named > 0);
 		pvg_problem(res, "process-maps.not-loaded", hint,
 			    "no process of the tree of %d (%s, %zu process%s checked) maps %s",
 			    (int)t->primary, p ? p->comm : "?", n_checked, n_checked == 1 ? "" : "es",
-			    ex.canon);
+			    ex->canon);
 		st = pvg_status_worst(st, PVG_FAIL);
 	}
+	*n_mapping_out = n_mapping;
+	return st;
+}
 
-	st = pvg_status_worst(st, check_change_set(ctx, res, t, &ex));
-
-	if (st == PVG_PASS && n_mapping == 0) { /* nothing looked at is never a pass */
-		pvg_problem(res, "process-maps.not-loaded", NULL, "no process maps %s", ex.canon);
-		st = PVG_FAIL;
+static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	if (ctx->n_arts == 0) {
+		pvg_summary(res, "installed artifact unknown: none is configured");
+		pvg_problem(res, "process-maps.not-configured",
+			    "set install.artifact (or install.python_module), or list artifacts",
+			    "neither install.artifact nor install.python_module is set");
+		return PVG_UNVERIFIABLE;
 	}
-	if (st == PVG_PASS)
+	size_t n_arts = ctx->n_arts;
+	bool several = n_arts > 1;
+	_cleanup_free_ struct expect *exs = pvg_xcalloc(n_arts, sizeof(*exs));
+	cJSON *art_ev = several ? cJSON_AddArrayToObject(res->evidence, "artifacts") : NULL;
+	enum pvg_status st = PVG_PASS;
+	char lb[160];
+	for (size_t ai = 0; ai < n_arts; ai++) {
+		cJSON *ev = res->evidence;
+		if (several) {
+			ev = cJSON_CreateObject();
+			pvg_json_add_str(ev, "name", ctx->arts[ai].a.name);
+			cJSON_AddItemToArray(art_ev, ev);
+		}
+		size_t from = res->n_problems;
+		struct expect *ex = &exs[ai];
+		enum pvg_status s = expect_artifact(ctx, ai, ex, res);
+		pvg_problems_label(ctx, res, from, ai);
+		st = pvg_status_worst(st, s);
+		if (s != PVG_PASS)
+			continue;
+		pvg_json_add_str(ev, "installed", ex->canon);
+		pvg_json_add_u64(ev, "installed_inode", (uint64_t)ex->st.st_ino);
+		pvg_json_add_str(ev, "expected_sha256", ex->digest_hex);
+		pvg_json_add_str(ev, "expected_from", ex->digest_of);
+	}
+	if (st != PVG_PASS) {
+		if (several)
+			pvg_summary(res, "%s", res->problems[0].message);
+		return st;
+	}
+
+	const struct pvg_targets *t;
+	int r = pvg_targets_get(ctx, &t);
+	if (r < 0) {
+		pvg_summary(res, "cannot list processes: %s", strerror(-r));
+		pvg_problem(res, "process-maps.scan-failed", "is /proc mounted?",
+			    "listing processes through libproc2 failed: %s", strerror(-r));
+		return PVG_UNVERIFIABLE;
+	}
+	for (size_t ai = 0; ai < n_arts; ai++)
+		exs[ai].tick_ns = t->tick_ns;
+	cJSON_AddItemToObject(res->evidence, "selection", pvg_targets_json(t));
+	if (t->err)
+		return pvg_targets_problem(t, res);
+
+	if (ctx->pinned) {
+		/* exec's after-check: a restarted service could pass every other test here */
+		const struct pvg_proc *now = pvg_targets_find(t, ctx->pinned_pid);
+		if (!now || now->start_ticks != ctx->pinned_start_ticks ||
+		    t->primary != ctx->pinned_pid) {
+			pvg_problem(res, "process-maps.service-restarted",
+				    "the benchmark's numbers came from more than one service "
+				    "process; run it again without restarting the service",
+				    "the certified service process %d is %s; the service is now process %d",
+				    (int)ctx->pinned_pid,
+				    !now ? "gone"
+				    : now->start_ticks != ctx->pinned_start_ticks
+					    ? "gone (its pid now names another process)"
+					    : "no longer the selected target",
+				    (int)t->primary);
+			st = PVG_FAIL;
+		}
+	}
+	struct pvg_self_view self;
+	(void)pvg_self_view_read(ctx->procfs, "/", &self);
+	size_t n_mapping_all = SIZE_MAX;
+	for (size_t ai = 0; ai < n_arts; ai++) {
+		cJSON *ev = several ? cJSON_GetArrayItem(art_ev, (int)ai) : res->evidence;
+		cJSON *chain = cJSON_CreateArray();
+		size_t from = res->n_problems, n_mapping;
+		enum pvg_status s = maps_of_artifact(ctx, res, t, &self, &exs[ai], ev, chain,
+						     &n_mapping);
+		pvg_problems_label(ctx, res, from, ai);
+		if (s == PVG_PASS && n_mapping == 0) { /* nothing looked at is never a pass */
+			pvg_problem(res, "process-maps.not-loaded", NULL, "%sno process maps %s",
+				    pvg_ctx_art_label(ctx, ai, lb, sizeof(lb)), exs[ai].canon);
+			s = PVG_FAIL;
+		}
+		if (several)
+			pvg_json_add_str(ev, "status", pvg_status_name(s));
+		st = pvg_status_worst(st, s);
+		if (n_mapping < n_mapping_all)
+			n_mapping_all = n_mapping;
+		cJSON *link = pvg_chain_artifact(ctx, ai);
+		if (link)
+			cJSON_ReplaceItemInObject(link, "processes", cJSON_Duplicate(chain, true));
+		if (ai == 0)
+			pvg_chain_set(ctx, "processes", chain);
+		else
+			cJSON_Delete(chain);
+	}
+
+	st = pvg_status_worst(st, check_change_set(ctx, res, t, exs, n_arts));
+
+	if (st == PVG_PASS && !several)
 		pvg_summary(res, "%zu process%s map%s the installed %s (inode %" PRIu64 ", sha256 "
 			    "%.12s…, %s)",
-			    n_mapping, n_mapping == 1 ? "" : "es", n_mapping == 1 ? "s" : "",
-			    ex.name, (uint64_t)ex.st.st_ino, ex.digest_hex, ex.digest_of);
-	else
+			    n_mapping_all, n_mapping_all == 1 ? "" : "es",
+			    n_mapping_all == 1 ? "s" : "", exs[0].name, (uint64_t)exs[0].st.st_ino,
+			    exs[0].digest_hex, exs[0].digest_of);
+	else if (st == PVG_PASS) {
+		_cleanup_free_ char *names = pvg_strdup("");
+		for (size_t ai = 0; ai < n_arts; ai++) {
+			char *j = pvg_asprintf("%s%s%s", names, ai ? ", " : "", exs[ai].name);
+			free(names);
+			names = j;
+		}
+		pvg_summary(res, "%zu process%s map%s each of the %zu installed artifacts (%s), "
+			    "their bytes those of the build",
+			    n_mapping_all, n_mapping_all == 1 ? "" : "es",
+			    n_mapping_all == 1 ? "s" : "", n_arts, names);
+	} else
 		pvg_summary(res, "%s", res->problems[0].message);
 	return st;
 }

@@ -9,12 +9,34 @@
 #include "formats/codeobj/codeobj.h"
 #include "sys/gpu-procs.h"
 
-/* The installed artifact's code objects, read once per run (PVG_SLOT_CODEOBJ). */
-static int installed_code_objects(struct pvg_ctx *ctx, const char *path,
+/* The installed artifacts' code objects, read once per run (PVG_SLOT_CODEOBJ): one set a
+ * artifact, each scanned with the kernel names of its own arch. */
+struct codeobj_sets {
+	size_t n;
+	struct pvg_codeobj_set *set[];
+};
+
+static void codeobj_sets_free(void *p)
+{
+	struct codeobj_sets *s = p;
+	for (size_t i = 0; i < s->n; i++)
+		pvg_codeobj_set_freep(s->set[i]);
+	free(s);
+}
+
+static int installed_code_objects(struct pvg_ctx *ctx, size_t ai, const char *path,
 				  struct pvg_codeobj_set **out)
 {
-	struct pvg_codeobj_set *set = pvg_ctx_slot(ctx, PVG_SLOT_CODEOBJ);
-	const char *arch = ctx->cfg->arch;
+	struct codeobj_sets *sets = pvg_ctx_slot(ctx, PVG_SLOT_CODEOBJ);
+	if (!sets) {
+		sets = pvg_xcalloc(1, sizeof(*sets) + ctx->n_arts * sizeof(sets->set[0]));
+		sets->n = ctx->n_arts;
+		pvg_ctx_set_slot(ctx, PVG_SLOT_CODEOBJ, sets, codeobj_sets_free);
+	}
+	if (ai >= sets->n)
+		return -EINVAL;
+	struct pvg_codeobj_set *set = sets->set[ai];
+	const char *arch = pvg_artifact_arch(ctx->cfg, &ctx->arts[ai].a);
 	if (set && strcmp(set->path, path) == 0 &&
 	    (set->opts.kernel_names || (arch && set->names_arch && strcmp(set->names_arch, arch) == 0))) {
 		*out = set;
@@ -22,11 +44,14 @@ static int installed_code_objects(struct pvg_ctx *ctx, const char *path,
 	}
 	/* names only for the objects that matter here: a big library holds ~10^6 kernels */
 	struct pvg_codeobj_opts opts = { .names_arch = arch };
-	int r = pvg_codeobj_scan_path(path, &opts, &set);
+	struct pvg_codeobj_set *fresh;
+	int r = pvg_codeobj_scan_path(path, &opts, &fresh);
 	if (r < 0)
 		return r;
-	pvg_ctx_set_slot(ctx, PVG_SLOT_CODEOBJ, set, pvg_codeobj_set_freep);
-	*out = set;
+	if (set)
+		pvg_codeobj_set_freep(set);
+	sets->set[ai] = fresh;
+	*out = fresh;
 	return 0;
 }
 
@@ -35,8 +60,10 @@ static void prepare_code_object(struct pvg_ctx *ctx)
 {
 	const char *path, *why;
 	struct pvg_codeobj_set *set;
-	if (ctx->cfg->arch && pvg_ctx_installed(ctx, &path, &why) == 0)
-		(void)installed_code_objects(ctx, path, &set);
+	for (size_t ai = 0; ai < ctx->n_arts; ai++)
+		if (pvg_artifact_arch(ctx->cfg, &ctx->arts[ai].a) &&
+		    pvg_ctx_installed_at(ctx, ai, &path, &why) == 0)
+			(void)installed_code_objects(ctx, ai, path, &set);
 }
 
 static const char *reloc_text(size_t n, char *buf, size_t size)
@@ -78,14 +105,14 @@ static char *list_archs(const struct pvg_codeobj_set *set)
 	return s;
 }
 
-static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_config *cfg,
+static enum pvg_status check_kernels(struct pvg_result *res, cJSON *ev,
+				     const struct pvg_strv *req, const char *arch,
 				     const struct pvg_codeobj_set *set, const bool *match)
 {
 	enum pvg_status st = PVG_PASS;
-	const struct pvg_strv *req = &cfg->code_object.require_kernels;
 	if (req->n == 0)
 		return PVG_PASS;
-	cJSON *kj = cJSON_AddObjectToObject(res->evidence, "require_kernels");
+	cJSON *kj = cJSON_AddObjectToObject(ev, "require_kernels");
 	for (size_t k = 0; k < req->n; k++) {
 		const char *want = req->v[k];
 		size_t known = 0, unknown = 0, present = 0;
@@ -114,7 +141,7 @@ static enum pvg_status check_kernels(struct pvg_result *res, const struct pvg_co
 				    "check the kernel's name and that its source is compiled for this "
 				    "arch; rebuild and reinstall",
 				    "kernel %s is in none of the %zu %s code object%s", want, known,
-				    cfg->arch, known == 1 ? "" : "s");
+				    arch, known == 1 ? "" : "s");
 			st = pvg_status_worst(st, PVG_FAIL);
 		} else {
 			verdict = "unverifiable";
@@ -239,10 +266,10 @@ static enum pvg_status check_node_cuda(struct pvg_result *res, cJSON *node,
  * when they do. AMD: the processors of KFD's topology, or the one HSA_OVERRIDE_GFX_VERSION
  * in the service's environment makes ROCr load for. CUDA: the compute capabilities NVML
  * gives, with the driver's choice among the artifact's cubins. */
-static enum pvg_status check_node(struct pvg_ctx *ctx, struct pvg_result *res,
+static enum pvg_status check_node(struct pvg_ctx *ctx, struct pvg_result *res, cJSON *ev,
 				  const struct pvg_codeobj_set *set, const char *arch)
 {
-	cJSON *node = cJSON_AddObjectToObject(res->evidence, "node");
+	cJSON *node = cJSON_AddObjectToObject(ev, "node");
 	if (pvg_arch_is_cuda(arch))
 		return check_node_cuda(res, node, set, arch);
 	struct pvg_target want;
@@ -307,10 +334,14 @@ static enum pvg_status check_node(struct pvg_ctx *ctx, struct pvg_result *res,
 	return PVG_FAIL;
 }
 
-static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *res)
+static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
+				       struct pvg_result *res, void *unused)
 {
+	(void)unused;
 	const struct pvg_config *cfg = ctx->cfg;
-	if (!cfg->arch) {
+	const char *arch = pvg_artifact_arch(cfg, &ctx->arts[ai].a);
+	const struct pvg_strv *require = &ctx->arts[ai].a.require_kernels;
+	if (!arch) {
 		pvg_summary(res, "arch is not configured");
 		pvg_problem(res, "code-object.not-configured",
 			    "set arch (\"gfx936\", \"gfx90a:xnack-\", \"sm_90\") in the config",
@@ -318,18 +349,21 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 		return PVG_UNVERIFIABLE;
 	}
 	const char *path, *why;
-	int r = pvg_ctx_installed(ctx, &path, &why);
+	int r = pvg_ctx_installed_at(ctx, ai, &path, &why);
 	if (r < 0) {
 		pvg_summary(res, "installed artifact is unknown");
 		pvg_problem(res, "code-object.no-artifact",
-			    "set install.artifact, or install.python_module (with install.python)",
+			    cfg->n_artifacts ? "set the entry's install, or python_module (with "
+					       "install.python)"
+					     : "set install.artifact, or install.python_module (with "
+					       "install.python)",
 			    "%s", why ? why : strerror(-r));
 		return r == -ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE;
 	}
-	pvg_json_add_str(res->evidence, "artifact", path);
-	pvg_json_add_str(res->evidence, "arch", cfg->arch);
+	pvg_json_add_str(ev, "artifact", path);
+	pvg_json_add_str(ev, "arch", arch);
 	struct pvg_codeobj_set *set;
-	r = installed_code_objects(ctx, path, &set);
+	r = installed_code_objects(ctx, ai, path, &set);
 	if (r < 0) {
 		bool missing = r == -ENOENT || r == -ENOTDIR;
 		pvg_summary(res, "cannot read %s: %s", path, strerror(-r));
@@ -341,8 +375,8 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 		return missing || r == -EINVAL ? PVG_FAIL : PVG_UNVERIFIABLE;
 	}
 
-	cJSON_AddItemToObject(res->evidence, "sections", pvg_codeobj_sections_json(set));
-	cJSON *objs = cJSON_AddArrayToObject(res->evidence, "code_objects");
+	cJSON_AddItemToObject(ev, "sections", pvg_codeobj_sections_json(set));
+	cJSON *objs = cJSON_AddArrayToObject(ev, "code_objects");
 	_cleanup_free_ bool *match = pvg_xcalloc(set->n_objs ? set->n_objs : 1, sizeof(bool));
 	size_t n_device = 0, n_match = 0, n_reloc = 0, n_reloc_match = 0;
 	enum pvg_status st = PVG_PASS;
@@ -350,11 +384,11 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 		const struct pvg_code_object *co = &set->objs[i];
 		if (co->kind != PVG_CO_HOST)
 			n_device++;
-		match[i] = !co->error && !relocatable(co) && pvg_codeobj_matches_arch(co, cfg->arch);
+		match[i] = !co->error && !relocatable(co) && pvg_codeobj_matches_arch(co, arch);
 		n_match += match[i];
 		n_reloc += relocatable(co) && co->kind != PVG_CO_HOST;
 		n_reloc_match += relocatable(co) && !co->error &&
-				 pvg_codeobj_matches_arch(co, cfg->arch);
+				 pvg_codeobj_matches_arch(co, arch);
 		cJSON *j = pvg_codeobj_json(co, false);
 		pvg_json_add_bool(j, "matches_arch", match[i]);
 		if (relocatable(co))
@@ -382,12 +416,12 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 			    set->issues[i].where, set->issues[i].message);
 		st = pvg_status_worst(st, PVG_FAIL);
 	}
-	pvg_json_add_int(res->evidence, "device_code_objects", (int)n_device);
-	pvg_json_add_int(res->evidence, "matching", (int)n_match);
-	pvg_json_add_int(res->evidence, "relocatable", (int)n_reloc);
+	pvg_json_add_int(ev, "device_code_objects", (int)n_device);
+	pvg_json_add_int(ev, "matching", (int)n_match);
+	pvg_json_add_int(ev, "relocatable", (int)n_reloc);
 	if (set->n_wrappers) {
-		pvg_json_add_int(res->evidence, "wrappers", (int)set->n_wrappers);
-		pvg_json_add_int(res->evidence, "wrappers_located", (int)set->n_wrappers_located);
+		pvg_json_add_int(ev, "wrappers", (int)set->n_wrappers);
+		pvg_json_add_int(ev, "wrappers_located", (int)set->n_wrappers_located);
 	}
 
 	if (n_device == 0) {
@@ -403,34 +437,53 @@ static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *r
 	char reloc_note[64];
 	if (n_match == 0) {
 		pvg_summary(res, "no %s%s code object in %s (it has: %s)",
-			    n_reloc_match ? "loadable " : "", cfg->arch, pvg_basename(path),
+			    n_reloc_match ? "loadable " : "", arch, pvg_basename(path),
 			    *archs ? archs : "none");
 		pvg_problem(res, "code-object.arch-missing",
 			    n_reloc_match ? "device-link for this arch too (nvcc -dlink -gencode "
 					    "arch=compute_NN,code=sm_NN) and rebuild"
-			    : pvg_arch_is_cuda(cfg->arch)
+			    : pvg_arch_is_cuda(arch)
 				    ? "add -gencode arch=compute_NN,code=sm_NN for this arch and rebuild"
 				    : "add --offload-arch for this arch (with the device's xnack/sramecc "
 				      "mode) and rebuild",
 			    "%s carries no %scode object for %s; it has: %s%s", path,
-			    n_reloc_match ? "loadable " : "", cfg->arch, *archs ? archs : "none",
+			    n_reloc_match ? "loadable " : "", arch, *archs ? archs : "none",
 			    n_reloc_match ? " (its __nv_relfatbin holds relocatable code for it, "
 					    "which the runtime does not load: the device link left "
 					    "this arch out)"
 					  : "");
 		return PVG_FAIL;
 	}
-	st = pvg_status_worst(st, check_kernels(res, cfg, set, match));
-	st = pvg_status_worst(st, check_node(ctx, res, set, cfg->arch));
+	st = pvg_status_worst(st, check_kernels(res, ev, require, arch, set, match));
+	st = pvg_status_worst(st, check_node(ctx, res, ev, set, arch));
 	if (st == PVG_PASS)
 		pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s", n_match,
-			    n_match == 1 ? "" : "s", cfg->arch, n_device,
+			    n_match == 1 ? "" : "s", arch, n_device,
 			    n_reloc ? reloc_text(n_reloc, reloc_note, sizeof(reloc_note)) : "",
 			    archs,
-			    cfg->code_object.require_kernels.n ? ", required kernels present" : "");
+			    require->n ? ", required kernels present" : "");
 	else
 		pvg_summary(res, "%s", res->problems[0].message);
 	return st;
+}
+
+static enum pvg_status run_code_object(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	if (ctx->n_arts == 0) {
+		if (!ctx->cfg->arch) {
+			pvg_summary(res, "arch is not configured");
+			pvg_problem(res, "code-object.not-configured",
+				    "set arch (\"gfx936\", \"gfx90a:xnack-\", \"sm_90\") in the config",
+				    "no arch to look for: arch is not set");
+			return PVG_UNVERIFIABLE;
+		}
+		pvg_summary(res, "installed artifact is unknown");
+		pvg_problem(res, "code-object.no-artifact",
+			    "set install.artifact, or install.python_module (with install.python)",
+			    "neither install.artifact nor install.python_module is set");
+		return PVG_UNVERIFIABLE;
+	}
+	return pvg_each_artifact(ctx, res, code_object_one, NULL);
 }
 
 const struct pvg_check pvg_check_code_object = {

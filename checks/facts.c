@@ -236,3 +236,66 @@ int pvg_tree_facts_get(struct pvg_ctx *ctx, const struct pvg_tree_facts **out)
 	*out = tf;
 	return 0;
 }
+
+/* ---- several artifacts ------------------------------------------------------------------------ */
+
+static void prefix_problems(struct pvg_result *res, size_t from, const char *name)
+{
+	for (size_t k = from; k < res->n_problems; k++) {
+		char *m = pvg_asprintf("%s: %s", name, res->problems[k].message);
+		free(res->problems[k].message);
+		res->problems[k].message = m;
+	}
+}
+
+void pvg_problems_label(const struct pvg_ctx *ctx, struct pvg_result *res, size_t from,
+			size_t ai)
+{
+	if (ctx->n_arts > 1 && ai < ctx->n_arts)
+		prefix_problems(res, from, ctx->arts[ai].a.name);
+}
+
+enum pvg_status pvg_each_artifact(struct pvg_ctx *ctx, struct pvg_result *res,
+				  pvg_artifact_check_fn one, void *arg)
+{
+	if (ctx->n_arts <= 1)
+		return one(ctx, 0, res->evidence, res, arg);
+	cJSON *list = cJSON_AddArrayToObject(res->evidence, "artifacts");
+	enum pvg_status st = PVG_PASS;
+	_cleanup_free_ char *all = NULL, *first_bad = NULL;
+	size_t n_bad = 0;
+	for (size_t i = 0; i < ctx->n_arts; i++) {
+		const char *name = ctx->arts[i].a.name;
+		cJSON *ev = cJSON_CreateObject();
+		pvg_json_add_str(ev, "name", name);
+		cJSON_AddItemToArray(list, ev);
+		size_t from = res->n_problems;
+		free(res->summary);
+		res->summary = NULL;
+		enum pvg_status s = one(ctx, i, ev, res, arg);
+		prefix_problems(res, from, name);
+		pvg_json_add_str(ev, "status", pvg_status_name(s));
+		const char *sum = res->summary ? res->summary : pvg_status_name(s);
+		if (s != PVG_PASS && n_bad++ == 0)
+			first_bad = pvg_asprintf("%s: %s", name, sum);
+		char *j = all ? pvg_asprintf("%s; %s: %s", all, name, sum)
+			      : pvg_asprintf("%s: %s", name, sum);
+		free(all);
+		all = j;
+		st = pvg_status_worst(st, s);
+	}
+	if (n_bad > 1)
+		pvg_summary(res, "%s (and %zu more of %zu artifacts)", first_bad, n_bad - 1,
+			    ctx->n_arts);
+	else if (n_bad == 1)
+		pvg_summary(res, "%s", first_bad);
+	else
+		pvg_summary(res, "%s", all);
+	return st;
+}
+
+cJSON *pvg_chain_artifact(struct pvg_ctx *ctx, size_t i)
+{
+	cJSON *list = cJSON_GetObjectItem(ctx->chain, "artifacts");
+	return cJSON_IsArray(list) ? cJSON_GetArrayItem(list, (int)i) : NULL;
+}

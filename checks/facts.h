@@ -57,3 +57,22 @@ bool pvg_service_selected(const struct pvg_config *cfg);
  * when no service is configured, -ESRCH when there is no live service, other -errno. */
 int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view);
 void pvg_service_view_release(struct pvg_service_view *view);
+
+/* ---- several artifacts ---- */
+
+/* One artifact's part of a gate: evidence goes into ev, problems and the summary into res. */
+typedef enum pvg_status (*pvg_artifact_check_fn)(struct pvg_ctx *ctx, size_t i, cJSON *ev,
+						 struct pvg_result *res, void *arg);
+/* Runs one() for every artifact of the run. With one artifact, ev is res->evidence itself and
+ * nothing changes; with several, each gets an object of evidence.artifacts[] (with its
+ * "name"), the problems it adds begin with "NAME: ", and the summary is composed from theirs
+ * (every one when all passed, else the first that did not). The worst status; unverifiable
+ * with artifact-less problem code none_code when the config names no artifact. */
+enum pvg_status pvg_each_artifact(struct pvg_ctx *ctx, struct pvg_result *res,
+				  pvg_artifact_check_fn one, void *arg);
+/* With several artifacts, the problems res got since index from begin with "NAME: " of
+ * artifact ai (pvg_each_artifact does this itself). */
+void pvg_problems_label(const struct pvg_ctx *ctx, struct pvg_result *res, size_t from,
+			size_t ai);
+/* The report's chain.artifacts[i] object (made with its name when the run began), or NULL. */
+cJSON *pvg_chain_artifact(struct pvg_ctx *ctx, size_t i);

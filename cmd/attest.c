@@ -43,7 +43,7 @@ int cli_write_attestation(const char *path, const cJSON *report,
 			  const struct pvg_subject *subjects, size_t n_subjects,
 			  const struct pvg_key *key)
 {
-	struct pvg_subject own[2];
+	struct pvg_subject own[PVG_MAX_SUBJECTS];
 	if (!subjects) {
 		n_subjects = pvg_attest_subjects(report, own);
 		subjects = own;

@@ -2,8 +2,8 @@
 /* in-toto Statements of provgate reports, their DSSE envelopes, and their verification. */
 #include "core/attest.h"
 
-static size_t cluster_subjects(const cJSON *doc, struct pvg_subject out[2]);
-static size_t compare_subjects(const cJSON *doc, struct pvg_subject out[2]);
+static size_t cluster_subjects(const cJSON *doc, struct pvg_subject out[PVG_MAX_SUBJECTS]);
+static size_t compare_subjects(const cJSON *doc, struct pvg_subject out[PVG_MAX_SUBJECTS]);
 
 static const struct pvg_predicate_kind predicate_kinds[] = {
 	{ PVG_PREDICATE_REPORT, "provgate.report/1", "certified", pvg_attest_report_subjects, true },
@@ -38,20 +38,29 @@ static bool is_sha256_hex(const char *s)
 }
 
 
-size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2])
+static size_t add_part(const cJSON *part, struct pvg_subject *out, size_t n)
+{
+	const char *path = pvg_json_get_str(part, "path"), *sha = pvg_json_get_str(part, "sha256");
+	if (!path || !is_sha256_hex(sha) || n >= PVG_MAX_SUBJECTS)
+		return n;
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(out[k].name, path) == 0 && strcasecmp(out[k].sha256, sha) == 0)
+			return n; /* the same file named twice */
+	out[n] = (struct pvg_subject){ path, sha };
+	return n + 1;
+}
+
+size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[PVG_MAX_SUBJECTS])
 {
 	const cJSON *chain = cJSON_GetObjectItemCaseSensitive(report, "chain");
 	static const char *const parts[] = { "installed", "build" };
 	size_t n = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
-		const cJSON *part = cJSON_GetObjectItemCaseSensitive(chain, parts[i]);
-		const char *path = pvg_json_get_str(part, "path"), *sha = pvg_json_get_str(part, "sha256");
-		if (!path || !is_sha256_hex(sha))
-			continue;
-		if (n == 1 && strcmp(out[0].name, path) == 0 && strcasecmp(out[0].sha256, sha) == 0)
-			continue; /* the same file named twice */
-		out[n++] = (struct pvg_subject){ path, sha };
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
+		n = add_part(cJSON_GetObjectItemCaseSensitive(chain, parts[i]), out, n);
+	const cJSON *a;
+	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(chain, "artifacts"))
+		for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
+			n = add_part(cJSON_GetObjectItemCaseSensitive(a, parts[i]), out, n);
 	return n;
 }
 
@@ -68,14 +77,14 @@ static size_t add_subject(const cJSON *obj, const char *name_key, const char *sh
 	return n + 1;
 }
 
-static size_t cluster_subjects(const cJSON *doc, struct pvg_subject out[2])
+static size_t cluster_subjects(const cJSON *doc, struct pvg_subject out[PVG_MAX_SUBJECTS])
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "identity");
 	size_t n = add_subject(id, "installed_name", "installed_sha256", out, 0);
 	return add_subject(id, "build_name", "build_sha256", out, n);
 }
 
-static size_t compare_subjects(const cJSON *doc, struct pvg_subject out[2])
+static size_t compare_subjects(const cJSON *doc, struct pvg_subject out[PVG_MAX_SUBJECTS])
 {
 	size_t n = add_subject(cJSON_GetObjectItemCaseSensitive(doc, "baseline"), "path", "sha256",
 			       out, 0);
@@ -83,7 +92,7 @@ static size_t compare_subjects(const cJSON *doc, struct pvg_subject out[2])
 			   out, n);
 }
 
-size_t pvg_attest_subjects(const cJSON *doc, struct pvg_subject out[2])
+size_t pvg_attest_subjects(const cJSON *doc, struct pvg_subject out[PVG_MAX_SUBJECTS])
 {
 	const struct pvg_predicate_kind *kind = pvg_predicate_for_schema(pvg_json_get_str(doc, "schema"));
 	return kind ? kind->subjects(doc, out) : 0;
@@ -257,7 +266,7 @@ static void check_subjects(struct pvg_attest_verification *v, const cJSON *subje
 		return;
 	/* the subjects are what the report's chain says was hashed: an attestation whose
 	 * subjects were swapped for other files is not the report's */
-	struct pvg_subject rs[2];
+	struct pvg_subject rs[PVG_MAX_SUBJECTS];
 	size_t n = kind->subjects(predicate, rs);
 	bool same = (size_t)cJSON_GetArraySize(subjects) == n;
 	i = 0;

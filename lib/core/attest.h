@@ -18,6 +18,9 @@
 #define PVG_PREDICATE_CLUSTER "https://provgate.dev/attestation/cluster/v1"
 #define PVG_PREDICATE_COMPARE "https://provgate.dev/attestation/compare/v1"
 
+/* A report names each of its artifacts' installed and build files: at most this many. */
+#define PVG_MAX_SUBJECTS 64
+
 struct pvg_subject {
 	const char *name;   /* the artifact's path as the report names it */
 	const char *sha256; /* 64 lowercase hex digits */
@@ -30,21 +33,22 @@ struct pvg_predicate_kind {
 	const char *predicate_type;
 	const char *schema;        /* the predicate's "schema" member */
 	const char *verdict_key;   /* "certified", "like_for_like" */
-	/* the document's subjects (what it vouches for), at most 2, pointing into doc */
-	size_t (*subjects)(const cJSON *doc, struct pvg_subject out[2]);
+	/* the document's subjects (what it vouches for), pointing into doc */
+	size_t (*subjects)(const cJSON *doc, struct pvg_subject out[PVG_MAX_SUBJECTS]);
 	bool has_gates;            /* a gate report: "certified" needs its seven gates passed */
 };
 const struct pvg_predicate_kind *pvg_predicate_for_type(const char *predicate_type);
 const struct pvg_predicate_kind *pvg_predicate_for_schema(const char *schema);
 
 /* A report's subjects: the installed artifact, then the build artifact, each where the
- * report's chain gives its path and sha256. Returns how many (0 to 2); the strings point
- * into report. */
-size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[2]);
+ * report's chain gives its path and sha256; then those of every further artifact of
+ * chain.artifacts (several artifacts). A file named twice is one subject. Returns how many
+ * (0 to PVG_MAX_SUBJECTS); the strings point into report. */
+size_t pvg_attest_report_subjects(const cJSON *report, struct pvg_subject out[PVG_MAX_SUBJECTS]);
 /* The subjects of any document pvg_predicate_for_schema knows: a report's artifacts
  * (above); a cluster's agreed installed and build artifacts (identity); a comparison's two
  * report files (baseline, candidate, by their sha256). 0 when the schema is unknown. */
-size_t pvg_attest_subjects(const cJSON *doc, struct pvg_subject out[2]);
+size_t pvg_attest_subjects(const cJSON *doc, struct pvg_subject out[PVG_MAX_SUBJECTS]);
 
 /* The Statement's JSON text (compact, final newline) for a report (any provgate report JSON
  * with a "schema" member that pvg_predicate_for_schema knows) and its subjects. -EINVAL with

@@ -45,6 +45,16 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 		}
 	}
 	free(v);
+	/* chain.artifacts: every artifact, filled by the gates that prove its links */
+	cJSON *list = cJSON_AddArrayToObject(ctx->chain, "artifacts");
+	for (size_t i = 0; i < ctx->n_arts; i++) {
+		cJSON *o = cJSON_CreateObject();
+		pvg_json_add_str(o, "name", ctx->arts[i].a.name);
+		cJSON_AddNullToObject(o, "build");
+		cJSON_AddNullToObject(o, "installed");
+		cJSON_AddNullToObject(o, "processes");
+		cJSON_AddItemToArray(list, o);
+	}
 }
 
 static void forget_installed(struct pvg_ctx *ctx)
@@ -264,8 +274,12 @@ int pvg_ctx_hash_pair(struct pvg_ctx *ctx, const char *build, const char *instal
 		      const struct pvg_file_id *out[2], uint64_t *diff_at)
 {
 	*diff_at = UINT64_MAX;
-	struct pvg_pair_job *job = ctx->early_pair;
-	ctx->early_pair = NULL;
+	/* the early job is one artifact's pair; another artifact's leaves it for its own */
+	struct pvg_pair_job *job = NULL;
+	if (ctx->early_pair && strcmp(pvg_pair_installed(ctx->early_pair), installed) == 0) {
+		job = ctx->early_pair;
+		ctx->early_pair = NULL;
+	}
 	out[0] = cached(ctx, build);
 	out[1] = cached(ctx, installed);
 	if ((out[0] && out[1]) || strcmp(build, installed) == 0) {

@@ -331,7 +331,7 @@ static cJSON *report(bool certified, const char *build_sha, const char *inst_sha
 
 static char *envelope_for(cJSON *rep, const struct pvg_key *key)
 {
-	struct pvg_subject s[2];
+	struct pvg_subject s[PVG_MAX_SUBJECTS];
 	size_t n = pvg_attest_report_subjects(rep, s);
 	_cleanup_free_ char *st = NULL;
 	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 }, why2 = { 0 };
@@ -458,7 +458,7 @@ static void statement_verifies_and_each_tamper_has_its_code(void)
 static void statement_needs_a_subject_and_a_known_schema(void)
 {
 	_cleanup_json_ cJSON *rep = report(false, "", "");
-	struct pvg_subject s[2];
+	struct pvg_subject s[PVG_MAX_SUBJECTS];
 	CHECK_INT(pvg_attest_report_subjects(rep, s), 0);
 	char *st = NULL;
 	struct pvg_msg why = { 0 };
