@@ -152,10 +152,55 @@ static enum verdict check_gone(const char *inst, int *err)
 	return V_UNREADABLE;
 }
 
-static cJSON *change_json(const struct pvg_change *c, enum verdict v, enum verdict old_v)
+/* The artifact a compiled change goes into by its compiled globs (several artifacts), or
+ * NULL: the build log decides (gate 1). */
+static const char *compiled_into(const struct pvg_ctx *ctx, const struct pvg_change *c)
+{
+	if (c->cls != PVG_SCOPE_COMPILED || ctx->n_arts < 2)
+		return NULL;
+	for (size_t i = 0; i < ctx->n_arts; i++)
+		for (size_t k = 0; k < ctx->arts[i].a.compiled.n; k++)
+			if (pvg_glob_match(ctx->arts[i].a.compiled.v[k], c->path))
+				return ctx->arts[i].a.name;
+	return NULL;
+}
+
+/* "_rocm_C 2, _moe_C 1, by the build log 1": where the compiled changes go */
+static char *compiled_counts(const struct pvg_ctx *ctx, const struct pvg_scope *s)
+{
+	size_t *n = pvg_xcalloc(ctx->n_arts + 1, sizeof(*n));
+	for (size_t i = 0; i < s->n; i++) {
+		const char *a = compiled_into(ctx, &s->changes[i]);
+		if (s->changes[i].cls != PVG_SCOPE_COMPILED)
+			continue;
+		size_t k = ctx->n_arts;
+		for (size_t j = 0; a && j < ctx->n_arts; j++)
+			if (ctx->arts[j].a.name == a)
+				k = j;
+		n[k]++;
+	}
+	char *out = pvg_strdup("");
+	for (size_t k = 0; k <= ctx->n_arts; k++) {
+		if (!n[k])
+			continue;
+		char *j = pvg_asprintf("%s%s%s %zu", out, out[0] ? ", " : "",
+				       k < ctx->n_arts ? ctx->arts[k].a.name : "by the build log",
+				       n[k]);
+		free(out);
+		out = j;
+	}
+	free(n);
+	return out;
+}
+
+static cJSON *change_json(const struct pvg_ctx *ctx, const struct pvg_change *c, enum verdict v,
+			  enum verdict old_v)
 {
 	cJSON *o = cJSON_CreateObject();
 	pvg_json_add_str(o, "path", c->path);
+	const char *into = compiled_into(ctx, c);
+	if (into)
+		pvg_json_add_str(o, "artifact", into);
 	if (c->old_path)
 		pvg_json_add_str(o, "old_path", c->old_path);
 	char k[2] = { c->kind, 0 };
@@ -229,7 +274,7 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 		}
 		cJSON *list = cJSON_AddArrayToObject(ev, "changes");
 		for (size_t i = 0; i < s->n && i < MAX_LISTED_CHANGES; i++)
-			cJSON_AddItemToArray(list, change_json(&s->changes[i], V_NONE, V_NONE));
+			cJSON_AddItemToArray(list, change_json(ctx, &s->changes[i], V_NONE, V_NONE));
 		return PVG_UNVERIFIABLE;
 	}
 
@@ -395,18 +440,20 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 	cJSON *list = cJSON_AddArrayToObject(ev, "changes");
 	for (size_t i = 0; i < s->n && i < MAX_LISTED_CHANGES; i++)
 		cJSON_AddItemToArray(list,
-				     change_json(&s->changes[i], verdict[i], old_verdict[i]));
+				     change_json(ctx, &s->changes[i], verdict[i], old_verdict[i]));
 	pvg_json_add_int(ev, "changes_listed", (int)(s->n < MAX_LISTED_CHANGES ? s->n
 									 : MAX_LISTED_CHANGES));
 	pvg_json_add_int(counts, "installed_identical", (int)n_same);
 	pvg_json_add_int(counts, "removed", (int)n_gone);
 
+	_cleanup_free_ char *into = ctx->n_arts > 1 && s->count[PVG_SCOPE_COMPILED]
+					    ? compiled_counts(ctx, s) : NULL;
 	if (st == PVG_PASS)
 		pvg_summary(res,
 			    "%zu changed since %.12s: %zu installed identical, %zu removed, "
-			    "%zu compiled (gates 1, 3, 6), %zu ignored",
+			    "%zu compiled (gates 1, 3, 6%s%s), %zu ignored",
 			    s->n, s->merge_base, n_same, n_gone, s->count[PVG_SCOPE_COMPILED],
-			    s->count[PVG_SCOPE_IGNORED]);
+			    into ? ": " : "", into ? into : "", s->count[PVG_SCOPE_IGNORED]);
 	else
 		pvg_summary(res, "%zu of %zu changed files not proven installed: %s", n_unproven,
 			    s->n, res->problems[0].message);

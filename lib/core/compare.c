@@ -341,6 +341,23 @@ static void report_fields(const cJSON *rep, struct field_list *l)
 		const char *sha = pvg_json_get_str(in, "sha256");
 		add(l, name, dup_or_null(sha), !sha, false);
 	}
+	/* the artifacts each side's chain covers (names and installed files): a side that
+	 * leaves an extension out proved nothing about it. Each one's bytes are compared as
+	 * service.shared_objects (its build-id), since the service maps every artifact. */
+	const cJSON *arts = get(get(rep, "chain"), "artifacts");
+	if (cJSON_IsArray(arts)) {
+		char *list = pvg_strdup("");
+		const cJSON *a;
+		cJSON_ArrayForEach(a, arts) {
+			const char *name = pvg_json_get_str(a, "name");
+			const char *ip = pvg_json_get_str(get(a, "installed"), "path");
+			char *j = pvg_asprintf("%s%s%s (%s)", list, list[0] ? ", " : "",
+					       name ? name : "?", ip ? ip : "not hashed");
+			free(list);
+			list = j;
+		}
+		add(l, "chain.artifacts", list, false, false);
+	}
 	const cJSON *exec = get(rep, "exec");
 	if (exec)
 		add(l, "benchmark.command", join(get(exec, "command"), " ", true), false, false);
@@ -429,6 +446,9 @@ static const struct {
 	{ "benchmark.command", "compare.command-differs",
 	  "run the same benchmark command on both sides" },
 	{ "fact.", "compare.fact-differs", "declare the fact that is the change (--differ)" },
+	{ "chain.artifacts", "compare.artifacts-differ",
+	  "certify both sides with the same artifacts (names and installed files): one side's "
+	  "certificate says nothing about an extension it left out" },
 };
 
 const char *pvg_compare_field_code(const char *field)
