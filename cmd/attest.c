@@ -74,3 +74,27 @@ int cli_write_run_attestation(const struct cli_attest *a, const struct pvg_run *
 	_cleanup_json_ cJSON *report = pvg_report_build(run);
 	return cli_write_attestation(a->path, report, NULL, 0, a->key);
 }
+
+int cli_write_outputs(const char *who, int rc, const cJSON *doc, const char *json,
+		      const struct cli_attest *a, const char *junit, const char *junit_xml)
+{
+	int r;
+	if (json) {
+		_cleanup_free_ char *text = cJSON_Print(doc);
+		_cleanup_free_ char *line = pvg_asprintf("%s\n", text);
+		if ((r = cli_write_file(json, line)) < 0) {
+			fprintf(stderr, "%s: cannot write %s: %s\n", who, json, strerror(-r));
+			rc = EXIT_USAGE;
+		}
+	}
+	if (a->path) {
+		r = cli_write_attestation(a->path, doc, NULL, 0, a->key);
+		if (r != EXIT_OK && (rc == EXIT_OK || r != EXIT_NOT_CERTIFIED))
+			rc = r; /* a file not written outranks a refusal */
+	}
+	if (junit && (r = cli_write_file(junit, junit_xml)) < 0) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", who, junit, strerror(-r));
+		rc = EXIT_USAGE;
+	}
+	return rc;
+}

@@ -42,6 +42,17 @@ int cli_check_writable(const char *path);
 char *cli_junit(const struct pvg_run *run);
 /* Text for XML (attributes and content), UTF-8 sanitized. */
 void cli_xml_escape(FILE *f, const char *s);
+/* The one JUnit writer: f from open_memstream(buf, ...); a document of one testsuite, its
+ * testcases (seconds < 0: no time), and in a testcase at most one failure of lines
+ * "code: message" (and "hint: ..."). cli_junit_end closes f and returns *buf. */
+void cli_junit_begin(FILE *f, const char *name, const char *suite, int tests, int failures,
+		     int skipped);
+void cli_junit_case(FILE *f, const char *classname, const char *name, double seconds);
+void cli_junit_failure(FILE *f, const char *type, const char *message);
+void cli_junit_line(FILE *f, const char *code, const char *message, const char *hint);
+void cli_junit_failure_end(FILE *f);
+void cli_junit_case_end(FILE *f);
+char *cli_junit_end(FILE *f, char **buf);
 /* The run's JSON report (with a final newline) to PATH ("-": stdout). 0 or -errno. */
 int cli_write_json(const char *path, const struct pvg_run *run);
 /* The --json and --junit files (either may be NULL), a message on stderr for each that
@@ -81,5 +92,12 @@ void cli_attest_close(struct cli_attest *a);
 int cli_write_attestation(const char *path, const cJSON *report,
 			  const struct pvg_subject *subjects, size_t n_subjects,
 			  const struct pvg_key *key);
+/* The outputs of compare and merge, each that is asked for (NULL: not), in this order: the
+ * document doc as the --json file (with a final newline), the --attest Statement of it, the
+ * --junit text; a message "who: cannot write ..." on stderr for each that cannot be written.
+ * rc is the verdict's exit code; returns it, or what a file not written says (a file not
+ * written outranks a refusal). */
+int cli_write_outputs(const char *who, int rc, const cJSON *doc, const char *json,
+		      const struct cli_attest *a, const char *junit, const char *junit_xml);
 /* The same for a run's report. */
 int cli_write_run_attestation(const struct cli_attest *a, const struct pvg_run *run);

@@ -270,27 +270,81 @@ void cli_xml_escape(FILE *f, const char *s)
 	}
 }
 
+/* ---- the one JUnit writer (run, certify, exec, compare, merge) ---- */
+
+void cli_junit_begin(FILE *f, const char *name, const char *suite, int tests, int failures,
+		     int skipped)
+{
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"", f);
+	cli_xml_escape(f, name);
+	fprintf(f, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n", tests, failures, skipped);
+	fputs("  <testsuite name=\"", f);
+	cli_xml_escape(f, suite);
+	fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", tests,
+		failures, skipped);
+}
+
+void cli_junit_case(FILE *f, const char *classname, const char *name, double seconds)
+{
+	fputs("    <testcase classname=\"", f);
+	cli_xml_escape(f, classname);
+	fputs("\" name=\"", f);
+	cli_xml_escape(f, name);
+	if (seconds >= 0)
+		fprintf(f, "\" time=\"%.3f", seconds);
+	fputs("\">\n", f);
+}
+
+void cli_junit_failure(FILE *f, const char *type, const char *message)
+{
+	fputs("      <failure type=\"", f);
+	cli_xml_escape(f, type);
+	fputs("\" message=\"", f);
+	cli_xml_escape(f, message);
+	fputs("\">", f);
+}
+
+void cli_junit_line(FILE *f, const char *code, const char *message, const char *hint)
+{
+	cli_xml_escape(f, code);
+	fputs(": ", f);
+	cli_xml_escape(f, message);
+	if (hint) {
+		fputs("\nhint: ", f);
+		cli_xml_escape(f, hint);
+	}
+	fputc('\n', f);
+}
+
+void cli_junit_failure_end(FILE *f)
+{
+	fputs("</failure>\n", f);
+}
+
+void cli_junit_case_end(FILE *f)
+{
+	fputs("    </testcase>\n", f);
+}
+
+char *cli_junit_end(FILE *f, char **buf)
+{
+	fputs("  </testsuite>\n</testsuites>\n", f);
+	fclose(f);
+	return *buf;
+}
+
 static void junit_cases(FILE *f, const struct pvg_result *results, const char *suffix)
 {
 	for (int i = 0; i < PVG_N_GATES; i++) {
 		const struct pvg_result *r = &results[i];
-		fprintf(f, "    <testcase classname=\"provgate\" name=\"%d %s%s\" time=\"%.3f\">\n",
-			r->id, r->name, suffix, (double)r->elapsed_ns / 1e9);
+		_cleanup_free_ char *name = pvg_asprintf("%d %s%s", r->id, r->name, suffix);
+		cli_junit_case(f, "provgate", name, (double)r->elapsed_ns / 1e9);
 		if (r->status == PVG_FAIL || r->status == PVG_UNVERIFIABLE) {
-			fprintf(f, "      <failure type=\"%s\" message=\"", pvg_status_name(r->status));
-			cli_xml_escape(f, r->summary);
-			fputs("\">", f);
-			for (size_t k = 0; k < r->n_problems; k++) {
-				cli_xml_escape(f, r->problems[k].code);
-				fputs(": ", f);
-				cli_xml_escape(f, r->problems[k].message);
-				if (r->problems[k].hint) {
-					fputs("\nhint: ", f);
-					cli_xml_escape(f, r->problems[k].hint);
-				}
-				fputc('\n', f);
-			}
-			fputs("</failure>\n", f);
+			cli_junit_failure(f, pvg_status_name(r->status), r->summary);
+			for (size_t k = 0; k < r->n_problems; k++)
+				cli_junit_line(f, r->problems[k].code, r->problems[k].message,
+					       r->problems[k].hint);
+			cli_junit_failure_end(f);
 		} else if (r->status == PVG_BLOCKED || r->status == PVG_SKIPPED) {
 			fprintf(f, "      <skipped message=\"%s: ", pvg_status_name(r->status));
 			cli_xml_escape(f, r->summary);
@@ -300,7 +354,7 @@ static void junit_cases(FILE *f, const struct pvg_result *results, const char *s
 			cli_xml_escape(f, r->summary);
 			fputs("</system-out>\n", f);
 		}
-		fputs("    </testcase>\n", f);
+		cli_junit_case_end(f);
 	}
 }
 
@@ -325,19 +379,13 @@ char *cli_junit(const struct pvg_run *run)
 		junit_counts(run->after, &fail, &skip);
 		tests += PVG_N_GATES;
 	}
-	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-	fprintf(f, "<testsuites name=\"provgate\" tests=\"%d\" failures=\"%d\" skipped=\"%d\">\n",
-		tests, fail, skip);
-	fputs("  <testsuite name=\"provgate ", f);
-	cli_xml_escape(f, run->cfg->name ? run->cfg->name : "run");
-	fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n", tests, fail,
-		skip);
+	_cleanup_free_ char *suite = pvg_asprintf("provgate %s", run->cfg->name ? run->cfg->name
+										 : "run");
+	cli_junit_begin(f, "provgate", suite, tests, fail, skip);
 	junit_cases(f, run->results, "");
 	if (run->after)
 		junit_cases(f, run->after, " (after command)");
-	fputs("  </testsuite>\n</testsuites>\n", f);
-	fclose(f);
-	return buf;
+	return cli_junit_end(f, &buf);
 }
 
 int cli_load_config(const char *opt_path, struct pvg_config **cfg)

@@ -91,6 +91,42 @@ PVG_EXPORT pvg_gate_mask pvg_recheck_gates(void);
 PVG_EXPORT char *pvg_run_report_json(const struct pvg_run *run);
 PVG_EXPORT void pvg_run_free(struct pvg_run *run);
 
+/*
+ * The cluster decision (provgate merge): one verdict for every node of a job, from the
+ * reports that each node's `provgate certify` wrote. Certified only when every expected node
+ * has exactly one certified report, all run the same installed artifact from the same build
+ * (digest, source commit) under the same config, and the reports were made within max_skew
+ * seconds of each other. What is not a node report is a refusal, never an error.
+ *
+ *   struct pvg_cluster *c;
+ *   if (pvg_cluster_new("gpu[01-04]", "--nodes", 300, &c, &err) < 0) ... err.message ...
+ *   pvg_cluster_add(c, "reports/", &err);
+ *   int refused = pvg_cluster_decide(c);
+ *   char *json = pvg_cluster_report_json(c); (provgate.cluster/1)
+ */
+struct pvg_cluster;
+
+/* nodes: the job's nodes, a Slurm hostlist expression (gpu[01-04,07], a,b); from: where the
+ * list came from ("--nodes", "SLURM_JOB_NODELIST"), named in messages and in the cluster
+ * report. -EINVAL (a bad list, a node named twice, a negative max_skew) with err filled. */
+PVG_EXPORT int pvg_cluster_new(const char *nodes, const char *from, long max_skew,
+			       struct pvg_cluster **out, struct pvg_error *err);
+/* A file the caller will write (its cluster report, JUnit, attestation): never read as a
+ * node report when it lies in a folder that is added. Call before pvg_cluster_add. */
+PVG_EXPORT void pvg_cluster_add_output(struct pvg_cluster *c, const char *path);
+/* A node report, or a folder: every *.json in it (not recursive, in name order; hidden and
+ * temp files skipped; cluster reports found there are ignored). A file read once counts
+ * once. 0; 1 when a folder held more than 65536 reports (the rest are not read; err says
+ * so); -errno when path cannot be found or the folder cannot be read (err says why). */
+PVG_EXPORT int pvg_cluster_add(struct pvg_cluster *c, const char *path, struct pvg_error *err);
+/* Decides (once; nothing can be added after): 0 cluster certified, 1 refused. */
+PVG_EXPORT int pvg_cluster_decide(struct pvg_cluster *c);
+PVG_EXPORT bool pvg_cluster_certified(const struct pvg_cluster *c);
+/* The provgate.cluster/1 document as JSON text with a final newline (caller frees); NULL
+ * before pvg_cluster_decide. */
+PVG_EXPORT char *pvg_cluster_report_json(const struct pvg_cluster *c);
+PVG_EXPORT void pvg_cluster_free(struct pvg_cluster *c);
+
 #ifdef __cplusplus
 }
 #endif
