@@ -182,36 +182,23 @@ static char *junit(const struct pvg_compare *c)
 				fails++;
 				break;
 			}
-	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-	fprintf(f, "<testsuites name=\"provgate compare\" tests=\"%d\" failures=\"%d\">\n", n, fails);
-	fprintf(f, "  <testsuite name=\"provgate compare\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
-		   "skipped=\"0\">\n", n, fails);
+	cli_junit_begin(f, "provgate compare", "provgate compare", n, fails, 0);
 	for (int i = 0; i < n; i++) {
-		fputs("    <testcase classname=\"provgate.compare\" name=\"", f);
-		cli_xml_escape(f, junit_cases[i].name);
-		fputs("\">\n", f);
+		cli_junit_case(f, "provgate.compare", junit_cases[i].name, -1);
 		bool failed = false;
 		for (size_t p = 0; p < c->n_problems; p++) {
 			if (junit_case_of(c->problems[p].code) != i)
 				continue;
-			if (!failed) {
-				fputs("      <failure type=\"refused\" message=\"", f);
-				cli_xml_escape(f, c->problems[p].message);
-				fputs("\">", f);
-				failed = true;
-			}
-			cli_xml_escape(f, c->problems[p].code);
-			fputs(": ", f);
-			cli_xml_escape(f, c->problems[p].message);
-			fputc('\n', f);
+			if (!failed)
+				cli_junit_failure(f, "refused", c->problems[p].message);
+			failed = true;
+			cli_junit_line(f, c->problems[p].code, c->problems[p].message, NULL);
 		}
 		if (failed)
-			fputs("</failure>\n", f);
-		fputs("    </testcase>\n", f);
+			cli_junit_failure_end(f);
+		cli_junit_case_end(f);
 	}
-	fputs("  </testsuite>\n</testsuites>\n", f);
-	fclose(f);
-	return buf;
+	return cli_junit_end(f, &buf);
 }
 
 static void help(FILE *f)
@@ -329,32 +316,11 @@ static int compare_main(int argc, char **argv)
 		fflush(stdout);
 	}
 	rc = cmp.like_for_like ? EXIT_OK : EXIT_NOT_CERTIFIED;
-	if (json) {
-		_cleanup_json_ cJSON *doc = pvg_compare_json(&cmp, declared, n_declared);
-		_cleanup_free_ char *text = cJSON_Print(doc);
-		_cleanup_free_ char *line = pvg_asprintf("%s\n", text);
-		int r = cli_write_file(json, line);
-		if (r < 0) {
-			fprintf(stderr, "provgate compare: cannot write %s: %s\n", json, strerror(-r));
-			rc = EXIT_USAGE;
-		}
-	}
-	if (attest.path) {
-		_cleanup_json_ cJSON *doc = pvg_compare_json(&cmp, declared, n_declared);
-		int r = cli_write_attestation(attest.path, doc, NULL, 0, attest.key);
-		if (r != EXIT_OK && (rc == EXIT_OK || r != EXIT_NOT_CERTIFIED))
-			rc = r; /* a file not written outranks a refusal */
-	}
+	_cleanup_json_ cJSON *doc =
+		json || attest.path ? pvg_compare_json(&cmp, declared, n_declared) : NULL;
+	_cleanup_free_ char *xml = junit_path ? junit(&cmp) : NULL;
+	rc = cli_write_outputs("provgate compare", rc, doc, json, &attest, junit_path, xml);
 	cli_attest_close(&attest);
-	if (junit_path) {
-		_cleanup_free_ char *xml = junit(&cmp);
-		int r = cli_write_file(junit_path, xml);
-		if (r < 0) {
-			fprintf(stderr, "provgate compare: cannot write %s: %s\n", junit_path,
-				strerror(-r));
-			rc = EXIT_USAGE;
-		}
-	}
 	pvg_compare_clear(&cmp);
 	cJSON_Delete(b.report);
 	cJSON_Delete(k.report);
