@@ -406,6 +406,27 @@ void pvg_strv_clear(struct pvg_strv *v)
 	v->n = 0;
 }
 
+void pvg_strv_push(struct pvg_strv *v, char *s)
+{
+	v->v = pvg_xrealloc(v->v, v->n + 2, sizeof(*v->v));
+	v->v[v->n++] = s;
+	v->v[v->n] = NULL;
+}
+
+bool pvg_strv_has(const struct pvg_strv *v, const char *s)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+void pvg_strv_add_unique(struct pvg_strv *v, const char *s)
+{
+	if (!pvg_strv_has(v, s))
+		pvg_strv_push(v, pvg_strdup(s));
+}
+
 char *pvg_strv_join_distinct(const struct pvg_strv *v, const char *sep)
 {
 	char *out = pvg_strdup("");

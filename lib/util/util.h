@@ -106,13 +106,18 @@ struct pvg_msg {
 void pvg_msg_set(struct pvg_msg *m, const char *hint, const char *fmt, ...) PVG_PRINTF(3, 4);
 void pvg_msg_clear(struct pvg_msg *m);
 
-/* A list of strings (config globs, patterns). */
+/* A list of strings (config globs, patterns); v[n] is NULL once anything was pushed. */
 struct pvg_strv {
 	char **v;
 	size_t n;
 };
 /* Frees every string and the list; leaves it empty. */
 void pvg_strv_clear(struct pvg_strv *v);
+/* Appends s, which the list then owns. */
+void pvg_strv_push(struct pvg_strv *v, char *s);
+bool pvg_strv_has(const struct pvg_strv *v, const char *s);
+/* Appends a copy of s unless the list holds it already. */
+void pvg_strv_add_unique(struct pvg_strv *v, const char *s);
 /* The strings joined with sep, each once, in first-seen order ("" for none). */
 char *pvg_strv_join_distinct(const struct pvg_strv *v, const char *sep);
 

@@ -1,0 +1,828 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Discovery for provgate init (core/discover.h): each find_* fills its part of the
+ * discovery from the folder, the processes and the node's GPUs, and says what it guessed
+ * (note) or what is left to fill in (todo).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "core/discover.h"
+#include "formats/buildlog.h"
+#include "formats/codeobj/codeobj.h"
+#include "sys/environment.h"
+#include "sys/gpu-procs.h"
+#include "sys/scope.h"
+#include "util/hash.h"
+
+#define WALK_DEPTH 4
+#define WALK_MAX_ENTRIES 20000
+#define LOG_MAX_BYTES (256u << 20)
+
+static void note(struct pvg_discovery *g, const char *fmt, ...) PVG_PRINTF(2, 3);
+static void note(struct pvg_discovery *g, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pvg_strv_push(&g->notes, pvg_vasprintf(fmt, ap));
+	va_end(ap);
+}
+
+static void todo(struct pvg_discovery *g, const char *fmt, ...) PVG_PRINTF(2, 3);
+static void todo(struct pvg_discovery *g, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pvg_strv_push(&g->todo, pvg_vasprintf(fmt, ap));
+	va_end(ap);
+}
+
+void pvg_discovery_clear(struct pvg_discovery *g)
+{
+	free(g->dir);
+	free(g->workdir);
+	free(g->baseline);
+	free(g->branch);
+	free(g->build_log);
+	free(g->artifact);
+	free(g->arch);
+	free(g->arch_others);
+	pvg_strv_clear(&g->compiled);
+	free(g->installed);
+	free(g->python);
+	free(g->python_module);
+	free(g->map_from);
+	free(g->map_to);
+	pvg_probe_proc_clear(&g->service);
+	free(g->match);
+	free(g->family_extra);
+	free(g->service_log);
+	free(g->prefix);
+	pvg_strv_clear(&g->ignore);
+	pvg_strv_clear(&g->todo);
+	pvg_strv_clear(&g->notes);
+}
+
+/* path relative to base when under it ("logs/build.log"), else path itself */
+static const char *rel_to(const char *base, const char *path)
+{
+	size_t n = strlen(base);
+	if (strncmp(path, base, n) == 0 && path[n] == '/')
+		return path + n + 1;
+	return path;
+}
+
+static bool under(const char *base, const char *path)
+{
+	return rel_to(base, path) != path;
+}
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ---- walking the folder ----------------------------------------------------------------- */
+
+typedef void (*walk_fn)(void *opaque, const char *path, const struct stat *st);
+
+static bool skip_dir(const char *parent, const char *name)
+{
+	if (name[0] == '.' && (strcmp(name, ".git") == 0 || strcmp(name, ".cache") == 0 ||
+			       strcmp(name, ".tox") == 0 || strcmp(name, ".") == 0 ||
+			       strcmp(name, "..") == 0))
+		return true;
+	if (strcmp(name, "node_modules") == 0 || strcmp(name, "__pycache__") == 0 ||
+	    strcmp(name, "site-packages") == 0 || strcmp(name, "CMakeFiles") == 0)
+		return true;
+	/* a venv is searched on its own, through its site-packages */
+	_cleanup_free_ char *cfg = pvg_asprintf("%s/%s/pyvenv.cfg", parent, name);
+	return is_file(cfg);
+}
+
+static void walk(const char *dir, int depth, walk_fn fn, void *opaque, size_t *budget)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) && *budget > 0) {
+		(*budget)--;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		_cleanup_free_ char *p = pvg_path_join(dir, de->d_name);
+		struct stat st;
+		if (lstat(p, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (depth > 0 && !skip_dir(dir, de->d_name))
+				walk(p, depth - 1, fn, opaque, budget);
+		} else if (S_ISREG(st.st_mode)) {
+			fn(opaque, p, &st);
+		}
+	}
+	closedir(d);
+}
+
+/* ---- the build log and its artifact ---------------------------------------------------- */
+
+struct log_pick {
+	const char *dir;
+	char *log, *artifact;
+	struct timespec mtime;
+};
+
+static bool gpu_build(const struct pvg_buildlog *l)
+{
+	if (l->n_hipify)
+		return true;
+	for (size_t i = 0; i < l->n_commands; i++) {
+		const char *t = l->commands[i].text;
+		if (strstr(t, "hipcc") || strstr(t, "nvcc") || strstr(t, "--offload-arch") ||
+		    strstr(t, "-gencode") || strstr(t, "--cuda-gpu-arch"))
+			return true;
+	}
+	return false;
+}
+
+/* The link output as the build saw it: absolute, or relative to the folder ninja/make ran in
+ * (the log's folder, the config's folder, or a build folder with a build.ninja/Makefile). */
+static char *resolve_output(const char *dir, const char *log, const char *out)
+{
+	if (out[0] == '/')
+		return is_file(out) ? pvg_strdup(out) : NULL;
+	_cleanup_free_ char *logdir = pvg_strdup(log);
+	*strrchr(logdir, '/') = '\0';
+	const char *bases[] = { logdir, dir };
+	for (size_t i = 0; i < ARRAY_SIZE(bases); i++) {
+		_cleanup_free_ char *p = pvg_path_join(bases[i], out);
+		if (is_file(p))
+			return realpath(p, NULL);
+	}
+	/* build folders one or two levels down */
+	DIR *d = opendir(dir);
+	if (!d)
+		return NULL;
+	char *found = NULL;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *sub = pvg_path_join(dir, de->d_name);
+		_cleanup_free_ char *ninja = pvg_path_join(sub, "build.ninja");
+		_cleanup_free_ char *make = pvg_path_join(sub, "Makefile");
+		if (!is_file(ninja) && !is_file(make))
+			continue;
+		_cleanup_free_ char *p = pvg_path_join(sub, out);
+		if (is_file(p))
+			found = realpath(p, NULL);
+	}
+	closedir(d);
+	return found;
+}
+
+static void consider_log(void *opaque, const char *path, const struct stat *st)
+{
+	struct log_pick *pick = opaque;
+	size_t n = strlen(path);
+	if (n < 5 || strcmp(path + n - 4, ".log") != 0 || (uint64_t)st->st_size > LOG_MAX_BYTES ||
+	    st->st_size == 0)
+		return;
+	if (pick->log && (st->st_mtim.tv_sec < pick->mtime.tv_sec ||
+			  (st->st_mtim.tv_sec == pick->mtime.tv_sec &&
+			   st->st_mtim.tv_nsec <= pick->mtime.tv_nsec)))
+		return; /* the newest wins */
+	struct pvg_buildlog l;
+	pvg_buildlog_init(&l);
+	if (pvg_buildlog_read_file(&l, path) == 0 && gpu_build(&l)) {
+		_cleanup_free_ char *out = pvg_buildlog_link_output(&l);
+		char *art = out ? resolve_output(pick->dir, path, out) : NULL;
+		if (art) {
+			free(pick->log);
+			free(pick->artifact);
+			pick->log = pvg_strdup(path);
+			pick->artifact = art;
+			pick->mtime = st->st_mtim;
+		}
+	}
+	pvg_buildlog_done(&l);
+}
+
+static void find_build(struct pvg_discovery *g)
+{
+	struct log_pick pick = { .dir = g->dir };
+	size_t budget = WALK_MAX_ENTRIES;
+	walk(g->dir, WALK_DEPTH, consider_log, &pick, &budget);
+	if (!pick.log) {
+		todo(g, "build.log and build.artifact: no build log (*.log) with hipify, hipcc or "
+			"nvcc lines that links a shared object was found; log the build (ninja -v "
+			"... >logs/build.log 2>&1) and set both");
+		return;
+	}
+	g->build_log = pick.log;
+	g->artifact = pick.artifact;
+	note(g, "build log %s (the newest that compiles GPU code); it links %s",
+	     rel_to(g->dir, g->build_log), rel_to(g->dir, g->artifact));
+	/* the changed sources the artifact is built from: their top folders */
+	struct pvg_buildlog l;
+	pvg_buildlog_init(&l);
+	if (g->workdir && pvg_buildlog_read_file(&l, g->build_log) == 0) {
+		struct pvg_strv src = { 0 };
+		pvg_buildlog_sources(&l, &src);
+		for (size_t i = 0; i < src.n; i++) {
+			_cleanup_free_ char *abs = src.v[i][0] == '/' ? pvg_strdup(src.v[i])
+								     : pvg_path_join(g->workdir, src.v[i]);
+			char real[PATH_MAX];
+			const char *p = realpath(abs, real) ? real : abs;
+			if (!under(g->workdir, p))
+				continue;
+			const char *rel = rel_to(g->workdir, p);
+			const char *slash = strchr(rel, '/');
+			_cleanup_free_ char *glob = slash ? pvg_asprintf("%.*s/**", (int)(slash - rel), rel)
+							  : pvg_strdup(rel);
+			if (!pvg_strv_has(&g->compiled, glob))
+				pvg_strv_push(&g->compiled, TAKE_PTR(glob));
+		}
+		pvg_strv_clear(&src);
+	}
+	pvg_buildlog_done(&l);
+}
+
+/* The processor part of an arch: "gfx90a:xnack-" -> "gfx90a", "sm_90a" -> "sm_90" */
+static void processor_of(const char *arch, char *out, size_t size)
+{
+	struct pvg_target t;
+	if (strncmp(arch, "sm_", 3) == 0) {
+		size_t n = strlen(arch);
+		if (n > 3 && (arch[n - 1] == 'a' || arch[n - 1] == 'f'))
+			n--;
+		snprintf(out, size, "%.*s", (int)n, arch);
+	} else if (pvg_target_parse(arch, &t) == 0) {
+		snprintf(out, size, "%s", t.processor);
+	} else {
+		snprintf(out, size, "%s", arch);
+	}
+}
+
+/* This node's GPUs, as gate 6 reads them: KFD's topology, else NVML. A list joined with
+ * ", " and where it came from; NULL when neither says. */
+static char *node_gpus(const char **source, struct pvg_strv *gpus)
+{
+	memset(gpus, 0, sizeof(*gpus));
+	*source = "KFD topology";
+	if (pvg_kfd_gpu_archs(pvg_sysfs_root(), gpus) <= 0) {
+		pvg_strv_clear(gpus);
+		char *why = NULL;
+		*source = "NVML";
+		int r = pvg_nvml_gpu_archs(gpus, &why);
+		free(why);
+		if (r <= 0) {
+			pvg_strv_clear(gpus);
+			return NULL;
+		}
+	}
+	return pvg_strv_join_distinct(gpus, ", ");
+}
+
+static void find_arch(struct pvg_discovery *g)
+{
+	const char *path = g->installed ? g->installed : g->artifact;
+	if (!path)
+		return;
+	struct pvg_codeobj_set *set = NULL;
+	struct pvg_codeobj_opts opts = { 0 };
+	struct pvg_strv archs = { 0 };
+	if (pvg_codeobj_scan_path(path, &opts, &set) == 0) {
+		for (size_t i = 0; i < set->n_objs; i++) {
+			const char *a = set->objs[i].arch;
+			if (!a || strncmp(a, "compute_", 8) == 0)
+				continue;
+			bool seen = false;
+			for (size_t k = 0; k < archs.n && !seen; k++)
+				seen = strcmp(archs.v[k], a) == 0;
+			if (!seen) {
+				archs.v = pvg_xrealloc(archs.v, archs.n + 1, sizeof(char *));
+				archs.v[archs.n++] = pvg_strdup(a);
+			}
+		}
+	}
+	pvg_codeobj_set_free(set);
+	if (!archs.n) {
+		todo(g, "arch: %s holds no device code object; set the GPU architecture (gfx936, "
+			"sm_90)", rel_to(g->dir, path));
+		return;
+	}
+	/* the one this node's GPUs run, when the node says which they are */
+	const char *source = NULL;
+	struct pvg_strv gpus;
+	_cleanup_free_ char *node = node_gpus(&source, &gpus);
+	size_t pick = 0, n_on_node = 0;
+	_cleanup_free_ char *matching = NULL;
+	bool on_node = false;
+	for (size_t k = 0; node && k < archs.n; k++) {
+		char proc[64];
+		processor_of(archs.v[k], proc, sizeof(proc));
+		bool runs = false;
+		for (size_t i = 0; i < gpus.n && !runs; i++)
+			runs = strcmp(gpus.v[i], proc) == 0;
+		if (runs && !on_node)
+			pick = k;
+		on_node |= runs;
+		n_on_node += runs;
+		if (runs) {
+			char *o = pvg_asprintf("%s%s%s", matching ? matching : "", matching ? ", " : "",
+					       archs.v[k]);
+			free(matching);
+			matching = o;
+		}
+	}
+	pvg_strv_clear(&gpus);
+	g->arch = pvg_strdup(archs.v[pick]);
+	for (size_t k = 0; k < archs.n; k++) {
+		if (k == pick)
+			continue;
+		char *o = pvg_asprintf("%s%s%s", g->arch_others ? g->arch_others : "",
+				       g->arch_others ? ", " : "", archs.v[k]);
+		free(g->arch_others);
+		g->arch_others = o;
+	}
+	pvg_strv_clear(&archs);
+	if (node && !on_node)
+		todo(g, "arch: this node's GPUs are %s (%s), and %s holds no code object for them "
+			"(it has %s%s%s): build for this GPU, or certify on a node with the GPU the "
+			"artifact is for; \"%s\" was taken", node, source, rel_to(g->dir, path),
+		     g->arch, g->arch_others ? ", " : "", g->arch_others ? g->arch_others : "",
+		     g->arch);
+	else if (n_on_node > 1)
+		todo(g, "arch: %s holds several code objects for this node's GPUs (%s, %s): %s; "
+			"\"%s\" was taken: set the one of the GPU's xnack/sramecc mode (HSA_XNACK)",
+		     rel_to(g->dir, path), node, source, matching, g->arch);
+	else if (on_node)
+		note(g, "arch %s: the code object in %s for this node's GPUs (%s, %s)%s%s", g->arch,
+		     rel_to(g->dir, path), node, source, g->arch_others ? "; it also has " : "",
+		     g->arch_others ? g->arch_others : "");
+	else if (g->arch_others)
+		todo(g, "arch: %s holds code objects for %s and %s; \"%s\" was taken: set the one "
+			"the benchmark's GPU runs", rel_to(g->dir, path), g->arch, g->arch_others,
+		     g->arch);
+	else
+		note(g, "arch %s, from the code object in %s", g->arch, rel_to(g->dir, path));
+}
+
+/* ---- the service ------------------------------------------------------------------------- */
+
+static bool generic_ancestor(const struct pvg_probe_proc *p)
+{
+	static const char *const shells[] = { "sh", "bash", "zsh", "dash", "fish", "tmux: server",
+					      "screen", "sshd", "systemd", "init", "login", "su",
+					      "sudo", "provgate", "timeout", "setsid", "nohup" };
+	for (size_t i = 0; i < ARRAY_SIZE(shells); i++)
+		if (strcmp(p->comm, shells[i]) == 0)
+			return true;
+	return p->pid <= 1;
+}
+
+static bool has_glob_chars(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* A pattern that finds this process again: its command line (a substring match), cut to a
+ * readable length at a word; its name when the command line holds glob characters. */
+static char *pattern_of(const struct pvg_probe_proc *p)
+{
+	if (!p->cmdline || has_glob_chars(p->cmdline))
+		return pvg_strdup(p->comm);
+	size_t n = strlen(p->cmdline);
+	if (n > 160) {
+		n = 160;
+		while (n > 40 && p->cmdline[n] != ' ')
+			n--;
+	}
+	return pvg_asprintf("%.*s", (int)n, p->cmdline);
+}
+
+static bool is_mapper(const struct pvg_probe_procs *ms, pid_t pid)
+{
+	for (size_t i = 0; i < ms->n; i++)
+		if (ms->p[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* The word before "selected=" (past other key=value fields) in the log's last MiB. */
+static char *guess_prefix(const char *log)
+{
+	struct stat st;
+	_cleanup_close_ int fd = pvg_open_regular(log, &st);
+	if (fd < 0)
+		return NULL;
+	size_t want = st.st_size > (1 << 20) ? (1 << 20) : (size_t)st.st_size;
+	_cleanup_free_ char *buf = pvg_xcalloc(want + 1, 1);
+	ssize_t n = pread(fd, buf, want, st.st_size - (off_t)want);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	for (char *p = buf; (p = strstr(p, " selected=")); p++) {
+		char *e = p; /* end of the word before */
+		for (;;) {
+			char *s = e;
+			while (s > buf && s[-1] != ' ' && s[-1] != '\n')
+				s--;
+			if (s == e)
+				break;
+			if (memchr(s, '=', (size_t)(e - s))) { /* another field: go on left */
+				e = s > buf ? s - 1 : s;
+				if (e == s)
+					break;
+				continue;
+			}
+			bool ok = e - s >= 3 && e - s < 64;
+			bool upper = false;
+			for (char *q = s; q < e && ok; q++) {
+				ok = (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
+				     (*q >= '0' && *q <= '9') || *q == '_' || *q == ':' || *q == '-';
+				upper |= (*q >= 'A' && *q <= 'Z') || *q == '_';
+			}
+			if (ok && upper)
+				return pvg_asprintf("%.*s", (int)(e - s), s);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* A service that opens its log for each line holds no descriptor of it: the newest *.log
+ * under the folder (not the build log) whose last MiB holds a "selected=" marker line. */
+struct marker_log_pick {
+	const char *build_log;
+	char *path;
+	struct timespec mtime;
+};
+
+static void consider_marker_log(void *opaque, const char *path, const struct stat *st)
+{
+	struct marker_log_pick *m = opaque;
+	size_t n = strlen(path);
+	if (n < 5 || strcmp(path + n - 4, ".log") != 0 ||
+	    (m->build_log && strcmp(path, m->build_log) == 0))
+		return;
+	if (m->path && (st->st_mtim.tv_sec < m->mtime.tv_sec ||
+			(st->st_mtim.tv_sec == m->mtime.tv_sec &&
+			 st->st_mtim.tv_nsec <= m->mtime.tv_nsec)))
+		return;
+	_cleanup_free_ char *prefix = guess_prefix(path);
+	if (!prefix)
+		return;
+	free(m->path);
+	m->path = pvg_strdup(path);
+	m->mtime = st->st_mtim;
+}
+
+static void find_marker_log(struct pvg_discovery *g)
+{
+	struct marker_log_pick m = { .build_log = g->build_log };
+	size_t budget = WALK_MAX_ENTRIES;
+	walk(g->dir, WALK_DEPTH, consider_marker_log, &m, &budget);
+	if (m.path) {
+		g->service_log = m.path;
+		note(g, "markers.log %s: the newest log with marker lines (the service holds no log "
+			"open: check that it is the one it writes)", rel_to(g->dir, g->service_log));
+	}
+}
+
+/* site-packages/a/b/_C.abi3.so -> "a.b._C" and the venv's python */
+static void python_of(struct pvg_discovery *g, const char *installed)
+{
+	const char *sp = strstr(installed, "/site-packages/");
+	if (!sp)
+		sp = strstr(installed, "/dist-packages/");
+	if (!sp)
+		return;
+	const char *rel = strchr(sp + 1, '/') + 1;
+	_cleanup_free_ char *root = pvg_asprintf("%.*s", (int)(sp - installed), installed);
+	/* root is <venv>/lib/pythonX.Y */
+	char *l = strrchr(root, '/');
+	if (!l)
+		return;
+	*l = '\0';
+	l = strrchr(root, '/');
+	if (!l)
+		return;
+	*l = '\0';
+	_cleanup_free_ char *py = pvg_asprintf("%s/bin/python3", root);
+	_cleanup_free_ char *cfg = pvg_asprintf("%s/pyvenv.cfg", root);
+	if (!is_file(py))
+		return;
+	_cleanup_free_ char *mod = pvg_strdup(rel);
+	char *dot = strchr(strrchr(mod, '/') ? strrchr(mod, '/') : mod, '.');
+	if (dot)
+		*dot = '\0';
+	for (char *c = mod; *c; c++)
+		if (*c == '/')
+			*c = '.';
+	g->python = TAKE_PTR(py);
+	g->python_module = TAKE_PTR(mod);
+	note(g, "install.python_module %s, resolved by %s%s", g->python_module,
+	     rel_to(g->dir, g->python), is_file(cfg) ? " (a venv)" : "");
+}
+
+static void find_service(struct pvg_discovery *g, const char *procfs)
+{
+	if (!g->artifact)
+		return;
+	const char *name = pvg_basename(g->artifact);
+	struct pvg_probe_procs ms = { 0 };
+	if (pvg_probe_mappers(procfs, name, &ms) < 0 || ms.n == 0) {
+		todo(g, "service.match: no running process maps %s; start the service, warm it up, "
+			"and run init again (or set service.match)", name);
+		pvg_probe_procs_clear(&ms);
+		return;
+	}
+	/* another service may map a file of the same name: prefer the one whose file holds the
+	 * build's bytes, then one under the folder; among those the topmost (its parent maps
+	 * nothing of it) */
+	struct pvg_file_id build_id;
+	pvg_hash_file(g->artifact, &build_id);
+	size_t top = SIZE_MAX;
+	int best = -1;
+	for (size_t i = 0; i < ms.n; i++) {
+		int score = 0;
+		struct pvg_file_id id;
+		struct stat a, b;
+		if (!ms.p[i].deleted && build_id.hashed && stat(ms.p[i].mapped, &a) == 0 &&
+		    stat(g->artifact, &b) == 0 && a.st_size == b.st_size) {
+			pvg_hash_file(ms.p[i].mapped, &id);
+			if (id.hashed && memcmp(id.sha256, build_id.sha256, 32) == 0)
+				score += 4;
+			pvg_file_id_clear(&id);
+		}
+		if (under(g->dir, ms.p[i].mapped))
+			score += 2;
+		if (!is_mapper(&ms, ms.p[i].ppid))
+			score += 1;
+		if (score > best) {
+			best = score;
+			top = i;
+		}
+	}
+	pvg_file_id_clear(&build_id);
+	g->n_mappers = ms.n;
+	g->service = ms.p[top];
+	memset(&ms.p[top], 0, sizeof(ms.p[top]));
+	pvg_probe_procs_clear(&ms);
+	struct pvg_probe_proc *s = &g->service;
+	g->match = pattern_of(s);
+	note(g, "service: process %d (%s) maps %s%s; service.match is its command line", (int)s->pid,
+	     s->comm, s->mapped, s->deleted ? " (deleted: restart it after the install)" : "");
+	/* the copy it maps is the installed one, unless it loads the build tree's own */
+	char real_art[PATH_MAX];
+	if (!realpath(g->artifact, real_art) || strcmp(real_art, s->mapped) != 0)
+		g->installed = pvg_strdup(s->mapped);
+	else
+		todo(g, "install: the service loads the build tree's %s itself; install it and "
+			"restart the service", name);
+	/* port and log: the process, then its ancestors up to a shell */
+	pid_t pid = s->pid;
+	struct pvg_strv logs = { 0 };
+	for (int depth = 0; depth < 8 && pid > 1; depth++) {
+		struct pvg_probe_proc p;
+		if (depth == 0) {
+			p = (struct pvg_probe_proc){ .pid = s->pid, .ppid = s->ppid };
+			memcpy(p.comm, s->comm, sizeof(p.comm));
+		} else if (pvg_probe_proc_read(procfs, pid, &p) < 0 || generic_ancestor(&p)) {
+			pvg_probe_proc_clear(&p);
+			break;
+		}
+		/* the port, and the topmost ancestor that listens too (an API server whose
+		 * engine inherited the socket): it must be a service process for gate 5 */
+		uint16_t port = pvg_probe_listen_port(procfs, p.pid);
+		if (port && !g->port) {
+			g->port = port;
+			if (depth == 0)
+				note(g, "service.port %u: the service process listens on it", port);
+		}
+		if (port && port == g->port && depth > 0) {
+			free(g->family_extra);
+			g->family_extra = pattern_of(&p);
+			note(g, "service.port %u: process %d (%s), its ancestor, listens on it; "
+				"service.family names it", port, (int)p.pid, p.comm);
+		}
+		pvg_probe_log_paths(procfs, p.pid, &logs);
+		pid = p.ppid;
+		if (depth > 0)
+			pvg_probe_proc_clear(&p);
+	}
+	/* the log the service writes that holds marker lines; else one under the folder that
+	 * does; else its stdout */
+	for (size_t i = 0; i < logs.n && !g->service_log; i++) {
+		_cleanup_free_ char *pfx = guess_prefix(logs.v[i]);
+		if (pfx)
+			g->service_log = pvg_strdup(logs.v[i]);
+	}
+	if (g->service_log)
+		note(g, "markers.log %s: the service writes it", rel_to(g->dir, g->service_log));
+	else
+		find_marker_log(g);
+	if (!g->service_log && logs.n) {
+		g->service_log = pvg_strdup(logs.v[0]);
+		note(g, "markers.log %s: the service writes it (no marker line in it yet)",
+		     rel_to(g->dir, g->service_log));
+	}
+	pvg_strv_clear(&logs);
+	if (g->service_log) {
+		g->prefix = guess_prefix(g->service_log);
+		if (g->prefix)
+			note(g, "markers.prefix %s: the word before selected= in the log", g->prefix);
+		else
+			todo(g, "markers.prefix: no \"PREFIX ... selected=...\" line in %s; set the "
+				"prefix your kernel prints when it is dispatched",
+			     rel_to(g->dir, g->service_log));
+	} else {
+		todo(g, "markers.log: the service writes no regular file on stdout or stderr and "
+			"holds no *.log open; redirect its output to a file and set markers.log");
+	}
+	if (!g->port)
+		note(g, "service.port: the service listens on no TCP port (left out)");
+}
+
+/* ---- install ------------------------------------------------------------------------------ */
+
+struct same_name {
+	const char *name, *artifact;
+	char *found;
+};
+
+static void consider_copy(void *opaque, const char *path, const struct stat *st)
+{
+	struct same_name *s = opaque;
+	(void)st;
+	if (s->found || strcmp(pvg_basename(path), s->name) != 0)
+		return;
+	char real[PATH_MAX];
+	if (realpath(path, real) && strcmp(real, s->artifact) != 0)
+		s->found = pvg_strdup(real);
+}
+
+static void find_install(struct pvg_discovery *g)
+{
+	if (!g->artifact)
+		return;
+	if (!g->installed) {
+		/* no service told: another file of the artifact's name under the folder */
+		struct same_name s = { .name = pvg_basename(g->artifact), .artifact = g->artifact };
+		size_t budget = WALK_MAX_ENTRIES;
+		walk(g->dir, WALK_DEPTH, consider_copy, &s, &budget);
+		g->installed = s.found;
+	}
+	if (!g->installed) {
+		todo(g, "install.artifact: no installed copy of %s was found; set install.artifact "
+			"(or install.python_module with install.python)",
+		     pvg_basename(g->artifact));
+		return;
+	}
+	note(g, "installed artifact %s", rel_to(g->dir, g->installed));
+	python_of(g, g->installed);
+	/* the package folder: installed beside a folder of the repo with the same name */
+	if (!g->workdir)
+		return;
+	_cleanup_free_ char *pkgdir = pvg_strdup(g->installed);
+	*strrchr(pkgdir, '/') = '\0';
+	const char *pkg = pvg_basename(pkgdir);
+	_cleanup_free_ char *in_repo = pvg_path_join(g->workdir, pkg);
+	struct stat st;
+	if (stat(in_repo, &st) == 0 && S_ISDIR(st.st_mode)) {
+		g->map_from = pvg_asprintf("%s/", pkg);
+		g->map_to = pvg_asprintf("%s/", pkgdir);
+		note(g, "source.install_map %s -> %s (the repo's package folder of that name)",
+		     g->map_from, rel_to(g->dir, g->map_to));
+	} else {
+		todo(g, "source.install_map: map the repo's runtime files (Python) to where they are "
+			"installed (%s?)", rel_to(g->dir, pkgdir));
+	}
+}
+
+/* ---- the change set: what is no runtime file ------------------------------------------- */
+
+/* files that are no runtime file: documentation, tests, and build files (what they build is
+ * proven by gates 1, 3 and 6) */
+static const char *const not_runtime[] = {
+	"docs/**", "**/*.md", "**/*.rst", ".github/**", ".gitignore", "tests/**", "test/**",
+	"pyproject.toml", "setup.py", "setup.cfg", "MANIFEST.in", "**/CMakeLists.txt",
+	"**/*.cmake",
+};
+
+static void classify_changes(struct pvg_discovery *g)
+{
+	if (!g->workdir || !g->baseline)
+		return;
+	/* the build folder inside the repo is build state */
+	if (g->artifact && under(g->workdir, g->artifact)) {
+		const char *rel = rel_to(g->workdir, g->artifact);
+		const char *slash = strchr(rel, '/');
+		if (slash) {
+			char *glob = pvg_asprintf("%.*s/**", (int)(slash - rel), rel);
+			note(g, "source.ignore %s: the build folder is inside the repo", glob);
+			pvg_strv_push(&g->ignore, glob);
+		}
+	}
+	struct pvg_source_spec src = { .repo = g->workdir, .baseline = g->baseline,
+				       .include_uncommitted = true, .compiled = g->compiled,
+				       .ignore = g->ignore };
+	struct pvg_install_map map = { .from = g->map_from, .to = g->map_to };
+	if (g->map_from) {
+		src.install_map = &map;
+		src.n_install_map = 1;
+	}
+	const struct pvg_scope_own own = { .build_artifact = g->artifact };
+	struct pvg_scope *s = pvg_scope_compute(&src, g->workdir, &own);
+	if (s->err) {
+		todo(g, "source.baseline: %s", s->msg.text ? s->msg.text : strerror(-s->err));
+		pvg_scope_free(s);
+		return;
+	}
+	size_t unknown = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pvg_change *c = &s->changes[i];
+		if (c->cls != PVG_SCOPE_UNKNOWN)
+			continue;
+		bool placed = false;
+		for (size_t k = 0; k < ARRAY_SIZE(not_runtime) && !placed; k++)
+			if (pvg_glob_match(not_runtime[k], c->path)) {
+				if (!pvg_strv_has(&g->ignore, not_runtime[k]))
+					pvg_strv_push(&g->ignore, pvg_strdup(not_runtime[k]));
+				placed = true;
+			}
+		if (!placed && unknown++ < 10)
+			todo(g, "source: changed file %s is neither compiled, mapped nor ignored: add it "
+				"to source.install_map, source.compiled or source.ignore",
+			     c->path);
+	}
+	if (unknown > 10)
+		todo(g, "source: ... and %zu more changed files like that", unknown - 10);
+	note(g, "%zu files changed since %s (merge base %.12s)", s->n, g->baseline, s->merge_base);
+	if (s->n == 0)
+		todo(g, "source.baseline: nothing changed since %s; set the branch your change is "
+			"based on", g->baseline);
+	pvg_scope_free(s);
+}
+
+const char *pvg_discovery_rel(const struct pvg_discovery *d, const char *path)
+{
+	return rel_to(d->dir, path);
+}
+
+/* The checkout: dir itself, or a repository one level down. */
+static void find_checkout(struct pvg_discovery *g)
+{
+	struct stat st;
+	if (pvg_probe_git(g->dir, &g->workdir, &g->baseline, &g->branch) < 0) {
+		free(g->workdir);
+		free(g->baseline);
+		free(g->branch);
+		g->workdir = g->baseline = g->branch = NULL;
+		DIR *d = opendir(g->dir);
+		struct dirent *de;
+		while (d && !g->workdir && (de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			_cleanup_free_ char *sub = pvg_path_join(g->dir, de->d_name);
+			_cleanup_free_ char *dotgit = pvg_path_join(sub, ".git");
+			if (lstat(dotgit, &st) == 0 &&
+			    pvg_probe_git(sub, &g->workdir, &g->baseline, &g->branch) < 0) {
+				free(g->workdir);
+				free(g->baseline);
+				free(g->branch);
+				g->workdir = g->baseline = g->branch = NULL;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	if (!g->workdir)
+		todo(g, "source.repo: no git checkout in %s or one level down", g->dir);
+	else if (!g->baseline)
+		todo(g, "source.baseline: no origin/HEAD, origin/main, origin/master, main or master "
+			"other than the branch checked out; set the branch your change is based on");
+	else
+		note(g, "git checkout %s on %s; baseline %s", rel_to(g->dir, g->workdir),
+		     g->branch ? g->branch : "a detached HEAD", g->baseline);
+}
+
+void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->dir = pvg_strdup(dir);
+	find_checkout(g);
+	find_build(g);
+	find_service(g, procfs ? procfs : pvg_procfs_root());
+	find_install(g);
+	find_arch(g);
+	classify_changes(g);
+	if (!g->service_log && !g->match)
+		todo(g, "markers.log and markers.prefix: the service's log and the word the kernel "
+			"prints when it is dispatched");
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Discovery (provgate init): what a starting provgate.json is made from. The git checkout
+ * and its baseline, the newest build log that compiles GPU code and the shared object it
+ * links, the architecture in that object's code objects (the one this node's GPUs run), a
+ * running process that maps a file of the same name (the service: its command line, port,
+ * log, and the installed copy it maps), the Python module that copy is in a venv, the
+ * install_map of the package folder, the change set's files that are no runtime files.
+ * What was guessed, and from what, is in notes; what is left to fill in, in todo.
+ * cmd/init.c renders it as a config.
+ */
+#pragma once
+#include "sys/probe.h"
+#include "util/util.h"
+
+struct pvg_discovery {
+	char *dir;      /* the config's folder (absolute) */
+	char *workdir;  /* the git work tree */
+	char *baseline, *branch;
+	char *build_log, *artifact, *arch, *arch_others;
+	struct pvg_strv compiled;
+	char *installed;  /* install.artifact */
+	char *python, *python_module;
+	char *map_from, *map_to;
+	struct pvg_probe_proc service; /* pid 0: none */
+	size_t n_mappers;
+	char *match, *family_extra;
+	uint16_t port;
+	char *service_log, *prefix;
+	struct pvg_strv ignore;
+	struct pvg_strv todo;  /* what the user must still fill in */
+	struct pvg_strv notes; /* what was guessed, and from what */
+};
+
+/* Discovers what is there for a config in dir (an absolute folder, no trailing '/'):
+ * searches dir (and a checkout one level down), the processes of procfs (NULL:
+ * pvg_procfs_root()) and this node's GPUs. Fills d, which pvg_discovery_clear frees. */
+void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *d);
+void pvg_discovery_clear(struct pvg_discovery *d);
+/* path relative to the config's folder when under it ("logs/build.log"), else path itself */
+const char *pvg_discovery_rel(const struct pvg_discovery *d, const char *path);
