@@ -75,9 +75,11 @@ int cli_write_run_attestation(const struct cli_attest *a, const struct pvg_run *
 	return cli_write_attestation(a->path, report, NULL, 0, a->key);
 }
 
-int cli_write_outputs(const char *who, int rc, const cJSON *doc, const char *json,
-		      const struct cli_attest *a, const char *junit, const char *junit_xml)
+int cli_write_outputs(const char *who, int rc, const cJSON *doc, const struct cli_outputs *o,
+		      const char *junit_xml)
 {
+	const char *json = o->json, *junit = o->junit;
+	const struct cli_attest *a = &o->attest;
 	int r;
 	if (json) {
 		_cleanup_free_ char *text = cJSON_Print(doc);
@@ -97,4 +99,46 @@ int cli_write_outputs(const char *who, int rc, const cJSON *doc, const char *jso
 		rc = EXIT_USAGE;
 	}
 	return rc;
+}
+
+bool cli_output_flag(int c, const char *arg, struct cli_outputs *o)
+{
+	switch (c) {
+	case CLI_OPT_JSON:
+		o->json = arg;
+		return true;
+	case CLI_OPT_JUNIT:
+		o->junit = arg;
+		return true;
+	case CLI_OPT_ATTEST:
+		o->attest.path = arg;
+		return true;
+	case CLI_OPT_SIGN_KEY:
+		o->attest.key_path = arg;
+		return true;
+	case CLI_OPT_NO_COLOR:
+		o->no_color = true;
+		return true;
+	case 'q':
+		o->verbosity = -1;
+		return true;
+	case 'v':
+		o->verbosity = 1;
+		return true;
+	default:
+		return false;
+	}
+}
+
+FILE *cli_text_out(const struct cli_outputs *o, struct cli_style *st)
+{
+	if (o->json && strcmp(o->json, "-") == 0)
+		return NULL;
+	cli_style_init(st, stdout, o->no_color);
+	return stdout;
+}
+
+void cli_outputs_done(struct cli_outputs *o)
+{
+	cli_attest_close(&o->attest);
 }

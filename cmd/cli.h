@@ -92,12 +92,26 @@ void cli_attest_close(struct cli_attest *a);
 int cli_write_attestation(const char *path, const cJSON *report,
 			  const struct pvg_subject *subjects, size_t n_subjects,
 			  const struct pvg_key *key);
+/* The output flags of compare, merge and verify-attestation, one meaning in each. */
+enum { CLI_OPT_JSON = 200, CLI_OPT_JUNIT, CLI_OPT_ATTEST, CLI_OPT_SIGN_KEY, CLI_OPT_NO_COLOR };
+struct cli_outputs {
+	const char *json, *junit; /* --json FILE|-, --junit FILE */
+	struct cli_attest attest; /* --attest, --sign-key */
+	int verbosity;            /* -q -1, -v 1 */
+	bool no_color;            /* --no-color */
+};
+/* Takes the flag c (from getopt_long, with its arg) into o: true when it is one of them. */
+bool cli_output_flag(int c, const char *arg, struct cli_outputs *o);
+/* Where the verdict's text goes: stdout (st set up for it), or NULL when --json - has it. */
+FILE *cli_text_out(const struct cli_outputs *o, struct cli_style *st);
+/* Releases the signing key; for _cleanup_. */
+void cli_outputs_done(struct cli_outputs *o);
 /* The outputs of compare and merge, each that is asked for (NULL: not), in this order: the
  * document doc as the --json file (with a final newline), the --attest Statement of it, the
  * --junit text; a message "who: cannot write ..." on stderr for each that cannot be written.
  * rc is the verdict's exit code; returns it, or what a file not written says (a file not
  * written outranks a refusal). */
-int cli_write_outputs(const char *who, int rc, const cJSON *doc, const char *json,
-		      const struct cli_attest *a, const char *junit, const char *junit_xml);
+int cli_write_outputs(const char *who, int rc, const cJSON *doc, const struct cli_outputs *o,
+		      const char *junit_xml);
 /* The same for a run's report. */
 int cli_write_run_attestation(const struct cli_attest *a, const struct pvg_run *run);

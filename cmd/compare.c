@@ -5,12 +5,11 @@
 
 #include "cli.h"
 #include "core/compare.h"
+#include "core/report-read.h"
 
 #define REPORT_MAX (512u << 20)
 #define MAX_DECLARED 64
 #define CELL 44 /* widest value shown in the table; --json has them whole */
-
-enum { OPT_DIFFER = 256, OPT_JSON, OPT_JUNIT, OPT_NO_COLOR, OPT_ATTEST, OPT_SIGN_KEY };
 
 struct side_input {
 	cJSON *report;
@@ -22,9 +21,8 @@ struct side_input {
  * is not a report is left for the comparison to refuse (in->report NULL, in->why). */
 static int load(const char *path, struct side_input *in)
 {
-	_cleanup_free_ char *text = NULL;
-	size_t len = 0;
-	int r = pvg_read_file(path, REPORT_MAX, &text, &len);
+	struct pvg_report_file f;
+	int r = pvg_report_read(path, REPORT_MAX, true, &f);
 	if (r == -EFBIG) {
 		in->why = pvg_asprintf("larger than %u MiB: not a provgate report", REPORT_MAX >> 20);
 		return 0;
@@ -33,29 +31,19 @@ static int load(const char *path, struct side_input *in)
 		fprintf(stderr, "provgate compare: cannot read %s: %s\n", path, strerror(-r));
 		return EXIT_USAGE;
 	}
-	pvg_sha256_hex(text, len, in->sha256);
-	if (len == 0) {
+	memcpy(in->sha256, f.sha256, sizeof(in->sha256));
+	if (f.bad == PVG_REPORT_EMPTY)
 		in->why = pvg_strdup("empty file");
-		return 0;
-	}
-	const char *end = NULL;
-	in->report = cJSON_ParseWithLengthOpts(text, len, &end, false);
-	if (!in->report) {
-		size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-		size_t rest = at;
-		while (rest < len && (text[rest] == ' ' || text[rest] == '\n' || text[rest] == '\t' ||
-				      text[rest] == '\r'))
-			rest++;
-		in->why = rest >= len ? pvg_asprintf("not valid JSON: it ends early at byte %zu "
-						   "(truncated?)", len)
-				    : pvg_asprintf("not valid JSON at byte %zu", at);
-		return 0;
-	}
-	if (!cJSON_IsObject(in->report)) {
-		cJSON_Delete(in->report);
-		in->report = NULL;
+	else if (f.bad == PVG_REPORT_TRUNCATED)
+		in->why = pvg_asprintf("not valid JSON: it ends early at byte %zu (truncated?)",
+				       f.len);
+	else if (f.bad == PVG_REPORT_MALFORMED || f.bad == PVG_REPORT_NUL)
+		in->why = pvg_asprintf("not valid JSON at byte %zu", f.at);
+	else if (f.bad == PVG_REPORT_NOT_OBJECT)
 		in->why = pvg_strdup("JSON, but not an object: not a provgate report");
-	}
+	else
+		in->report = TAKE_PTR(f.root); /* content after the object: as before, read */
+	pvg_report_file_clear(&f);
 	return 0;
 }
 
@@ -222,22 +210,19 @@ static int compare_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "differ", required_argument, NULL, 'd' },
-		{ "json", required_argument, NULL, OPT_JSON },
-		{ "junit", required_argument, NULL, OPT_JUNIT },
+		{ "json", required_argument, NULL, CLI_OPT_JSON },
+		{ "junit", required_argument, NULL, CLI_OPT_JUNIT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "no-color", no_argument, NULL, OPT_NO_COLOR },
-		{ "attest", required_argument, NULL, OPT_ATTEST },
-		{ "sign-key", required_argument, NULL, OPT_SIGN_KEY },
+		{ "no-color", no_argument, NULL, CLI_OPT_NO_COLOR },
+		{ "attest", required_argument, NULL, CLI_OPT_ATTEST },
+		{ "sign-key", required_argument, NULL, CLI_OPT_SIGN_KEY },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct cli_attest attest = { 0 };
+	_cleanup_(cli_outputs_done) struct cli_outputs o = { 0 };
 	const char *declared[MAX_DECLARED];
 	size_t n_declared = 0;
-	const char *json = NULL, *junit_path = NULL;
-	int verbosity = 0;
-	bool no_color = false;
 	optind = 1;
 	opterr = 1;
 	int c;
@@ -254,31 +239,12 @@ static int compare_main(int argc, char **argv)
 			}
 			declared[n_declared++] = optarg;
 			break;
-		case OPT_JSON:
-			json = optarg;
-			break;
-		case OPT_ATTEST:
-			attest.path = optarg;
-			break;
-		case OPT_SIGN_KEY:
-			attest.key_path = optarg;
-			break;
-		case OPT_JUNIT:
-			junit_path = optarg;
-			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'v':
-			verbosity = 1;
-			break;
-		case OPT_NO_COLOR:
-			no_color = true;
-			break;
 		case 'h':
 			help(stdout);
 			return EXIT_OK;
 		default:
+			if (cli_output_flag(c, optarg, &o))
+				break;
 			return EXIT_USAGE;
 		}
 	}
@@ -289,7 +255,7 @@ static int compare_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	/* the key is read, and its file's mode checked, before anything is compared */
-	int arc = cli_attest_open(&attest, json, junit_path);
+	int arc = cli_attest_open(&o.attest, o.json, o.junit);
 	if (arc)
 		return arc;
 	const char *bpath = argv[optind], *cpath = argv[optind + 1];
@@ -300,7 +266,6 @@ static int compare_main(int argc, char **argv)
 	if (rc) {
 		cJSON_Delete(b.report);
 		free(b.why);
-		cli_attest_close(&attest);
 		return rc;
 	}
 	struct pvg_compare_input bi = { bpath, b.report, b.why, b.sha256[0] ? b.sha256 : NULL },
@@ -308,19 +273,17 @@ static int compare_main(int argc, char **argv)
 	struct pvg_compare cmp;
 	pvg_compare_reports(&bi, &ki, declared, n_declared, &cmp);
 
-	bool json_stdout = json && strcmp(json, "-") == 0;
-	if (!json_stdout) {
-		struct cli_style st;
-		cli_style_init(&st, stdout, no_color);
-		print_text(stdout, &cmp, declared, n_declared, verbosity, &st);
-		fflush(stdout);
+	struct cli_style st;
+	FILE *f = cli_text_out(&o, &st);
+	if (f) {
+		print_text(f, &cmp, declared, n_declared, o.verbosity, &st);
+		fflush(f);
 	}
 	rc = cmp.like_for_like ? EXIT_OK : EXIT_NOT_CERTIFIED;
 	_cleanup_json_ cJSON *doc =
-		json || attest.path ? pvg_compare_json(&cmp, declared, n_declared) : NULL;
-	_cleanup_free_ char *xml = junit_path ? junit(&cmp) : NULL;
-	rc = cli_write_outputs("provgate compare", rc, doc, json, &attest, junit_path, xml);
-	cli_attest_close(&attest);
+		o.json || o.attest.path ? pvg_compare_json(&cmp, declared, n_declared) : NULL;
+	_cleanup_free_ char *xml = o.junit ? junit(&cmp) : NULL;
+	rc = cli_write_outputs("provgate compare", rc, doc, &o, xml);
 	pvg_compare_clear(&cmp);
 	cJSON_Delete(b.report);
 	cJSON_Delete(k.report);

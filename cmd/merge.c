@@ -146,7 +146,7 @@ static void print_table(FILE *f, const struct pvg_cluster *m, const struct cli_s
 
 /* ---- the verb -------------------------------------------------------------------------- */
 
-enum { OPT_NODES = 256, OPT_MAX_SKEW, OPT_JSON, OPT_JUNIT, OPT_NO_COLOR, OPT_ATTEST, OPT_SIGN_KEY };
+enum { OPT_NODES = 256, OPT_MAX_SKEW };
 
 static void merge_help(FILE *f)
 {
@@ -173,20 +173,19 @@ static int merge_main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "nodes", required_argument, NULL, OPT_NODES },
 		{ "max-skew", required_argument, NULL, OPT_MAX_SKEW },
-		{ "json", required_argument, NULL, OPT_JSON },
-		{ "out", required_argument, NULL, OPT_JSON },
-		{ "junit", required_argument, NULL, OPT_JUNIT },
+		{ "json", required_argument, NULL, CLI_OPT_JSON },
+		{ "out", required_argument, NULL, CLI_OPT_JSON },
+		{ "junit", required_argument, NULL, CLI_OPT_JUNIT },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "no-color", no_argument, NULL, OPT_NO_COLOR },
-		{ "attest", required_argument, NULL, OPT_ATTEST },
-		{ "sign-key", required_argument, NULL, OPT_SIGN_KEY },
+		{ "no-color", no_argument, NULL, CLI_OPT_NO_COLOR },
+		{ "attest", required_argument, NULL, CLI_OPT_ATTEST },
+		{ "sign-key", required_argument, NULL, CLI_OPT_SIGN_KEY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	_cleanup_(cli_attest_close) struct cli_attest attest = { 0 };
-	const char *nodes = NULL, *json = NULL, *junit = NULL;
+	_cleanup_(cli_outputs_done) struct cli_outputs o = { 0 };
+	const char *nodes = NULL;
 	long max_skew = PVG_CLUSTER_DEFAULT_MAX_SKEW;
-	bool quiet = false, no_color = false;
 	optind = 1;
 	opterr = 1;
 	int c;
@@ -206,28 +205,12 @@ static int merge_main(int argc, char **argv)
 			}
 			break;
 		}
-		case OPT_JSON:
-			json = optarg;
-			break;
-		case OPT_JUNIT:
-			junit = optarg;
-			break;
-		case OPT_ATTEST:
-			attest.path = optarg;
-			break;
-		case OPT_SIGN_KEY:
-			attest.key_path = optarg;
-			break;
-		case 'q':
-			quiet = true;
-			break;
-		case OPT_NO_COLOR:
-			no_color = true;
-			break;
 		case 'h':
 			merge_help(stdout);
 			return EXIT_OK;
 		default:
+			if (cli_output_flag(c, optarg, &o))
+				break;
 			return EXIT_USAGE;
 		}
 	}
@@ -237,12 +220,12 @@ static int merge_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	char json_buf[4096], junit_buf[4096], attest_buf[4096];
-	if (cli_expand_path("--json", &json, json_buf, sizeof(json_buf)) ||
-	    cli_expand_path("--junit", &junit, junit_buf, sizeof(junit_buf)) ||
-	    cli_expand_path("--attest", &attest.path, attest_buf, sizeof(attest_buf)))
+	if (cli_expand_path("--json", &o.json, json_buf, sizeof(json_buf)) ||
+	    cli_expand_path("--junit", &o.junit, junit_buf, sizeof(junit_buf)) ||
+	    cli_expand_path("--attest", &o.attest.path, attest_buf, sizeof(attest_buf)))
 		return EXIT_USAGE;
 	/* the key is read, and its file's mode checked, before any report is */
-	int arc = cli_attest_open(&attest, json, junit);
+	int arc = cli_attest_open(&o.attest, o.json, o.junit);
 	if (arc)
 		return arc;
 	const char *from = "--nodes";
@@ -262,7 +245,7 @@ static int merge_main(int argc, char **argv)
 		fprintf(stderr, "provgate: merge: %s\n", err.message);
 		return EXIT_USAGE;
 	}
-	const char *outs[3] = { json, junit, attest.path };
+	const char *outs[3] = { o.json, o.junit, o.attest.path };
 	for (int i = 0; i < 3; i++)
 		pvg_cluster_add_output(m, outs[i]);
 	for (int i = 0; i < 3; i++)
@@ -283,17 +266,16 @@ static int merge_main(int argc, char **argv)
 	}
 	int rc = pvg_cluster_decide(m) ? EXIT_NOT_CERTIFIED : EXIT_OK;
 
-	bool json_stdout = json && strcmp(json, "-") == 0;
-	if (!json_stdout) {
-		struct cli_style st;
-		cli_style_init(&st, stdout, no_color);
-		print_table(stdout, m, &st, quiet);
-		fflush(stdout);
+	struct cli_style st;
+	FILE *f = cli_text_out(&o, &st);
+	if (f) {
+		print_table(f, m, &st, o.verbosity < 0);
+		fflush(f);
 	}
 	/* one document for --json and --attest: the attestation's predicate is that file */
-	_cleanup_json_ cJSON *rep = json || attest.path ? pvg_cluster_json(m) : NULL;
-	_cleanup_free_ char *xml = junit ? cluster_junit(m) : NULL;
-	rc = cli_write_outputs("provgate: merge", rc, rep, json, &attest, junit, xml);
+	_cleanup_json_ cJSON *rep = o.json || o.attest.path ? pvg_cluster_json(m) : NULL;
+	_cleanup_free_ char *xml = o.junit ? cluster_junit(m) : NULL;
+	rc = cli_write_outputs("provgate: merge", rc, rep, &o, xml);
 	pvg_cluster_free(m);
 	return rc;
 }

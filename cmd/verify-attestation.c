@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-enum { OPT_KEY = 256, OPT_ARTIFACT, OPT_KEYID, OPT_JSON, OPT_NO_COLOR };
+enum { OPT_KEY = 256, OPT_ARTIFACT, OPT_KEYID };
 
 static void put_clean(FILE *f, const char *s)
 {
@@ -107,17 +107,17 @@ static int verify_main(int argc, char **argv)
 		{ "key", required_argument, NULL, OPT_KEY },
 		{ "artifact", required_argument, NULL, OPT_ARTIFACT },
 		{ "keyid", required_argument, NULL, OPT_KEYID },
-		{ "json", required_argument, NULL, OPT_JSON },
+		{ "json", required_argument, NULL, CLI_OPT_JSON },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "no-color", no_argument, NULL, OPT_NO_COLOR },
+		{ "no-color", no_argument, NULL, CLI_OPT_NO_COLOR },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *key_path = NULL, *json = NULL, *keyid = NULL;
+	struct cli_outputs out = { 0 };
+	const char *key_path = NULL, *keyid = NULL;
 	_cleanup_free_ const char **artifacts = pvg_xcalloc((size_t)argc + 1, sizeof(char *));
 	size_t n_artifacts = 0;
-	int verbosity = 0, c;
-	bool no_color = false;
+	int c;
 	optind = 1;
 	opterr = 1;
 	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
@@ -131,19 +131,12 @@ static int verify_main(int argc, char **argv)
 		case OPT_KEYID:
 			keyid = optarg;
 			break;
-		case OPT_JSON:
-			json = optarg;
-			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case OPT_NO_COLOR:
-			no_color = true;
-			break;
 		case 'h':
 			help(stdout);
 			return EXIT_OK;
 		default:
+			if (cli_output_flag(c, optarg, &out))
+				break;
 			return EXIT_USAGE;
 		}
 	}
@@ -192,23 +185,14 @@ static int verify_main(int argc, char **argv)
 		return EXIT_INTERNAL;
 	}
 	int rc = v.verified ? EXIT_OK : EXIT_NOT_CERTIFIED;
-	bool json_stdout = json && strcmp(json, "-") == 0;
-	if (!json_stdout) {
-		struct cli_style st;
-		cli_style_init(&st, stdout, no_color);
-		print_text(stdout, &v, file, key, verbosity, &st);
-		fflush(stdout);
+	struct cli_style st;
+	FILE *f = cli_text_out(&out, &st);
+	if (f) {
+		print_text(f, &v, file, key, out.verbosity, &st);
+		fflush(f);
 	}
-	if (json) {
-		_cleanup_json_ cJSON *j = pvg_attest_verification_json(&v, file);
-		_cleanup_free_ char *t = cJSON_Print(j);
-		_cleanup_free_ char *withnl = pvg_asprintf("%s\n", t);
-		if ((r = cli_write_file(json, withnl)) < 0) {
-			fprintf(stderr, "provgate verify-attestation: cannot write %s: %s\n", json,
-				strerror(-r));
-			rc = EXIT_USAGE;
-		}
-	}
+	_cleanup_json_ cJSON *j = out.json ? pvg_attest_verification_json(&v, file) : NULL;
+	rc = cli_write_outputs("provgate verify-attestation", rc, j, &out, NULL);
 	pvg_attest_verification_clear(&v);
 	return rc;
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 
 #include "core/cluster.h"
+#include "core/report-read.h"
 
 #define MAX_REPORT_BYTES (64u << 20) /* a report with 1 GiB of evidence is not a report */
 #define MAX_FAILED_LISTED 4 /* failed gates named in one refusal */
@@ -104,35 +105,6 @@ void pvg_cluster_free(struct pvg_cluster *m)
 }
 
 /* ---- reading one report ---------------------------------------------------------------- */
-
-/* Bounded read of a whole file: -EFBIG past MAX_REPORT_BYTES. */
-static int read_report_text(const char *path, char **text, size_t *len)
-{
-	struct stat st;
-	_cleanup_close_ int fd = pvg_open_regular(path, &st);
-	if (fd < 0)
-		return fd;
-	if ((uint64_t)st.st_size > MAX_REPORT_BYTES)
-		return -EFBIG;
-	size_t cap = (size_t)st.st_size + 1, have = 0;
-	_cleanup_free_ char *buf = pvg_xcalloc(cap + 1, 1);
-	for (;;) {
-		ssize_t r = read(fd, buf + have, cap - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		have += (size_t)r;
-		if (have == cap)
-			return -EFBIG; /* grew while read: not a finished report */
-	}
-	buf[have] = '\0';
-	*len = have;
-	*text = TAKE_PTR(buf);
-	return 0;
-}
 
 /* A string member at a dotted path of objects; NULL when absent or of another type. */
 static const char *json_str_at(const cJSON *root, const char *a, const char *b, const char *c)
@@ -268,43 +240,34 @@ static int read_report(struct pvg_cluster *m, const char *path, bool from_dir,
 		       struct pvg_cluster_report *r)
 {
 	memset(r, 0, sizeof(*r));
-	_cleanup_free_ char *text = NULL;
-	size_t len = 0;
-	int e = read_report_text(path, &text, &len);
+	_cleanup_(pvg_report_file_clear) struct pvg_report_file f;
+	int e = pvg_report_read(path, MAX_REPORT_BYTES, false, &f);
 	if (e < 0) {
 		add_problem(m, "cluster.bad-report", NULL, path, 0, NULL, "%s: cannot read: %s", path,
 			    e == -EFBIG ? "larger than 64 MiB, or still growing"
 			    : e == -EINVAL ? "not a regular file" : strerror(-e));
 		return -1;
 	}
-	if (len == 0 || memchr(text, '\0', len)) {
+	if (f.bad == PVG_REPORT_EMPTY || f.bad == PVG_REPORT_NUL) {
 		add_problem(m, "cluster.bad-report", NULL, path, 0, NULL,
 			    "%s: %s; not a provgate report", path,
-			    len ? "holds a NUL byte" : "empty");
+			    f.bad == PVG_REPORT_NUL ? "holds a NUL byte" : "empty");
 		return -1;
 	}
-	const char *end = NULL;
-	_cleanup_json_ cJSON *root = cJSON_ParseWithOpts(text, &end, false);
-	if (!root) {
-		const char *at = cJSON_GetErrorPtr();
-		size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
-		bool truncated = true;
-		for (const char *q = text + off; *q; q++)
-			if (*q != ' ' && *q != '\n' && *q != '\t' && *q != '\r')
-				truncated = false;
+	if (f.bad == PVG_REPORT_TRUNCATED || f.bad == PVG_REPORT_MALFORMED) {
+		bool truncated = f.bad == PVG_REPORT_TRUNCATED;
 		add_problem(m, "cluster.bad-report", NULL, path, 0, NULL,
 			    "%s: not JSON (%s at byte %zu%s); not a provgate report", path,
-			    truncated ? "it ends early" : "malformed", off,
+			    truncated ? "it ends early" : "malformed", f.at,
 			    truncated ? ": truncated?" : "");
 		return -1;
 	}
-	while (end && (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r'))
-		end++;
-	if (end && *end) {
+	if (f.bad == PVG_REPORT_TRAILING) {
 		add_problem(m, "cluster.bad-report", NULL, path, 0, NULL,
 			    "%s: content after the JSON object; not a provgate report", path);
 		return -1;
 	}
+	const cJSON *root = f.root;
 	const char *schema = cJSON_IsObject(root) ? json_str_at(root, "schema", NULL, NULL) : NULL;
 	if (schema && strcmp(schema, "provgate.cluster/1") == 0 && from_dir)
 		return 1;
