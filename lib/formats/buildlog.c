@@ -589,21 +589,11 @@ static bool is_source(const char *a)
 	return false;
 }
 
-static void strv_add_unique(struct pvg_strv *v, const char *s)
-{
-	for (size_t i = 0; i < v->n; i++)
-		if (strcmp(v->v[i], s) == 0)
-			return;
-	v->v = pvg_xrealloc(v->v, v->n + 2, sizeof(*v->v));
-	v->v[v->n++] = pvg_strdup(s);
-	v->v[v->n] = NULL;
-}
-
 void pvg_buildlog_sources(const struct pvg_buildlog *log, struct pvg_strv *out)
 {
 	for (size_t i = 0; i < log->n_hipify; i++)
 		if (log->hipify[i].src)
-			strv_add_unique(out, log->hipify[i].src);
+			pvg_strv_add_unique(out, log->hipify[i].src);
 	for (size_t i = 0; i < log->n_commands; i++) {
 		const struct pvg_build_command *c = &log->commands[i];
 		if (!c->compile)
@@ -613,6 +603,6 @@ void pvg_buildlog_sources(const struct pvg_buildlog *log, struct pvg_strv *out)
 		size_t n = split_args(s, argv, MAX_ARGS);
 		for (size_t k = 1; k < n; k++)
 			if (argv[k][0] != '-' && strcmp(argv[k - 1], "-o") != 0 && is_source(argv[k]))
-				strv_add_unique(out, argv[k]);
+				pvg_strv_add_unique(out, argv[k]);
 	}
 }

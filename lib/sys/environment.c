@@ -23,12 +23,6 @@ const char *const pvg_ns_names[PVG_NS__MAX] = {
 #define ENVIRON_MAX (8u << 20)
 #define CMDLINE_MAX (1u << 20)
 
-static void strv_push(struct pvg_strv *v, char *s)
-{
-	v->v = pvg_xrealloc(v->v, v->n + 1, sizeof(char *));
-	v->v[v->n++] = s;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -182,7 +176,7 @@ static int gpu_ids_from(const char *dir, const char *file, const char *key, char
 		}
 		_cleanup_free_ char *v = line_value(text, len, key, sep);
 		if (v && v[0] && strcmp(v, "0") != 0)
-			strv_push(ids, pvg_asprintf("%s%s", prefix, v));
+			pvg_strv_push(ids, pvg_asprintf("%s%s", prefix, v));
 	}
 	free(ents);
 	return err;
@@ -198,9 +192,9 @@ int pvg_kfd_gpu_archs(const char *sysfs, struct pvg_strv *out)
 		char *end = NULL, name[32];
 		unsigned long v = strtoul(versions.v[i], &end, 10);
 		if (end && !*end && pvg_gfx_name_of_version(v, name, sizeof(name)) == 0)
-			strv_push(out, pvg_strdup(name));
+			pvg_strv_push(out, pvg_strdup(name));
 		else
-			strv_push(out, pvg_asprintf("unknown (gfx_target_version %s)", versions.v[i]));
+			pvg_strv_push(out, pvg_asprintf("unknown (gfx_target_version %s)", versions.v[i]));
 	}
 	pvg_strv_clear(&versions);
 	return err ? err : (int)out->n;
@@ -523,7 +517,7 @@ int pvg_cmdline_read(const char *procfs, pid_t pid, struct pvg_strv *argv)
 	for (size_t o = 0; o < len;) {
 		const char *z = memchr(text + o, '\0', len - o);
 		size_t n = z ? (size_t)(z - (text + o)) : len - o;
-		strv_push(argv, pvg_utf8_sanitize(text + o, n));
+		pvg_strv_push(argv, pvg_utf8_sanitize(text + o, n));
 		o += n + 1;
 	}
 	return argv->n ? 0 : -ESRCH; /* a zombie or kernel thread: nothing to describe */
@@ -587,7 +581,7 @@ int pvg_held_devices(const char *procfs, const pid_t *pids, size_t n, const stru
 			link[l] = '\0';
 			for (size_t g = 0; g < globs->n; g++)
 				if (fnmatch(globs->v[g], link, FNM_PATHNAME) == 0) {
-					strv_push(out, pvg_utf8_sanitize(link, (size_t)l));
+					pvg_strv_push(out, pvg_utf8_sanitize(link, (size_t)l));
 					break;
 				}
 		}

@@ -181,16 +181,6 @@ uint16_t pvg_probe_listen_port(const char *procfs, pid_t pid)
 	return best;
 }
 
-static void strv_add(struct pvg_strv *v, const char *s)
-{
-	for (size_t i = 0; i < v->n; i++)
-		if (strcmp(v->v[i], s) == 0)
-			return;
-	v->v = pvg_xrealloc(v->v, v->n + 2, sizeof(*v->v));
-	v->v[v->n++] = pvg_strdup(s);
-	v->v[v->n] = NULL;
-}
-
 struct log_scan {
 	struct pvg_strv out_fd; /* stdout / stderr */
 	struct pvg_strv logs;   /* open *.log files */
@@ -208,9 +198,9 @@ static bool find_log(void *opaque, int dirfd, int fd, const char *link)
 		return true;
 	size_t n = strlen(link);
 	if (fd == 1 || fd == 2)
-		strv_add(&l->out_fd, link);
+		pvg_strv_add_unique(&l->out_fd, link);
 	else if (n > 4 && strcmp(link + n - 4, ".log") == 0 && l->logs.n < 16)
-		strv_add(&l->logs, link);
+		pvg_strv_add_unique(&l->logs, link);
 	return true;
 }
 
@@ -221,7 +211,7 @@ void pvg_probe_log_paths(const char *procfs, pid_t pid, struct pvg_strv *out)
 	for (int k = 0; k < 2; k++) {
 		struct pvg_strv *v = k ? &l.logs : &l.out_fd;
 		for (size_t i = 0; i < v->n; i++) {
-			strv_add(out, v->v[i]);
+			pvg_strv_add_unique(out, v->v[i]);
 			free(v->v[i]);
 		}
 		free(v->v);
