@@ -22,7 +22,7 @@ while IFS= read -r c; do
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
 done < <(find "$src/lib" "$src/checks" -name '*.c' -not -path "$src/lib/witness/*" | sort)
-targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config dsse hostlist elf-note compare witness report-kind})
+targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config dsse hostlist elf-note compare cluster witness report-kind})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
 		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lproc2 -lpthread
@@ -58,6 +58,7 @@ PY
 		hostlist) printf 'gpu[01-04,07]' >"$corpus/a"; printf 'r[1-2]n[001-3],x' >"$corpus/b"
 			printf 'reports/{node}-{{x}}.json' >"$corpus/c" ;;
 		dsse) cp "$src"/tests/fixtures/attest/*.json "$corpus/" ;;
+		cluster) printf '{"schema": "provgate.report/1", "host": {"node": "n2"}, "certified": true, "started_at": "2026-11-29T12:00:00Z", "gates": []}' >"$corpus/n2.json" ;;
 		elf-note) cp /usr/lib/x86_64-linux-gnu/libc.so.6 "$fx"/cuda.so "$corpus/" 2>/dev/null || true ;;
 		compare) /usr/bin/python3 - "$corpus/pair" "$src/tests/gpu/results" <<'PY'
 import glob, json, sys
