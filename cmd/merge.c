@@ -80,8 +80,9 @@ static void print_table(FILE *f, const struct pvg_cluster *m, const struct cli_s
 		for (size_t i = 0; i < m->expected.n; i++)
 			if (strlen(m->expected.host[i]) > w)
 				w = strlen(m->expected.host[i]);
-		fprintf(f, "  %-*s  %-9s  %-20s  %-12s  %-12s  %-12s  %-12s  %s\n", (int)w, "NODE",
-			"STATUS", "STARTED", "INSTALLED", "BUILD", "COMMIT", "CONFIG", "REPORT");
+		fprintf(f, "  %-*s  %-9s  %-20s  %-12s  %-12s  %-12s  %-12s  %-12s  %s\n", (int)w,
+			"NODE", "STATUS", "STARTED", "INSTALLED", "BUILD", "COMMIT", "CONFIG",
+			"ARTIFACTS", "REPORT");
 		for (size_t i = 0; i < m->expected.n; i++) {
 			const char *status = pvg_cluster_node_status(m, i);
 			const struct pvg_cluster_report *r =

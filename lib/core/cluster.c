@@ -12,6 +12,7 @@
 
 #include "core/cluster.h"
 #include "core/report-read.h"
+#include "util/hash.h"
 
 #define MAX_REPORT_BYTES (64u << 20) /* a report with 1 GiB of evidence is not a report */
 #define MAX_FAILED_LISTED 4 /* failed gates named in one refusal */
@@ -30,6 +31,8 @@ static const struct {
 				 "cluster.commit-differs", "source commit (gate 2)" },
 	[PVG_CLUSTER_CONFIG] = { "config.sha256", "config_sha256", "cluster.config-differs",
 				 "config" },
+	[PVG_CLUSTER_ARTIFACTS] = { "chain.artifacts", "artifacts_sha256",
+				    "cluster.artifacts-differ", "set of further artifacts" },
 };
 
 static ssize_t expected_index(const struct pvg_cluster *m, const char *node);
@@ -64,6 +67,7 @@ static void node_report_clear(struct pvg_cluster_report *r)
 		free(r->ident[i]);
 	free(r->installed_name);
 	free(r->build_name);
+	free(r->artifacts_text);
 	free(r->tool_version);
 	free(r->failed);
 }
@@ -118,6 +122,43 @@ static const char *json_str_at(const cJSON *root, const char *a, const char *b, 
 static char *clean_dup(const char *s)
 {
 	return s ? pvg_utf8_sanitize(s, strlen(s)) : NULL;
+}
+
+/* The artifacts after the first of chain.artifacts (the first is chain.installed and
+ * chain.build): a digest over their names and both sha256s, in order, so that nodes agree
+ * only when each runs the same bytes of every extension; and the same as text for messages.
+ * A report of one artifact, or one made before chain.artifacts, has none further. */
+static void further_artifacts(const cJSON *root, char **digest, char **text)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(root, "chain"), "artifacts");
+	char *canon = pvg_strdup(""), *t = pvg_strdup("");
+	bool bad = false;
+	int i = 0;
+	const cJSON *a;
+	cJSON_ArrayForEach(a, list) {
+		if (i++ == 0)
+			continue;
+		const char *name = pvg_json_get_str(a, "name");
+		const char *is = json_str_at(a, "installed", "sha256", NULL);
+		const char *bs = json_str_at(a, "build", "sha256", NULL);
+		if (!name || !is || !bs)
+			bad = true;
+		char *c = pvg_asprintf("%s%s\n%s\n%s\n", canon, name ? name : "", is ? is : "",
+				       bs ? bs : "");
+		_cleanup_free_ char *cname = clean_dup(name ? name : "?");
+		char *n = pvg_asprintf("%s%s%s installed %.12s build %.12s", t, t[0] ? "; " : "",
+				       cname, is ? is : "(none)", bs ? bs : "(none)");
+		free(canon);
+		free(t);
+		canon = c;
+		t = n;
+	}
+	char hex[65];
+	pvg_sha256_hex(canon, strlen(canon), hex);
+	free(canon);
+	*digest = bad ? NULL : pvg_strdup(hex);
+	*text = t[0] ? t : (free(t), pvg_strdup("none"));
 }
 
 static bool is_sha256_hex(const char *s)
@@ -299,6 +340,7 @@ static int read_report(struct pvg_cluster *m, const char *path, bool from_dir,
 	r->installed_name = ip ? clean_dup(pvg_basename(ip)) : NULL;
 	r->build_name = bp ? clean_dup(pvg_basename(bp)) : NULL;
 	r->ident[PVG_CLUSTER_CONFIG] = clean_dup(json_str_at(root, "config", "sha256", NULL));
+	further_artifacts(root, &r->ident[PVG_CLUSTER_ARTIFACTS], &r->artifacts_text);
 	const cJSON *gates = cJSON_GetObjectItemCaseSensitive(root, "gates"), *g;
 	cJSON_ArrayForEach(g, gates) {
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(g, "id");
@@ -637,6 +679,14 @@ static void check_identity(struct pvg_cluster *m)
 					    "%s: %s %s in %s, so the %s cannot be compared across nodes",
 					    r->node, idents[f].field, v ? "is malformed" : "is missing",
 					    r->path, idents[f].what);
+				all = false;
+			} else if (strcmp(v, ref) != 0 && f == PVG_CLUSTER_ARTIFACTS) {
+				const struct pvg_cluster_report *rr = &m->reports[m->slot[ref_i]];
+				add_problem(m, idents[f].code, r->node, r->path, 0, idents[f].field,
+					    "%s: its further artifacts (%s) differ from %s's (%s; %zu of "
+					    "%zu nodes): this node runs another build of an extension",
+					    r->node, r->artifacts_text, ref_node, rr->artifacts_text,
+					    ref_n, m->expected.n);
 				all = false;
 			} else if (strcmp(v, ref) != 0) {
 				add_problem(m, idents[f].code, r->node, r->path, 0, idents[f].field,

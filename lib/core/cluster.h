@@ -28,6 +28,7 @@ enum pvg_cluster_ident {
 	PVG_CLUSTER_BUILD,
 	PVG_CLUSTER_COMMIT,
 	PVG_CLUSTER_CONFIG,
+	PVG_CLUSTER_ARTIFACTS, /* the further artifacts of chain.artifacts (beyond the first) */
 	PVG_CLUSTER_ID__MAX,
 };
 
@@ -53,6 +54,8 @@ struct pvg_cluster_report {
 	char *ident[PVG_CLUSTER_ID__MAX];
 	/* file names of the installed and build artifacts: what an attestation names */
 	char *installed_name, *build_name;
+	/* "_moe_C installed 1a2b.. build 1a2b..; ..." for the further artifacts, or "none" */
+	char *artifacts_text;
 	char *tool_version;
 	char *failed; /* "gate 4 process-maps fail (process-maps.deleted), ..." or NULL */
 	int first_failed_gate;

@@ -14,8 +14,8 @@ static char dir[] = "/tmp/pvg-t-cluster.XXXXXX";
 #define COMMIT "0123456789abcdef0123456789abcdef01234567"
 
 /* A certified node report as certify writes it (the fields the decision reads). */
-static void write_report(const char *sub, const char *file, const char *node,
-			 const char *started_at, const char *installed)
+static void write_report_arts(const char *sub, const char *file, const char *node,
+			      const char *started_at, const char *installed, const char *moe)
 {
 	_cleanup_free_ char *folder = pvg_path_join(dir, sub);
 	mkdir(folder, 0755);
@@ -26,13 +26,29 @@ static void write_report(const char *sub, const char *file, const char *node,
 		   "\"host\": {\"node\": \"%s\", \"hostname\": \"%s.example\"}, "
 		   "\"config\": {\"sha256\": \"%s\"}, "
 		   "\"chain\": {\"installed\": {\"path\": \"/site/_C.so\", \"sha256\": \"%s\"}, "
-		   "\"build\": {\"path\": \"/build/_C.so\", \"sha256\": \"%s\"}}, \"gates\": [",
+		   "\"build\": {\"path\": \"/build/_C.so\", \"sha256\": \"%s\"}",
 		started_at, node, node, SHA_C, installed, SHA_B);
+	/* a config with a second artifact: chain.artifacts, the first as chain.installed */
+	if (moe)
+		fprintf(f, ", \"artifacts\": [{\"name\": \"_C\", "
+			   "\"installed\": {\"path\": \"/site/_C.so\", \"sha256\": \"%s\"}, "
+			   "\"build\": {\"path\": \"/build/_C.so\", \"sha256\": \"%s\"}}, "
+			   "{\"name\": \"_moe_C\", "
+			   "\"installed\": {\"path\": \"/site/_moe_C.so\", \"sha256\": \"%s\"}, "
+			   "\"build\": {\"path\": \"/build/_moe_C.so\", \"sha256\": \"%s\"}}]",
+			installed, SHA_B, moe, SHA_B);
+	fputs("}, \"gates\": [", f);
 	for (int id = 1; id <= PVG_N_GATES; id++)
 		fprintf(f, "%s{\"id\": %d, \"name\": \"%s\", \"status\": \"pass\"%s}", id > 1 ? ", " : "",
 			id, pvg_gate_name(id), id == 2 ? ", \"evidence\": {\"head\": \"" COMMIT "\"}" : "");
 	fputs("]}\n", f);
 	fclose(f);
+}
+
+static void write_report(const char *sub, const char *file, const char *node,
+			 const char *started_at, const char *installed)
+{
+	write_report_arts(sub, file, node, started_at, installed, NULL);
 }
 
 /* Decides the cluster of nodes over folder sub; returns it (caller frees). */
@@ -130,6 +146,31 @@ static void node_with_another_artifact_is_refused(void)
 	pvg_cluster_free(c);
 }
 
+static void node_with_another_second_artifact_is_refused(void)
+{
+	/* the first artifact agrees everywhere; n2's _moe_C is another build (SHA_A vs SHA_B) */
+	write_report_arts("moe", "n1.json", "n1", "2026-11-29T12:00:00Z", SHA_A, SHA_B);
+	write_report_arts("moe", "n2.json", "n2", "2026-11-29T12:00:05Z", SHA_A, SHA_A);
+	write_report_arts("moe", "n3.json", "n3", "2026-11-29T12:00:10Z", SHA_A, SHA_B);
+	int refused = -1;
+	struct pvg_cluster *c = decide("n[1-3]", 300, "moe", &refused);
+	CHECK_INT(refused, 1);
+	CHECK_INT(count_code(c, "cluster.artifacts-differ", "n2"), 1);
+	CHECK_INT(c->n_problems, 1);
+	CHECK(c->n_problems == 1 && strstr(c->problems[0].message, "_moe_C installed aaaaaaaaaaaa"));
+	CHECK_STR(c->agreed[PVG_CLUSTER_INSTALLED], SHA_A);
+	CHECK(c->agreed[PVG_CLUSTER_ARTIFACTS] == NULL);
+	CHECK_STR(pvg_cluster_node_status(c, 1), "refused");
+	pvg_cluster_free(c);
+	/* the same second artifact everywhere: certified */
+	write_report_arts("moe2", "n1.json", "n1", "2026-11-29T12:00:00Z", SHA_A, SHA_B);
+	write_report_arts("moe2", "n2.json", "n2", "2026-11-29T12:00:05Z", SHA_A, SHA_B);
+	c = decide("n[1-2]", 300, "moe2", &refused);
+	CHECK_INT(refused, 0);
+	CHECK(c->agreed[PVG_CLUSTER_ARTIFACTS] != NULL);
+	pvg_cluster_free(c);
+}
+
 static void missing_node_bad_report_and_own_output(void)
 {
 	write_report("mixed", "n1.json", "n1", "2026-11-29T12:00:00Z", SHA_A);
@@ -184,6 +225,7 @@ int main(void)
 	RUN(duplicated_node_is_refused);
 	RUN(skewed_node_is_refused);
 	RUN(node_with_another_artifact_is_refused);
+	RUN(node_with_another_second_artifact_is_refused);
 	RUN(missing_node_bad_report_and_own_output);
 	RUN(bad_node_lists_are_errors);
 	_cleanup_free_ char *rm = pvg_asprintf("rm -rf '%s'", dir);
