@@ -242,6 +242,11 @@ void pvg_target_format(const struct pvg_target *t, char *out, size_t size);
  * Same processor; a feature the code object leaves unspecified fits either setting,
  * a feature it fixes must be the one asked for (when one is asked for). */
 bool pvg_target_accepts(const struct pvg_target *want, const struct pvg_target *have);
+/* The one target-id rule, on strings, for build-log compile lines, code objects and init:
+ * does a code object (or an --offload-arch value) for `have` serve `want` (an arch, a GPU)?
+ * Processor equal; per feature, unspecified in either is "any" (a gfx90a build serves
+ * gfx90a:xnack-; gfx90a:xnack+ does not). False when either is not a target id. */
+bool pvg_target_compatible(const char *want, const char *have);
 
 /* ---- cuda-fatbin.c ---------------------------------------------------------------------------- */
 

@@ -204,12 +204,7 @@ bool pvg_codeobj_matches_arch(const struct pvg_code_object *co, const char *arch
 		       (strcmp(co->arch, arch) == 0 ||
 			(strncmp(co->arch, arch, l) == 0 && strcmp(co->arch + l, "a") == 0));
 	}
-	if (co->kind != PVG_CO_AMDGPU)
-		return false;
-	struct pvg_target want, have;
-	if (pvg_target_parse(arch, &want) < 0 || pvg_target_parse(co->arch, &have) < 0)
-		return false;
-	return pvg_target_accepts(&want, &have);
+	return co->kind == PVG_CO_AMDGPU && pvg_target_compatible(arch, co->arch);
 }
 
 static bool ident_in_mangled(const char *mangled, const char *want)

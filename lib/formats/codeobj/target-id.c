@@ -73,6 +73,14 @@ bool pvg_target_accepts(const struct pvg_target *want, const struct pvg_target *
 	       feature_accepts(want->sramecc, have->sramecc);
 }
 
+bool pvg_target_compatible(const char *want, const char *have)
+{
+	struct pvg_target w, h;
+	if (!want || !have || pvg_target_parse(want, &w) < 0 || pvg_target_parse(have, &h) < 0)
+		return false;
+	return pvg_target_accepts(&w, &h);
+}
+
 int pvg_gfx_name_of_version(unsigned long v, char *out, size_t size)
 {
 	unsigned long major = v / 10000, minor = v / 100 % 100, step = v % 100;
