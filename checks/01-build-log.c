@@ -151,15 +151,239 @@ static enum pvg_status check_hipify(const struct pvg_buildlog_request *req, cons
 	return PVG_PASS;
 }
 
-static enum pvg_status check_compile(const struct pvg_buildlog_request *req, const char *rel,
-				     const char *name, cJSON *fe, struct pvg_result *res)
+/* ---- where each changed source went ---------------------------------------------------------- */
+
+#define MAX_PLACES 16
+
+/* One output a compile step's object was found linked into. */
+struct place {
+	const char *output; /* as the log writes it */
+	long art;           /* index in arts, or -1: no configured artifact names it */
+	size_t link_line;
+	enum pvg_link_kind kind;
+	const char *by;     /* how it was found */
+};
+
+/* The decision's view of the request: the artifacts (one made of the single fields when
+ * n_arts is 0), the graph. */
+struct view {
+	const struct pvg_buildlog_request *req;
+	const struct pvg_linkgraph *g;
+	const struct pvg_buildlog_artifact *arts;
+	size_t n_arts;
+	bool multi; /* several artifacts: messages name the artifact */
+};
+
+static long art_of_output(const struct view *v, const char *output)
 {
+	const char *b = pvg_basename(output);
+	for (size_t i = 0; i < v->n_arts; i++)
+		if (v->arts[i].file && strcmp(v->arts[i].file, b) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* The first build folder the log names (for paths in hints), or NULL. */
+static const char *root0(const struct view *v)
+{
+	return v->req->n_roots ? v->req->roots[0] : NULL;
+}
+
+static const char *art_label(const struct view *v, long i, char *buf, size_t size)
+{
+	if (!v->multi || i < 0)
+		return "";
+	snprintf(buf, size, "%s: ", v->arts[i].name);
+	return buf;
+}
+
+static bool globs_match(const struct pvg_strv *globs, const char *rel)
+{
+	for (size_t k = 0; globs && k < globs->n; k++)
+		if (pvg_glob_match(globs->v[k], rel))
+			return true;
+	return false;
+}
+
+static bool any_globs(const struct view *v)
+{
+	for (size_t i = 0; i < v->n_arts; i++)
+		if (v->arts[i].compiled && v->arts[i].compiled->n)
+			return true;
+	return false;
+}
+
+/* The last link line of artifact i in the log, 0 when there is none. */
+static size_t art_link_line(const struct view *v, size_t i)
+{
+	const struct pvg_link_step *l = v->arts[i].file ? pvg_linkgraph_output(v->g, v->arts[i].file)
+						       : NULL;
+	return l ? l->lineno : 0;
+}
+
+/* "_moe_C" for "_moe_C.abi3.so", "libx" for "libx.so.1" */
+static void stem_of(const char *path, char *out, size_t size)
+{
+	const char *b = pvg_basename(path);
+	size_t n = strcspn(b, ".");
+	snprintf(out, size, "%.*s", (int)n, b);
+}
+
+/* Outputs of CMake target t that the log links (its objects are in CMakeFiles/t.dir/). */
+static size_t cmake_target_outputs(const struct view *v, const char *t, struct place *p, size_t n,
+				   size_t max)
+{
+	for (size_t i = 0; i < v->g->n_links && n < max; i++) {
+		const struct pvg_link_step *l = &v->g->links[i];
+		char stem[256];
+		stem_of(l->output, stem, sizeof(stem));
+		if (!l->last || !(strcmp(stem, t) == 0 ||
+				  (strncmp(stem, "lib", 3) == 0 && strcmp(stem + 3, t) == 0)))
+			continue;
+		p[n++] = (struct place){ l->output, art_of_output(v, l->output), l->lineno, l->kind,
+					 "cmake target" };
+	}
+	return n;
+}
+
+/* Where the object obj (written in dir) went: link lines, else CMake's target folder. */
+static size_t place_object(const struct view *v, const char *obj, const char *dir,
+			   struct place *p, size_t max)
+{
+	size_t idx[MAX_PLACES], n = 0;
+	size_t k = pvg_linkgraph_outputs_of(v->g, obj, dir, idx, max < MAX_PLACES ? max : MAX_PLACES);
+	for (size_t i = 0; i < k; i++) {
+		const struct pvg_link_step *l = &v->g->links[idx[i]];
+		p[n++] = (struct place){ l->output, art_of_output(v, l->output), l->lineno, l->kind,
+					 "link line" };
+	}
+	char t[256];
+	if (n == 0 && pvg_cmake_target_of(obj, t, sizeof(t)))
+		n = cmake_target_outputs(v, t, p, n, max);
+	return n;
+}
+
+/* The ready artifacts[] entry for an output no entry names. */
+static char *entry_hint(const char *output, const char *dir, const char *rel)
+{
+	char name[128];
+	pvg_artifact_default_name(output, name, sizeof(name));
+	_cleanup_free_ char *path = output[0] != '/' && dir ? pvg_path_join(dir, output)
+							    : pvg_strdup(output);
+	return pvg_asprintf("add it to \"artifacts\" (and install it), e.g. {\"name\": \"%s\", "
+			    "\"build\": \"%s\", \"install\": \"<its installed path>\", \"compiled\": "
+			    "[\"%s\"]}",
+			    name, path, rel);
+}
+
+static void unverified_artifact(struct pvg_result *res, const char *rel, const char *what,
+				const struct place *p, const char *dir, size_t line)
+{
+	_cleanup_free_ char *hint = entry_hint(p->output, dir, rel);
+	pvg_problem(res, "build-log.unverified-artifact", hint,
+		    "changed %s is %s into %s (line %zu), which no artifacts[] entry names: its "
+		    "build, install and loading are not checked",
+		    rel, what, p->output, line);
+}
+
+static void place_json(cJSON *arr, const struct view *v, const struct place *p)
+{
+	cJSON *j = cJSON_CreateObject();
+	pvg_json_add_str(j, "output", p->output);
+	if (p->art >= 0)
+		pvg_json_add_str(j, "artifact", v->arts[p->art].name);
+	pvg_json_add_u64(j, "link_line", p->link_line);
+	pvg_json_add_str(j, "by", p->by);
+	cJSON_AddItemToArray(arr, j);
+}
+
+static void arch_problem(const struct view *v, long ai, const char *arch, bool cuda,
+			 const char *label, size_t lineno, const char *seen, struct pvg_result *res)
+{
+	char lb[160];
+	const char *al = art_label(v, ai, lb, sizeof(lb));
+	if (seen)
+		pvg_problem(res, "build-log.wrong-arch",
+			    cuda ? "add -gencode arch=compute_NN,code=sm_NN for the configured arch "
+				   "(TORCH_CUDA_ARCH_LIST) and rebuild"
+				 : "build with --offload-arch for the configured arch "
+				   "(PYTORCH_ROCM_ARCH / GPU_TARGETS) and rebuild",
+			    "%sline %zu: %s was compiled for %s, not %s", al, lineno, label, seen, arch);
+	else
+		pvg_problem(res, "build-log.missing-arch",
+			    cuda ? "compile with -gencode/-arch for the configured arch"
+				 : "compile with --offload-arch for the configured arch",
+			    "%sline %zu: the compile line of %s names no %s target arch (expected %s)",
+			    al, lineno, label, cuda ? "-gencode/-arch" : "--offload-arch", arch);
+}
+
+/* Checks one compile line against arch; adds its evidence line. */
+static enum pvg_status check_arch(const struct view *v, long ai, const char *arch,
+				  const struct pvg_build_command *c, const char *label, cJSON *l,
+				  struct pvg_result *res)
+{
+	bool cuda = pvg_arch_is_cuda(arch);
+	_cleanup_free_ char *seen = NULL;
+	bool ok = pvg_command_has_arch(c->text, arch, cuda, &seen);
+	if (!cJSON_GetObjectItem(l, "arch"))
+		pvg_json_add_str(l, "arch", seen);
+	cJSON *has = cJSON_GetObjectItem(l, "has_arch");
+	if (!has)
+		pvg_json_add_bool(l, "has_arch", ok);
+	else if (!ok)
+		cJSON_ReplaceItemInObject(l, "has_arch", cJSON_CreateBool(false));
+	if (ok)
+		return PVG_PASS;
+	arch_problem(v, ai, arch, cuda, label, c->lineno, seen, res);
+	return PVG_FAIL;
+}
+
+/* The artifacts a compile line's object was not found in, decided without link inputs:
+ * the artifacts' compiled globs, else the only artifact (when the log links no other shared
+ * object). Returns how many places were added; *why says how (evidence). */
+static size_t place_without_inputs(const struct view *v, const char *rel, struct place *p,
+				   const char **why)
+{
+	size_t n = 0;
+	if (any_globs(v)) {
+		for (size_t i = 0; i < v->n_arts && n < MAX_PLACES; i++)
+			if (globs_match(v->arts[i].compiled, rel))
+				p[n++] = (struct place){ v->arts[i].file, (long)i, art_link_line(v, i),
+							 PVG_LINK_SHARED, "compiled globs" };
+		if (n) {
+			*why = "the log does not show the link inputs; the artifacts' compiled globs "
+			       "name it";
+			return n;
+		}
+	}
+	if (v->n_arts == 1 && v->arts[0].file) {
+		/* the log links no other shared object than this one */
+		bool other = false;
+		for (size_t i = 0; i < v->g->n_links && !other; i++)
+			other = v->g->links[i].kind == PVG_LINK_SHARED &&
+				strcmp(pvg_basename(v->g->links[i].output), v->arts[0].file) != 0;
+		if (!other) {
+			p[n++] = (struct place){ v->arts[0].file, 0, art_link_line(v, 0),
+						 PVG_LINK_SHARED, "only artifact" };
+			*why = "the log does not show the link inputs; it links one shared object, the "
+			       "only artifact configured";
+		}
+	}
+	return n;
+}
+
+static enum pvg_status check_compile(const struct view *v, const char *rel, const char *name,
+				     cJSON *fe, struct pvg_result *res, uint64_t *placed)
+{
+	const struct pvg_buildlog_request *req = v->req;
 	const struct pvg_buildlog *log = req->log;
 	size_t n_found = 0, n_desc = 0;
 	enum pvg_status st = PVG_PASS;
 	cJSON *lines = cJSON_AddArrayToObject(fe, "compile_lines");
+	cJSON *linked = cJSON_AddArrayToObject(fe, "linked_into");
 	_cleanup_free_ char *label = strcmp(rel, name) ? pvg_asprintf("%s (as %s)", rel, name)
 						       : pvg_strdup(rel);
+	bool no_links = v->g->n_links == 0;
 	for (size_t i = 0; i < log->n_commands; i++) {
 		const struct pvg_build_command *c = &log->commands[i];
 		if (!pvg_command_mentions(c->text, name))
@@ -169,32 +393,89 @@ static enum pvg_status check_compile(const struct pvg_buildlog_request *req, con
 			continue;
 		}
 		n_found++;
-		_cleanup_free_ char *seen = NULL;
-		bool ok = pvg_command_has_arch(c->text, req->arch, req->cuda, &seen);
 		cJSON *l = cJSON_CreateObject();
 		pvg_json_add_u64(l, "line", c->lineno);
-		pvg_json_add_str(l, "arch", seen);
-		pvg_json_add_bool(l, "has_arch", ok);
 		cJSON_AddItemToArray(lines, l);
-		if (ok)
+		const struct pvg_compile_step *cs = pvg_linkgraph_compile_of(v->g, i);
+		if (cs && cs->object)
+			pvg_json_add_str(l, "object", cs->object);
+
+		/* where its object went */
+		struct place p[MAX_PLACES];
+		size_t np = cs && cs->object ? place_object(v, cs->object, cs->dir, p, MAX_PLACES) : 0;
+		const char *why = NULL;
+		if (np == 0 && !no_links)
+			np = place_without_inputs(v, rel, p, &why);
+		if (why)
+			pvg_json_add_str(l, "placed", why);
+		size_t n_conf = 0;
+		for (size_t k = 0; k < np; k++) {
+			place_json(linked, v, &p[k]);
+			n_conf += p[k].art >= 0;
+			if (p[k].art >= 0 && p[k].art < 64)
+				*placed |= UINT64_C(1) << p[k].art;
+		}
+
+		if (np == 0 && no_links) {
+			/* no link step at all: the no-link problem says so; check the arch of the
+			 * artifacts it could be for */
+			for (size_t a = 0; a < v->n_arts; a++)
+				if (v->n_arts == 1 || globs_match(v->arts[a].compiled, rel))
+					st = worse(st, check_arch(v, (long)a, v->arts[a].arch, c, label,
+								  l, res));
+			if (v->n_arts == 0)
+				st = worse(st, check_arch(v, -1, req->arch, c, label, l, res));
 			continue;
-		st = PVG_FAIL;
-		if (seen)
-			pvg_problem(res, "build-log.wrong-arch",
-				    req->cuda ? "add -gencode arch=compute_NN,code=sm_NN for the "
-						"configured arch (TORCH_CUDA_ARCH_LIST) and rebuild"
-					      : "build with --offload-arch for the configured arch "
-						"(PYTORCH_ROCM_ARCH / GPU_TARGETS) and rebuild",
-				    "line %zu: %s was compiled for %s, not %s", c->lineno, label, seen,
-				    req->arch);
-		else
-			pvg_problem(res, "build-log.missing-arch",
-				    req->cuda ? "compile with -gencode/-arch for the configured arch"
-					      : "compile with --offload-arch for the configured arch",
-				    "line %zu: the compile line of %s names no %s target arch (expected "
-				    "%s)",
-				    c->lineno, label, req->cuda ? "-gencode/-arch" : "--offload-arch",
-				    req->arch);
+		}
+		if (np == 0) {
+			bool unknown = v->g->any_unknown || !cs || !cs->object;
+			if (unknown) {
+				pvg_problem(res, "build-log.link-inputs-unknown",
+					    "build verbosely (ninja -v, CMAKE_VERBOSE_MAKEFILE=ON, "
+					    "VERBOSE=1) so the link commands are logged, or give each "
+					    "artifact its \"compiled\" globs",
+					    "line %zu: the log does not show which output %s is linked "
+					    "into (%zu shared objects are linked; non-verbose link lines "
+					    "or response files)",
+					    c->lineno, label, v->g->n_shared);
+				st = worse(st, PVG_UNVERIFIABLE);
+			} else {
+				pvg_problem(res, "build-log.not-linked",
+					    "rebuild so that the artifact is relinked with the changed "
+					    "source",
+					    "line %zu: the object of changed %s (%s) is linked into no "
+					    "output in the log",
+					    c->lineno, label, cs->object);
+				st = PVG_FAIL;
+			}
+			continue;
+		}
+		for (size_t k = 0; k < np; k++) {
+			if (p[k].art < 0) {
+				/* an executable or archive beside a configured artifact is not loaded
+				 * by the service; a shared object, or the only output, must be named */
+				if (p[k].kind == PVG_LINK_SHARED || n_conf == 0) {
+					unverified_artifact(res, rel, "linked", &p[k],
+							    cs && cs->dir ? cs->dir : root0(v),
+							    p[k].link_line);
+					st = PVG_FAIL;
+				}
+				continue;
+			}
+			const struct pvg_buildlog_artifact *a = &v->arts[p[k].art];
+			st = worse(st, check_arch(v, p[k].art, a->arch, c, label, l, res));
+			if (p[k].link_line && p[k].link_line < c->lineno) {
+				char lb[160];
+				pvg_problem(res, "build-log.not-relinked",
+					    "rebuild so that the artifact is linked after the changed "
+					    "source is compiled",
+					    "%sline %zu: %s was compiled after %s was last linked (line "
+					    "%zu)",
+					    art_label(v, p[k].art, lb, sizeof(lb)), c->lineno, label,
+					    a->file, p[k].link_line);
+				st = PVG_FAIL;
+			}
+		}
 	}
 	if (n_found == 0) {
 		pvg_problem(res, "build-log.no-compile-line",
@@ -206,6 +487,150 @@ static enum pvg_status check_compile(const struct pvg_buildlog_request *req, con
 			    n_desc ? " (only a non-verbose step description)" : "");
 		return PVG_FAIL;
 	}
+	return st;
+}
+
+/* ---- headers: which objects include them ---------------------------------------------------- */
+
+/* The objects that depend on header rel (or its hipified copy hip_rel), by ninja's deps log
+ * or the make-style depfiles beside the objects. -1: no dependency information at all. */
+static int header_consumers(const struct view *v, const char *rel, const char *hip_rel,
+			    struct pvg_strv *objs, const char **source)
+{
+	const struct pvg_buildlog_request *req = v->req;
+	if (req->ninja_deps) {
+		pvg_ninja_deps_dependents(req->ninja_deps, rel, objs);
+		if (hip_rel)
+			pvg_ninja_deps_dependents(req->ninja_deps, hip_rel, objs);
+		*source = ".ninja_deps";
+		return (int)objs->n;
+	}
+	bool any = false;
+	for (size_t i = 0; i < v->g->n_compiles; i++) {
+		const struct pvg_compile_step *cs = &v->g->compiles[i];
+		if (!cs->object)
+			continue;
+		_cleanup_free_ char *d = cs->depfile ? pvg_strdup(cs->depfile)
+						     : pvg_asprintf("%s.d", cs->object);
+		const char *dirs[1 + 16];
+		size_t nd = 0;
+		if (d[0] == '/' || !(cs->dir || req->n_roots))
+			dirs[nd++] = NULL;
+		else if (cs->dir)
+			dirs[nd++] = cs->dir;
+		for (size_t r = 0; r < req->n_roots && nd < ARRAY_SIZE(dirs) && d[0] != '/'; r++)
+			dirs[nd++] = req->roots[r];
+		for (size_t k = 0; k < nd; k++) {
+			_cleanup_free_ char *path = dirs[k] ? pvg_path_join(dirs[k], d) : pvg_strdup(d);
+			_cleanup_free_ char *text = NULL;
+			size_t len = 0;
+			if (pvg_read_file(path, 16u << 20, &text, &len) < 0)
+				continue;
+			any = true;
+			if (pvg_depfile_mentions(text, len, rel) ||
+			    (hip_rel && pvg_depfile_mentions(text, len, hip_rel))) {
+				objs->v = pvg_xrealloc(objs->v, objs->n + 2, sizeof(char *));
+				objs->v[objs->n++] = pvg_strdup(cs->object);
+				objs->v[objs->n] = NULL;
+			}
+			break;
+		}
+	}
+	*source = "depfiles";
+	return any ? (int)objs->n : -1;
+}
+
+static enum pvg_status check_header(const struct view *v, const char *rel, const char *hip_rel,
+				    size_t hipify_line, cJSON *fe, struct pvg_result *res)
+{
+	const struct pvg_buildlog_request *req = v->req;
+	struct pvg_strv objs = { 0 };
+	const char *source = NULL;
+	int n = header_consumers(v, rel, hip_rel, &objs, &source);
+	enum pvg_status st = PVG_PASS;
+	if (n < 0) {
+		/* no dependency information: the artifacts whose globs name it must be relinked */
+		pvg_json_add_str(fe, "consumers",
+				 "unknown (no .ninja_deps or depfiles in the build tree)");
+		cJSON *need = cJSON_AddArrayToObject(fe, "needs_relinked");
+		for (size_t i = 0; i < v->n_arts; i++) {
+			if (!(v->n_arts == 1 || globs_match(v->arts[i].compiled, rel)))
+				continue;
+			cJSON_AddItemToArray(need, cJSON_CreateString(v->arts[i].name));
+			size_t ll = art_link_line(v, i);
+			if (ll && hipify_line && ll < hipify_line) {
+				char lb[160];
+				pvg_problem(res, "build-log.not-relinked",
+					    "rebuild so that the artifact is linked after the header's "
+					    "hipify",
+					    "%schanged header %s was hipified (line %zu) after %s was "
+					    "last linked (line %zu)",
+					    art_label(v, (long)i, lb, sizeof(lb)), rel, hipify_line,
+					    v->arts[i].file, ll);
+				st = PVG_FAIL;
+			}
+		}
+		return st;
+	}
+	pvg_json_add_str(fe, "consumers_from", source);
+	cJSON *cons = cJSON_AddArrayToObject(fe, "consumers");
+	cJSON *linked = cJSON_AddArrayToObject(fe, "linked_into");
+	const char *ddir = req->ninja_deps ? req->deps_root : NULL;
+	for (size_t i = 0; i < objs.n; i++) {
+		const char *obj = objs.v[i];
+		cJSON_AddItemToArray(cons, cJSON_CreateString(obj));
+		const struct pvg_compile_step *cs = pvg_linkgraph_compile_for(v->g, obj, ddir);
+		struct place p[MAX_PLACES];
+		size_t np = place_object(v, obj, cs ? cs->dir : ddir, p, MAX_PLACES);
+		for (size_t k = 0; k < np; k++)
+			place_json(linked, v, &p[k]);
+		if (np == 0) {
+			if (cs) {
+				pvg_problem(res, "build-log.link-inputs-unknown",
+					    "build verbosely (ninja -v, VERBOSE=1) so the link commands "
+					    "are logged",
+					    "changed header %s is included by %s (compiled at line %zu), "
+					    "and the log does not show which output that is linked into",
+					    rel, obj, cs->lineno);
+				st = worse(st, PVG_UNVERIFIABLE);
+			}
+			/* else: an object this log neither builds nor links (another target) */
+			continue;
+		}
+		for (size_t k = 0; k < np; k++) {
+			if (p[k].art < 0) {
+				if (p[k].kind == PVG_LINK_SHARED) {
+					_cleanup_free_ char *what = pvg_asprintf(
+						"included by %s (%s), which is linked", obj, source);
+					unverified_artifact(res, rel, what, &p[k],
+							    cs && cs->dir ? cs->dir : ddir ? ddir : root0(v),
+							    p[k].link_line);
+					st = PVG_FAIL;
+				}
+				continue;
+			}
+			char lb[160];
+			const char *al = art_label(v, p[k].art, lb, sizeof(lb));
+			if (!cs) {
+				pvg_problem(res, "build-log.not-recompiled",
+					    "rebuild: every object that includes the changed header must "
+					    "be recompiled and its artifact relinked",
+					    "%schanged header %s is included by %s (%s), which the log does "
+					    "not recompile",
+					    al, rel, obj, source);
+				st = PVG_FAIL;
+			} else if (p[k].link_line < cs->lineno) {
+				pvg_problem(res, "build-log.not-relinked",
+					    "rebuild so that the artifact is linked after the objects "
+					    "that include the changed header",
+					    "%schanged header %s is included by %s (compiled at line "
+					    "%zu), and %s was last linked before it (line %zu)",
+					    al, rel, obj, cs->lineno, p[k].output, p[k].link_line);
+				st = PVG_FAIL;
+			}
+		}
+	}
+	pvg_strv_clear(&objs);
 	return st;
 }
 
@@ -269,19 +694,58 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		st = PVG_FAIL;
 	}
 
-	size_t link_line = 0;
-	if (!req->artifact_name) {
+	/* the artifacts: the request's list, or the single one */
+	struct pvg_buildlog_artifact single = {
+		.name = req->artifact_name, .build = req->artifact_name, .file = req->artifact_name,
+		.arch = req->arch, .mtime = req->artifact_mtime,
+	};
+	struct pvg_linkgraph own_graph;
+	const struct pvg_linkgraph *g = req->graph;
+	if (!g) {
+		pvg_linkgraph_build(log, &own_graph);
+		g = &own_graph;
+	}
+	struct view v = {
+		.req = req, .g = g,
+		.arts = req->n_arts ? req->arts : &single,
+		.n_arts = req->n_arts ? req->n_arts : req->artifact_name ? 1 : 0,
+		.multi = req->n_arts > 1,
+	};
+	cJSON *arts_ev = v.multi ? cJSON_AddArrayToObject(ev, "artifacts") : NULL;
+	if (v.n_arts == 0) {
 		pvg_problem(res, "build-log.not-configured", "set build.artifact",
 			    "build.artifact is not set: the link step cannot be found");
 		st = worse(st, PVG_UNVERIFIABLE);
-	} else if (!pvg_buildlog_links(log, req->artifact_name, &link_line)) {
-		pvg_problem(res, "build-log.no-link",
-			    "rebuild (the artifact was not relinked by this build; \"ninja: no work "
-			    "to do\" means nothing changed), with a verbose log",
-			    "the log has no link step producing %s", req->artifact_name);
-		st = PVG_FAIL;
-	} else {
-		pvg_json_add_u64(ev, "link_line", link_line);
+	}
+	for (size_t i = 0; i < v.n_arts; i++) {
+		const struct pvg_buildlog_artifact *a = &v.arts[i];
+		cJSON *ae = NULL;
+		if (arts_ev) {
+			ae = cJSON_CreateObject();
+			cJSON_AddItemToArray(arts_ev, ae);
+			pvg_json_add_str(ae, "name", a->name);
+			pvg_json_add_str(ae, "file", a->file);
+			pvg_json_add_str(ae, "arch", a->arch);
+		}
+		char lb[160];
+		const char *al = art_label(&v, (long)i, lb, sizeof(lb));
+		size_t link_line = art_link_line(&v, i);
+		if (!a->file) {
+			pvg_problem(res, "build-log.not-configured", "set the artifact's build file",
+				    "%sno build file is set: the link step cannot be found", al);
+			st = worse(st, PVG_UNVERIFIABLE);
+		} else if (!link_line) {
+			pvg_problem(res, "build-log.no-link",
+				    "rebuild (the artifact was not relinked by this build; \"ninja: no "
+				    "work to do\" means nothing changed), with a verbose log",
+				    "%sthe log has no link step producing %s", al, a->file);
+			st = PVG_FAIL;
+		} else {
+			if (i == 0)
+				pvg_json_add_u64(ev, "link_line", link_line);
+			if (ae)
+				pvg_json_add_u64(ae, "link_line", link_line);
+		}
 	}
 
 	cJSON *files = cJSON_AddArrayToObject(ev, "files");
@@ -292,21 +756,6 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		pvg_json_add_str(fe, "path", rel);
 		bool header = is_header(rel), unit = !header && is_unit(rel);
 		pvg_json_add_str(fe, "kind", header ? "header" : unit ? "translation-unit" : "other");
-		/* a source edited after the link is not in the artifact, whatever the log says */
-		struct stat sst;
-		_cleanup_free_ char *src = req->workdir ? pvg_path_join(req->workdir, rel) : NULL;
-		int64_t art_ns = (int64_t)req->artifact_mtime.tv_sec * 1000000000 +
-				 req->artifact_mtime.tv_nsec;
-		if (src && art_ns && stat(src, &sst) == 0 && mtime_ns(&sst) > art_ns) {
-			char a[48], b[48];
-			pvg_format_time(sst.st_mtim.tv_sec, -1, a, sizeof(a));
-			pvg_format_time(req->artifact_mtime.tv_sec, -1, b, sizeof(b));
-			pvg_problem(res, "build-log.source-newer",
-				    "rebuild: the artifact was built before the last edit",
-				    "changed %s was modified (%s) after the artifact was built (%s)", rel,
-				    a, b);
-			st = PVG_FAIL;
-		}
 		const struct pvg_hipify_line *h = pvg_buildlog_find_hipify(log, rel);
 		_cleanup_free_ char *dst_rel = h && h->status != PVG_HIPIFY_IGNORED
 						       ? hipified_rel(h, rel) : NULL;
@@ -319,35 +768,269 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 				    "changed %s has no hipify line in the log", rel);
 			st = PVG_FAIL;
 		}
-		if (!unit)
-			continue;
-		const char *name = rel;
-		if (!req->cuda && h && h->status != PVG_HIPIFY_IGNORED)
-			name = dst_rel ? dst_rel : h->dst;
-		st = worse(st, check_compile(req, rel, name, fe, res));
+		uint64_t placed = 0;
+		if (header) {
+			st = worse(st, check_header(&v, rel, dst_rel, h ? h->lineno : 0, fe, res));
+		} else if (unit) {
+			const char *name = rel;
+			if (!req->cuda && h && h->status != PVG_HIPIFY_IGNORED)
+				name = dst_rel ? dst_rel : h->dst;
+			st = worse(st, check_compile(&v, rel, name, fe, res, &placed));
+		}
+		/* a source edited after the link is not in the artifact, whatever the log says:
+		 * the oldest of the artifacts it went into (of all, when that is not known) */
+		const struct pvg_buildlog_artifact *oldest = NULL;
+		for (size_t k = 0; k < v.n_arts; k++) {
+			const struct pvg_buildlog_artifact *a = &v.arts[k];
+			if (placed && k < 64 && !(placed & (UINT64_C(1) << k)))
+				continue;
+			if ((a->mtime.tv_sec || a->mtime.tv_nsec) &&
+			    (!oldest || a->mtime.tv_sec < oldest->mtime.tv_sec ||
+			     (a->mtime.tv_sec == oldest->mtime.tv_sec &&
+			      a->mtime.tv_nsec < oldest->mtime.tv_nsec)))
+				oldest = a;
+		}
+		struct stat sst;
+		_cleanup_free_ char *src = req->workdir ? pvg_path_join(req->workdir, rel) : NULL;
+		int64_t art_ns = oldest ? (int64_t)oldest->mtime.tv_sec * 1000000000 +
+						  oldest->mtime.tv_nsec
+					: 0;
+		if (src && art_ns && stat(src, &sst) == 0 && mtime_ns(&sst) > art_ns) {
+			char a[48], b[48], lb[160];
+			pvg_format_time(sst.st_mtim.tv_sec, -1, a, sizeof(a));
+			pvg_format_time(oldest->mtime.tv_sec, -1, b, sizeof(b));
+			pvg_problem(res, "build-log.source-newer",
+				    "rebuild: the artifact was built before the last edit",
+				    "%schanged %s was modified (%s) after the artifact was built (%s)",
+				    art_label(&v, oldest - v.arts, lb, sizeof(lb)), rel, a, b);
+			st = PVG_FAIL;
+		}
 	}
+	if (g == &own_graph)
+		pvg_linkgraph_done(&own_graph);
 	return st;
 }
 
 /* ---- the gate ------------------------------------------------------------------------------- */
 
+#define MAX_ROOTS 16
+
+static bool ts_before(struct timespec a, struct timespec b)
+{
+	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
+static void add_root(struct pvg_strv *roots, const char *dir)
+{
+	if (!dir || dir[0] != '/' || roots->n >= MAX_ROOTS)
+		return;
+	for (size_t i = 0; i < roots->n; i++)
+		if (strcmp(roots->v[i], dir) == 0)
+			return;
+	roots->v = pvg_xrealloc(roots->v, roots->n + 2, sizeof(char *));
+	roots->v[roots->n++] = pvg_strdup(dir);
+	roots->v[roots->n] = NULL;
+}
+
+static bool has_file(const char *dir, const char *name)
+{
+	_cleanup_free_ char *p = pvg_path_join(dir, name);
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Ancestors of an absolute path that hold ninja's logs (the root of a ninja build). */
+static void ninja_root_above(struct pvg_strv *roots, struct pvg_strv *tried, const char *path)
+{
+	if (!path || path[0] != '/' || tried->n >= 512)
+		return;
+	_cleanup_free_ char *d = pvg_strdup(path);
+	for (int depth = 0; depth < 32; depth++) {
+		char *slash = strrchr(d, '/');
+		if (!slash || slash == d)
+			return;
+		*slash = '\0';
+		bool seen = false;
+		for (size_t i = 0; i < tried->n && !seen; i++)
+			seen = strcmp(tried->v[i], d) == 0;
+		if (seen)
+			return; /* this folder and those above were looked at */
+		tried->v = pvg_xrealloc(tried->v, tried->n + 2, sizeof(char *));
+		tried->v[tried->n++] = pvg_strdup(d);
+		tried->v[tried->n] = NULL;
+		if (has_file(d, ".ninja_log") || has_file(d, ".ninja_deps"))
+			add_root(roots, d);
+		if (tried->n >= 512)
+			return;
+	}
+}
+
+/* The build folders the log names: "Entering directory" lines, "cd DIR &&" of its commands,
+ * and the ninja roots above the absolute paths of its hipify lines and commands. */
+static void build_roots(const struct pvg_buildlog *log, const struct pvg_linkgraph *g,
+			struct pvg_strv *roots)
+{
+	for (size_t i = 0; i < log->dirs.n; i++)
+		add_root(roots, log->dirs.v[i]);
+	for (size_t i = 0; i < g->n_compiles; i++)
+		add_root(roots, g->compiles[i].dir);
+	for (size_t i = 0; i < g->n_links; i++)
+		add_root(roots, g->links[i].dir);
+	struct pvg_strv tried = { 0 };
+	for (size_t i = 0; i < log->n_hipify && i < 64; i++) {
+		ninja_root_above(roots, &tried, log->hipify[i].src);
+		ninja_root_above(roots, &tried, log->hipify[i].dst);
+	}
+	for (size_t i = 0; i < g->n_compiles && i < 256; i++)
+		ninja_root_above(roots, &tried, g->compiles[i].object);
+	for (size_t i = 0; i < g->n_links; i++)
+		ninja_root_above(roots, &tried, g->links[i].output);
+	pvg_strv_clear(&tried);
+}
+
+/* The artifact is newer than the log: is it a copy of the log's own link output, still in the
+ * build tree the log names, with the same bytes and built no later than the log? 1 yes (with
+ * *from and *built set), 0 no (*why_not says what was found, or NULL when nothing was). */
+static int bound_by_content(struct pvg_ctx *ctx, const struct pvg_linkgraph *g,
+			    const struct pvg_strv *roots, const char *build, const char *file,
+			    const struct stat *log_st, const struct stat *art_st, char **from,
+			    struct timespec *built, char **why_not, cJSON *ae)
+{
+	*from = *why_not = NULL;
+	const struct pvg_link_step *l = file ? pvg_linkgraph_output(g, file) : NULL;
+	if (!l)
+		return 0;
+	const char *dirs[MAX_ROOTS + 2];
+	size_t nd = 0;
+	if (l->output[0] == '/') {
+		dirs[nd++] = NULL;
+	} else {
+		if (l->dir)
+			dirs[nd++] = l->dir;
+		for (size_t i = 0; i < roots->n && nd < ARRAY_SIZE(dirs); i++)
+			dirs[nd++] = roots->v[i];
+	}
+	for (size_t k = 0; k < nd; k++) {
+		_cleanup_free_ char *cand = dirs[k] ? pvg_path_join(dirs[k], l->output)
+						    : pvg_strdup(l->output);
+		struct stat st;
+		if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (st.st_dev == art_st->st_dev && st.st_ino == art_st->st_ino) {
+			/* the configured file is the log's own output, changed after the log */
+			free(*why_not);
+			*why_not = pvg_asprintf("it is the build tree's own %s, written after the log: "
+						"the log is of an earlier build (or the file was rebuilt "
+						"or touched since)",
+						cand);
+			continue;
+		}
+		char bt[48], lt[48];
+		pvg_format_time(st.st_mtim.tv_sec, st.st_mtim.tv_nsec, bt, sizeof(bt));
+		pvg_format_time(log_st->st_mtim.tv_sec, log_st->st_mtim.tv_nsec, lt, sizeof(lt));
+		/* ninja's own record of the output, where its log is in that folder */
+		int64_t nj = 0;
+		if (dirs[k] && l->output[0] != '/') {
+			_cleanup_free_ char *nl = pvg_path_join(dirs[k], ".ninja_log");
+			_cleanup_free_ char *text = NULL;
+			size_t len = 0;
+			if (pvg_read_file(nl, 64u << 20, &text, &len) == 0 &&
+			    pvg_ninja_log_find(text, len, l->output, &nj) == 1 && ae) {
+				char nt[48];
+				pvg_format_time(nj / 1000000000, nj % 1000000000, nt, sizeof(nt));
+				pvg_json_add_str(ae, "ninja_log_start", nt);
+			}
+		}
+		if (ts_before(log_st->st_mtim, st.st_mtim)) {
+			free(*why_not);
+			*why_not = pvg_asprintf("the build tree's %s (modified %s) is newer than the "
+						"log (modified %s) too: a later build",
+						cand, bt, lt);
+			continue;
+		}
+		const char *paths[2] = { cand, build };
+		const struct pvg_file_id *ids[2] = { NULL, NULL };
+		if (pvg_ctx_hash(ctx, paths, 2, ids) < 0 || !ids[0] || !ids[1] || ids[0]->err ||
+		    ids[1]->err) {
+			free(*why_not);
+			*why_not = pvg_asprintf("the build tree's %s could not be compared with it",
+						cand);
+			continue;
+		}
+		if (memcmp(ids[0]->sha256, ids[1]->sha256, 32) != 0) {
+			free(*why_not);
+			*why_not = pvg_asprintf("the build tree's %s (modified %s) holds other bytes "
+						"(sha256 %.12s…, the artifact %.12s…)",
+						cand, bt, ids[0]->hex, ids[1]->hex);
+			continue;
+		}
+		*from = TAKE_PTR(cand);
+		*built = st.st_mtim;
+		if (ae)
+			pvg_json_add_str(ae, "sha256", ids[1]->hex);
+		free(*why_not);
+		*why_not = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads ninja's deps log of the first root that has one. */
+static bool load_ninja_deps(const struct pvg_strv *roots, struct pvg_ninja_deps *d, char **root,
+			    cJSON *ev)
+{
+	for (size_t i = 0; i < roots->n; i++) {
+		_cleanup_free_ char *p = pvg_path_join(roots->v[i], ".ninja_deps");
+		_cleanup_free_ char *bytes = NULL;
+		size_t len = 0;
+		int r = pvg_read_file(p, 256u << 20, &bytes, &len);
+		if (r == -ENOENT)
+			continue;
+		cJSON *j = cJSON_AddObjectToObject(ev, "ninja_deps");
+		pvg_json_add_str(j, "path", p);
+		if (r < 0 || pvg_ninja_deps_parse((const uint8_t *)bytes, len, d) < 0) {
+			pvg_json_add_str(j, "error", r < 0 ? strerror(-r) : "not a ninja deps log");
+			continue;
+		}
+		pvg_json_add_u64(j, "paths", d->n_paths);
+		pvg_json_add_u64(j, "records", d->n_recs);
+		if (d->damaged)
+			pvg_json_add_bool(j, "damaged", true);
+		*root = pvg_strdup(roots->v[i]);
+		return true;
+	}
+	return false;
+}
+
 static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
-	if (!cfg->build.log || !cfg->build.artifact || !cfg->arch) {
-		const char *what = !cfg->build.log ? "build.log" : !cfg->build.artifact
-									  ? "build.artifact"
-									  : "arch";
+	bool any_arch = cfg->arch != NULL;
+	for (size_t i = 0; i < ctx->n_arts && !any_arch; i++)
+		any_arch = ctx->arts[i].a.arch != NULL;
+	bool all_arch = true, all_build = ctx->n_arts > 0;
+	for (size_t i = 0; i < ctx->n_arts; i++) {
+		all_arch &= pvg_artifact_arch(cfg, &ctx->arts[i].a) != NULL;
+		all_build &= ctx->arts[i].a.build != NULL;
+	}
+	if (!cfg->build.log || !all_build || !all_arch) {
+		const char *what = !cfg->build.log ? "build.log"
+				   : !all_build     ? (cfg->n_artifacts ? "an artifact's build"
+									: "build.artifact")
+						    : "arch";
 		pvg_summary(res, "%s is not configured", what);
 		pvg_problem(res, "build-log.not-configured",
 			    "set build.log (the build's output), build.artifact and arch",
 			    "no build log to check: %s is not set", what);
 		return PVG_UNVERIFIABLE;
 	}
+	const struct pvg_artifact *first = &ctx->arts[0].a;
+	const char *arch = cfg->arch ? cfg->arch : pvg_artifact_arch(cfg, first);
+	bool multi = ctx->n_arts > 1;
 	pvg_json_add_str(res->evidence, "log", cfg->build.log);
-	pvg_json_add_str(res->evidence, "arch", cfg->arch);
+	pvg_json_add_str(res->evidence, "arch", arch);
 
-	struct stat log_st, art_st;
+	struct stat log_st;
 	if (stat(cfg->build.log, &log_st) < 0) {
 		int e = errno;
 		pvg_summary(res, "cannot read the build log");
@@ -356,43 +1039,120 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 			    "build log %s: %s", cfg->build.log, strerror(e));
 		return PVG_UNVERIFIABLE;
 	}
-	if (stat(cfg->build.artifact, &art_st) < 0) {
+	struct stat *art_st = pvg_xcalloc(ctx->n_arts, sizeof(*art_st));
+	enum pvg_status st = PVG_PASS;
+	for (size_t i = 0; i < ctx->n_arts; i++) {
+		const char *build = ctx->arts[i].a.build;
+		if (stat(build, &art_st[i]) == 0)
+			continue;
 		int e = errno;
-		pvg_summary(res, "build artifact %s: %s", cfg->build.artifact, strerror(e));
+		char lb[160];
+		const char *al = pvg_ctx_art_label(ctx, i, lb, sizeof(lb));
+		if (res->n_problems == 0)
+			pvg_summary(res, "%sbuild artifact %s: %s", al, build, strerror(e));
 		pvg_problem(res, "build-log.artifact-missing", "build the artifact, or fix build.artifact",
-			    "build artifact %s: %s", cfg->build.artifact, strerror(e));
-		return e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE;
+			    "%sbuild artifact %s: %s", al, build, strerror(e));
+		st = worse(st, e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE);
+	}
+	if (st != PVG_PASS) {
+		free(art_st);
+		return st;
 	}
 	char lt[48], at[48];
 	pvg_format_time(log_st.st_mtim.tv_sec, log_st.st_mtim.tv_nsec, lt, sizeof(lt));
-	pvg_format_time(art_st.st_mtim.tv_sec, art_st.st_mtim.tv_nsec, at, sizeof(at));
+	pvg_format_time(art_st[0].st_mtim.tv_sec, art_st[0].st_mtim.tv_nsec, at, sizeof(at));
 	cJSON_AddStringToObject(res->evidence, "log_mtime", lt);
 	cJSON_AddStringToObject(res->evidence, "artifact_mtime", at);
-
-	enum pvg_status st = PVG_PASS;
-	/* The build writes its log up to and after the link step, so the log's last change can
-	 * not precede the artifact's: an older log belongs to an earlier build. */
-	if (log_st.st_mtim.tv_sec < art_st.st_mtim.tv_sec ||
-	    (log_st.st_mtim.tv_sec == art_st.st_mtim.tv_sec &&
-	     log_st.st_mtim.tv_nsec < art_st.st_mtim.tv_nsec)) {
-		pvg_problem(res, "build-log.stale-log",
-			    "keep the log of the build that produced the artifact (tee it every build)",
-			    "build log %s (modified %s) is older than the artifact %s (modified %s): it "
-			    "is the log of an earlier build",
-			    cfg->build.log, lt, cfg->build.artifact, at);
-		st = PVG_FAIL;
-	}
 
 	struct pvg_buildlog log;
 	pvg_buildlog_init(&log);
 	int r = pvg_buildlog_read_file(&log, cfg->build.log);
 	if (r < 0) {
 		pvg_buildlog_done(&log);
+		free(art_st);
 		pvg_summary(res, "cannot read the build log: %s", strerror(-r));
 		pvg_problem(res, "build-log.unreadable", NULL, "build log %s: %s", cfg->build.log,
 			    strerror(-r));
-		return st == PVG_FAIL ? PVG_FAIL : PVG_UNVERIFIABLE;
+		return PVG_UNVERIFIABLE;
 	}
+	struct pvg_linkgraph graph;
+	pvg_linkgraph_build(&log, &graph);
+	struct pvg_strv roots = { 0 };
+	build_roots(&log, &graph, &roots);
+	if (roots.n) {
+		cJSON *rj = cJSON_AddArrayToObject(res->evidence, "build_roots");
+		for (size_t i = 0; i < roots.n; i++)
+			cJSON_AddItemToArray(rj, cJSON_CreateString(roots.v[i]));
+	}
+
+	/* The build writes its log up to and after the link step, so the log's last change can
+	 * not precede the artifact's: an older log belongs to an earlier build, unless the
+	 * artifact is a copy that lost its times (bound by content to the log's own output). */
+	struct pvg_buildlog_artifact *barts = pvg_xcalloc(ctx->n_arts, sizeof(*barts));
+	char **copied = pvg_xcalloc(ctx->n_arts, sizeof(*copied));
+	cJSON *arts_ev = cJSON_CreateArray();
+	for (size_t i = 0; i < ctx->n_arts; i++) {
+		const struct pvg_artifact *a = &ctx->arts[i].a;
+		barts[i] = (struct pvg_buildlog_artifact){
+			.name = a->name, .build = a->build, .file = pvg_basename(a->build),
+			.arch = pvg_artifact_arch(cfg, a), .compiled = &a->compiled,
+			.mtime = art_st[i].st_mtim,
+		};
+		cJSON *ae = cJSON_CreateObject();
+		cJSON_AddItemToArray(arts_ev, ae);
+		pvg_json_add_str(ae, "name", a->name);
+		pvg_json_add_str(ae, "build", a->build);
+		char amt[48];
+		pvg_format_time(art_st[i].st_mtim.tv_sec, art_st[i].st_mtim.tv_nsec, amt, sizeof(amt));
+		pvg_json_add_str(ae, "mtime", amt);
+		if (!ts_before(log_st.st_mtim, art_st[i].st_mtim))
+			continue;
+		char lb[160];
+		const char *al = pvg_ctx_art_label(ctx, i, lb, sizeof(lb));
+		struct timespec built;
+		_cleanup_free_ char *why_not = NULL;
+		if (bound_by_content(ctx, &graph, &roots, a->build, barts[i].file, &log_st, &art_st[i],
+				     &copied[i], &built, &why_not, ae) == 1) {
+			char bt[48];
+			pvg_format_time(built.tv_sec, built.tv_nsec, bt, sizeof(bt));
+			pvg_json_add_str(ae, "copied_from", copied[i]);
+			pvg_json_add_str(ae, "built", bt);
+			if (i == 0)
+				pvg_json_add_str(res->evidence, "copied_from", copied[i]);
+			/* its build time, not the copy's, is what sources are compared with */
+			barts[i].mtime = built;
+			continue;
+		}
+		if (why_not) {
+			pvg_problem(res, "build-log.stale-log",
+				    "keep the log of the build that produced the artifact (tee it every "
+				    "build), and copy with times kept (cp -p, install -p)",
+				    "%sbuild log %s (modified %s) is older than the artifact %s (modified "
+				    "%s), and %s",
+				    al, cfg->build.log, lt, a->build, amt, why_not);
+		} else {
+			_cleanup_free_ char *where = roots.n ? pvg_strv_join_distinct(&roots, ", ")
+							     : pvg_strdup("none named");
+			pvg_problem(res, "build-log.stale-log",
+				    "keep the log of the build that produced the artifact (tee it every "
+				    "build); copy the log and the artifact with their times kept "
+				    "(cp -p, install -p), or run provgate where the build tree is",
+				    "%sbuild log %s (modified %s) is older than the artifact %s (modified "
+				    "%s): either it is the log of an earlier build, or they were copied "
+				    "without keeping their times; the log's own link output of %s is "
+				    "not in the build tree it names (%s) to compare bytes with",
+				    al, cfg->build.log, lt, a->build, amt, barts[i].file, where);
+		}
+		st = PVG_FAIL;
+	}
+	if (multi || copied[0])
+		cJSON_AddItemToObject(res->evidence, "artifacts", arts_ev);
+	else
+		cJSON_Delete(arts_ev);
+
+	struct pvg_ninja_deps deps;
+	_cleanup_free_ char *deps_root = NULL;
+	bool have_deps = load_ninja_deps(&roots, &deps, &deps_root, res->evidence);
 
 	const struct pvg_scope *scope = NULL;
 	r = pvg_scope_get(ctx, &scope);
@@ -418,34 +1178,57 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 		.changed = changed,
 		.n_changed = n_changed,
 		.workdir = scope ? scope->workdir : cfg->source.repo,
-		.arch = cfg->arch,
-		.cuda = pvg_arch_is_cuda(cfg->arch),
-		.artifact_name = pvg_basename(cfg->build.artifact),
+		.arch = arch,
+		.cuda = pvg_arch_is_cuda(arch),
+		.artifact_name = barts[0].file,
 		.max_unsupported_calls = cfg->build.max_unsupported_calls,
-		.artifact_mtime = art_st.st_mtim,
+		.artifact_mtime = barts[0].mtime,
+		.arts = barts,
+		.n_arts = ctx->n_arts,
+		.graph = &graph,
+		.ninja_deps = have_deps ? &deps : NULL,
+		.deps_root = deps_root,
+		.roots = (const char *const *)roots.v,
+		.n_roots = roots.n,
 	};
 	enum pvg_status cs = pvg_buildlog_check(&req, res);
 	if (cs == PVG_FAIL || st == PVG_FAIL)
 		st = PVG_FAIL;
 	else if (cs == PVG_UNVERIFIABLE || st == PVG_UNVERIFIABLE)
 		st = PVG_UNVERIFIABLE;
-	pvg_buildlog_done(&log);
 
 	/* A change to Python dispatch code alone is legitimate: the log still has to prove it
 	 * built and linked this artifact cleanly, and gate 2 proves that no changed file fell
 	 * outside source.compiled unnoticed. */
 	pvg_json_add_int(res->evidence, "changed_compiled_sources", (int)n_changed);
+	_cleanup_free_ char *names = NULL;
+	for (size_t i = 0; i < ctx->n_arts; i++) {
+		char *n = pvg_asprintf("%s%s%s", names ? names : "", names ? ", " : "",
+				       barts[i].file);
+		free(names);
+		names = n;
+	}
+	const char *copy_note = copied[0] && !multi ? " (a copy of the log's own output)" : "";
 	if (st == PVG_PASS && n_changed == 0)
 		pvg_summary(res, "no source.compiled file changed since the baseline; the log builds "
-				 "and links %s without errors",
-			    pvg_basename(cfg->build.artifact));
+				 "and links %s without errors%s",
+			    names, copy_note);
 	else if (st == PVG_PASS)
-		pvg_summary(res, "%zu changed source%s %s for %s; %s relinked", n_changed,
+		pvg_summary(res, "%zu changed source%s %s for %s; %s relinked%s", n_changed,
 			    n_changed == 1 ? "" : "s",
-			    req.cuda ? "compiled" : "hipified and compiled", cfg->arch,
-			    pvg_basename(cfg->build.artifact));
+			    req.cuda ? "compiled" : "hipified and compiled", arch, names, copy_note);
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
+	if (have_deps)
+		pvg_ninja_deps_done(&deps);
+	for (size_t i = 0; i < ctx->n_arts; i++)
+		free(copied[i]);
+	free(copied);
+	free(barts);
+	free(art_st);
+	pvg_strv_clear(&roots);
+	pvg_linkgraph_done(&graph);
+	pvg_buildlog_done(&log);
 	return st;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "formats/buildlog.h"
+#include "formats/codeobj/codeobj.h"
 
 void pvg_buildlog_init(struct pvg_buildlog *log)
 {
@@ -31,6 +32,7 @@ void pvg_buildlog_done(struct pvg_buildlog *log)
 		free(log->failed[i]);
 	for (size_t i = 0; i < log->n_errors_kept; i++)
 		free(log->errors[i]);
+	pvg_strv_clear(&log->dirs);
 	free(log->line);
 	memset(log, 0, sizeof(*log));
 }
@@ -184,6 +186,87 @@ static bool has_arg(const char *s, size_t len, const char *arg)
 	return false;
 }
 
+/* "ninja: Entering directory `X'", "make[2]: Entering directory '/x'": the folder commands
+ * that follow run in. */
+static bool parse_entering(struct pvg_buildlog *log, const char *s, size_t len)
+{
+	const char *e = memmem(s, len, ": Entering directory ", 21);
+	if (!e || !(starts_with(s, len, "ninja:") || starts_with(s, len, "make")))
+		return false;
+	const char *d = e + 21;
+	size_t n = (size_t)(s + len - d);
+	if (n < 3 || (d[0] != '`' && d[0] != '\'') || d[n - 1] != '\'')
+		return false;
+	d++;
+	n -= 2;
+	if (log->dirs.n >= PVG_BUILDLOG_DIRS_MAX || !keep_room(log, n + 1))
+		return true;
+	_cleanup_free_ char *dir = dup_n(d, n);
+	for (size_t i = 0; i < log->dirs.n; i++)
+		if (strcmp(log->dirs.v[i], dir) == 0)
+			return true;
+	log->dirs.v = pvg_xrealloc(log->dirs.v, log->dirs.n + 2, sizeof(char *));
+	log->dirs.v[log->dirs.n++] = TAKE_PTR(dir);
+	log->dirs.v[log->dirs.n] = NULL;
+	return true;
+}
+
+/* An archiver's name: "ar", "llvm-ar", "x86_64-linux-gnu-gcc-ar", "llvm-ar-15". */
+static bool is_archiver(const char *w, size_t n)
+{
+	const char *slash = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (w[i] == '/')
+			slash = w + i;
+	if (slash) {
+		n -= (size_t)(slash + 1 - w);
+		w = slash + 1;
+	}
+	/* a version suffix: "llvm-ar-15" */
+	while (n > 2 && w[n - 1] >= '0' && w[n - 1] <= '9')
+		n--;
+	if (n > 1 && w[n - 1] == '-')
+		n--;
+	return (n == 2 && memcmp(w, "ar", 2) == 0) || (n > 3 && memcmp(w + n - 3, "-ar", 3) == 0);
+}
+
+/* An ar operation letter group: "qc", "rcs", "crT", "-rcs". */
+static bool is_ar_operation(const char *w, size_t n)
+{
+	if (n && w[0] == '-') {
+		w++;
+		n--;
+	}
+	bool op = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!strchr("qrcsuvDTSP", w[i]))
+			return false;
+		op |= w[i] == 'q' || w[i] == 'r';
+	}
+	return n > 0 && op;
+}
+
+/* A command (or one of a "cmd && cmd" line's) that runs ar with an operation that adds members. */
+static bool is_archive_line(const char *s, size_t len)
+{
+	const char *prev = NULL;
+	size_t prev_n = 0;
+	for (size_t i = 0; i < len;) {
+		while (i < len && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+		size_t b = i;
+		while (i < len && s[i] != ' ' && s[i] != '\t')
+			i++;
+		if (i == b)
+			break;
+		if (prev && is_archiver(prev, prev_n) && is_ar_operation(s + b, i - b))
+			return true;
+		prev = s + b;
+		prev_n = i - b;
+	}
+	return false;
+}
+
 static void keep_command(struct pvg_buildlog *log, const char *s, size_t len, bool compile)
 {
 	/* ninja wraps link steps as ": && cmd && :" */
@@ -223,6 +306,13 @@ static void parse_clean_line(struct pvg_buildlog *log, char *s, size_t len)
 		}
 	}
 
+	/* make's progress "[ 42%] " (CMake's Makefiles) */
+	if (len > 7 && s[0] == '[' && s[4] == '%' && s[5] == ']' && s[6] == ' ' &&
+	    (s[1] == ' ' || (s[1] >= '0' && s[1] <= '9')) &&
+	    (s[2] == ' ' || (s[2] >= '0' && s[2] <= '9')) && s[3] >= '0' && s[3] <= '9') {
+		s += 7;
+		len -= 7;
+	}
 	/* ninja progress "[i/n] " */
 	if (s[0] == '[') {
 		size_t a, b;
@@ -264,6 +354,8 @@ static void parse_clean_line(struct pvg_buildlog *log, char *s, size_t len)
 			log->kernel_launches = v;
 		return;
 	}
+	if (parse_entering(log, s, len))
+		return;
 	if (parse_hipify(log, s, len))
 		return;
 	if (is_error_diagnostic(s, len)) {
@@ -273,7 +365,8 @@ static void parse_clean_line(struct pvg_buildlog *log, char *s, size_t len)
 	}
 	if (has_arg(s, len, "-c"))
 		keep_command(log, s, len, true);
-	else if (has_arg(s, len, "-o") || memmem(s, len, " -o", 3) || starts_with(s, len, "Linking "))
+	else if (has_arg(s, len, "-o") || memmem(s, len, " -o", 3) || starts_with(s, len, "Linking ") ||
+		 is_archive_line(s, len))
 		keep_command(log, s, len, false);
 	else if (starts_with(s, len, "Building "))
 		keep_command(log, s, len, false); /* a non-verbose step description */
@@ -431,31 +524,6 @@ static void add_seen(char **seen, const char *item, size_t len)
 	}
 }
 
-/* gfx arch with features: base must be equal, and every feature the config names must be in
- * the command's value ("gfx90a:xnack+" needs ":xnack+"; "gfx936" accepts any features). */
-static bool gfx_matches(const char *item, size_t len, const char *arch)
-{
-	const char *colon = strchr(arch, ':');
-	size_t base = colon ? (size_t)(colon - arch) : strlen(arch);
-	const char *ic = memchr(item, ':', len);
-	size_t ibase = ic ? (size_t)(ic - item) : len;
-	if (ibase != base || memcmp(item, arch, base) != 0)
-		return false;
-	for (const char *f = colon; f && *f;) {
-		const char *next = strchr(f + 1, ':');
-		size_t flen = next ? (size_t)(next - f) : strlen(f);
-		bool found = false;
-		for (const char *p = item + ibase; p < item + len; p++)
-			if ((size_t)(item + len - p) >= flen && memcmp(p, f, flen) == 0 &&
-			    (p + flen == item + len || p[flen] == ':'))
-				found = true;
-		if (!found)
-			return false;
-		f = next;
-	}
-	return true;
-}
-
 static const char *const hip_flags[] = { "--offload-arch", "-offload-arch", "--amdgpu-target",
 					 "--cuda-gpu-arch" };
 static const char *const cuda_flags[] = { "-gencode", "--generate-code", "-arch",
@@ -498,7 +566,9 @@ bool pvg_command_has_arch(const char *command, const char *arch, bool cuda, char
 					match = true;
 			} else {
 				add_seen(seen, p, len);
-				if (gfx_matches(p, len, arch))
+				/* the code objects this value builds serve arch (target-id.c) */
+				_cleanup_free_ char *item = dup_n(p, len);
+				if (pvg_target_compatible(arch, item))
 					match = true;
 			}
 			p += len;
@@ -605,4 +675,573 @@ void pvg_buildlog_sources(const struct pvg_buildlog *log, struct pvg_strv *out)
 			if (argv[k][0] != '-' && strcmp(argv[k - 1], "-o") != 0 && is_source(argv[k]))
 				pvg_strv_add_unique(out, argv[k]);
 	}
+}
+
+/* ---- which objects go into which output ----------------------------------------------------- */
+
+bool pvg_is_shared_object(const char *path)
+{
+	return is_shared_object(path, NULL);
+}
+
+static bool is_object_input(const char *a)
+{
+	size_t n = strlen(a);
+	static const char *const ext[] = { ".o", ".obj", ".a", ".lo", ".so" };
+	if (a[0] == '-')
+		return strncmp(a, "-l", 2) == 0 && a[2];
+	for (size_t i = 0; i < ARRAY_SIZE(ext); i++) {
+		size_t e = strlen(ext[i]);
+		if (n > e && strcmp(a + n - e, ext[i]) == 0)
+			return true;
+	}
+	return strstr(pvg_basename(a), ".so.") != NULL;
+}
+
+/* Options whose next argument is not an input. */
+static bool takes_value(const char *a)
+{
+	static const char *const opts[] = { "-o", "-MF", "-MT", "-MQ", "-L", "-I", "-isystem",
+					    "-include", "-x", "-Xlinker", "-soname", "-rpath",
+					    "-T", "-Xcompiler", "-ccbin", "--output-file",
+					    "-D", "-U", "-z" };
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+		if (strcmp(a, opts[i]) == 0)
+			return true;
+	return false;
+}
+
+static void push_input(struct pvg_link_step *l, const char *a)
+{
+	l->inputs = pvg_xrealloc(l->inputs, l->n_inputs + 1, sizeof(*l->inputs));
+	l->inputs[l->n_inputs++] = pvg_strdup(a);
+}
+
+/* A -Wl,a,b,c argument's pieces that are inputs ("-Wl,--whole-archive,libx.a"). */
+static void wl_inputs(struct pvg_link_step *l, const char *a)
+{
+	_cleanup_free_ char *s = pvg_strdup(a + 4);
+	char *save = NULL;
+	bool skip = false;
+	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (skip) {
+			skip = false;
+			continue;
+		}
+		if (strcmp(t, "-soname") == 0 || strcmp(t, "-rpath") == 0 || strcmp(t, "-o") == 0) {
+			skip = true;
+			continue;
+		}
+		if (t[0] != '-' && is_object_input(t))
+			push_input(l, t);
+	}
+}
+
+static void add_link(struct pvg_linkgraph *g, struct pvg_link_step *l)
+{
+	g->links = pvg_xrealloc(g->links, g->n_links + 1, sizeof(*g->links));
+	g->links[g->n_links++] = *l;
+	if (!l->inputs_known)
+		g->any_unknown = true;
+}
+
+/* One command of a "cmd && cmd" line (argv, n): a compile, an ar or a link step. */
+static void graph_command(struct pvg_linkgraph *g, const struct pvg_build_command *c, size_t ci,
+			  char **argv, size_t n, const char *dir)
+{
+	if (n == 0)
+		return;
+	bool compile = false, rsp = false;
+	const char *out = NULL, *mf = NULL;
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(argv[k], "-c") == 0)
+			compile = true;
+		else if (strcmp(argv[k], "-o") == 0 && k + 1 < n)
+			out = argv[k + 1];
+		else if (strncmp(argv[k], "-o", 2) == 0 && argv[k][2] && !out && argv[k][2] != '-')
+			out = argv[k] + 2;
+		else if (strcmp(argv[k], "-MF") == 0 && k + 1 < n)
+			mf = argv[k + 1];
+		else if (argv[k][0] == '@' && argv[k][1])
+			rsp = true;
+	}
+	if (compile) {
+		g->compiles = pvg_xrealloc(g->compiles, g->n_compiles + 1, sizeof(*g->compiles));
+		struct pvg_compile_step *s = &g->compiles[g->n_compiles++];
+		*s = (struct pvg_compile_step){
+			.object = out ? pvg_strdup(out) : NULL,
+			.dir = dir ? pvg_strdup(dir) : NULL,
+			.depfile = mf ? pvg_strdup(mf) : NULL,
+			.lineno = c->lineno,
+			.command = ci,
+		};
+		return;
+	}
+	/* ar OP ARCHIVE MEMBERS... */
+	for (size_t k = 0; k + 2 < n; k++) {
+		if (!is_archiver(argv[k], strlen(argv[k])) ||
+		    !is_ar_operation(argv[k + 1], strlen(argv[k + 1])))
+			continue;
+		struct pvg_link_step l = {
+			.output = pvg_strdup(argv[k + 2]), .dir = dir ? pvg_strdup(dir) : NULL,
+			.kind = PVG_LINK_ARCHIVE, .lineno = c->lineno, .command = ci,
+			.inputs_known = true,
+		};
+		for (size_t m = k + 3; m < n; m++) {
+			if (argv[m][0] == '@')
+				l.inputs_known = false;
+			else if (is_object_input(argv[m]))
+				push_input(&l, argv[m]);
+		}
+		add_link(g, &l);
+		return;
+	}
+	if (strcmp(argv[0], "Linking") == 0) {
+		/* CMake's non-verbose "Linking CXX shared library x.so" (make, ninja) */
+		const char *last = argv[n - 1];
+		if (n < 2)
+			return;
+		struct pvg_link_step l = {
+			.output = pvg_strdup(last), .dir = dir ? pvg_strdup(dir) : NULL,
+			.kind = is_shared_object(last, NULL) ? PVG_LINK_SHARED
+			      : strcmp(last + (strlen(last) > 2 ? strlen(last) - 2 : 0), ".a") == 0
+				      ? PVG_LINK_ARCHIVE : PVG_LINK_EXECUTABLE,
+			.lineno = c->lineno, .command = ci, .inputs_known = false,
+		};
+		add_link(g, &l);
+		return;
+	}
+	if (!out)
+		return;
+	struct pvg_link_step l = {
+		.output = pvg_strdup(out), .dir = dir ? pvg_strdup(dir) : NULL,
+		.kind = is_shared_object(out, NULL) ? PVG_LINK_SHARED : PVG_LINK_EXECUTABLE,
+		.lineno = c->lineno, .command = ci, .inputs_known = !rsp,
+	};
+	for (size_t k = 1; k < n; k++) {
+		if (takes_value(argv[k])) {
+			k++;
+			continue;
+		}
+		if (strncmp(argv[k], "-Wl,", 4) == 0)
+			wl_inputs(&l, argv[k]);
+		else if (is_object_input(argv[k]))
+			push_input(&l, argv[k]);
+	}
+	/* a command with -o and no object among its arguments is not a link (a copy, a tool) */
+	if (l.n_inputs == 0 && l.inputs_known) {
+		free(l.output);
+		free(l.dir);
+		return;
+	}
+	add_link(g, &l);
+}
+
+void pvg_linkgraph_build(const struct pvg_buildlog *log, struct pvg_linkgraph *g)
+{
+	memset(g, 0, sizeof(*g));
+	_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
+	for (size_t i = 0; i < log->n_commands; i++) {
+		const struct pvg_build_command *c = &log->commands[i];
+		_cleanup_free_ char *s = pvg_strdup(c->text);
+		size_t n = split_args(s, argv, MAX_ARGS);
+		/* "cd DIR && cmd && cmd": each command on its own, in DIR */
+		const char *dir = NULL;
+		size_t b = 0;
+		for (size_t k = 0; k <= n; k++) {
+			bool sep = k == n || strcmp(argv[k], "&&") == 0 || strcmp(argv[k], ";") == 0 ||
+				   strcmp(argv[k], "||") == 0;
+			if (!sep)
+				continue;
+			if (k - b == 2 && strcmp(argv[b], "cd") == 0)
+				dir = argv[b + 1];
+			else if (k > b && !(k - b == 1 && strcmp(argv[b], ":") == 0))
+				graph_command(g, c, i, argv + b, k - b, dir);
+			b = k + 1;
+		}
+	}
+	/* each output's last step; the distinct shared objects */
+	for (size_t i = g->n_links; i-- > 0;) {
+		bool later = false;
+		for (size_t k = i + 1; k < g->n_links && !later; k++)
+			later = g->links[k].last &&
+				pvg_same_object(g->links[k].output, g->links[k].dir, g->links[i].output,
+						g->links[i].dir);
+		g->links[i].last = !later;
+		if (!later && g->links[i].kind == PVG_LINK_SHARED)
+			g->n_shared++;
+	}
+}
+
+void pvg_linkgraph_done(struct pvg_linkgraph *g)
+{
+	for (size_t i = 0; i < g->n_links; i++) {
+		struct pvg_link_step *l = &g->links[i];
+		free(l->output);
+		free(l->dir);
+		for (size_t k = 0; k < l->n_inputs; k++)
+			free(l->inputs[k]);
+		free(l->inputs);
+	}
+	free(g->links);
+	for (size_t i = 0; i < g->n_compiles; i++) {
+		free(g->compiles[i].object);
+		free(g->compiles[i].dir);
+		free(g->compiles[i].depfile);
+	}
+	free(g->compiles);
+	memset(g, 0, sizeof(*g));
+}
+
+/* "a/./b//c" -> "a/b/c", "./x" -> "x"; ".." is kept (no file system is asked). */
+static char *norm_path(const char *p, const char *dir)
+{
+	_cleanup_free_ char *full = p[0] != '/' && dir ? pvg_asprintf("%s/%s", dir, p) : pvg_strdup(p);
+	char *o = pvg_xcalloc(strlen(full) + 1, 1);
+	size_t n = 0;
+	for (const char *s = full; *s;) {
+		if (*s == '/') {
+			if (n == 0 || o[n - 1] != '/')
+				o[n++] = '/';
+			s++;
+			continue;
+		}
+		if (s[0] == '.' && (s[1] == '/' || s[1] == '\0') && (n == 0 || o[n - 1] == '/')) {
+			s += s[1] ? 2 : 1;
+			continue;
+		}
+		o[n++] = *s++;
+	}
+	if (n > 1 && o[n - 1] == '/')
+		n--;
+	o[n] = '\0';
+	return o;
+}
+
+bool pvg_same_object(const char *a, const char *adir, const char *b, const char *bdir)
+{
+	if (strcmp(pvg_basename(a), pvg_basename(b)) != 0)
+		return false;
+	_cleanup_free_ char *x = norm_path(a, adir), *y = norm_path(b, bdir);
+	if (strcmp(x, y) == 0)
+		return true;
+	/* both known absolute and different: not the same file */
+	if (x[0] == '/' && y[0] == '/')
+		return false;
+	size_t xl = strlen(x), yl = strlen(y);
+	const char *lng = xl >= yl ? x : y, *sht = xl >= yl ? y : x;
+	size_t ll = strlen(lng), sl = strlen(sht);
+	if (sht[0] == '/')
+		return false;
+	return ll > sl && lng[ll - sl - 1] == '/' && strcmp(lng + ll - sl, sht) == 0;
+}
+
+bool pvg_cmake_target_of(const char *obj, char *out, size_t size)
+{
+	const char *p = obj;
+	for (const char *q; (q = strstr(p, "CMakeFiles/")); p = q + 1) {
+		if (q != obj && q[-1] != '/')
+			continue;
+		const char *t = q + 11, *e = strchr(t, '/');
+		if (!e || e - t < 5 || memcmp(e - 4, ".dir", 4) != 0)
+			continue;
+		size_t n = (size_t)(e - 4 - t);
+		if (n == 0 || n >= size)
+			return false;
+		memcpy(out, t, n);
+		out[n] = '\0';
+		return true;
+	}
+	return false;
+}
+
+const struct pvg_link_step *pvg_linkgraph_output(const struct pvg_linkgraph *g, const char *name)
+{
+	for (size_t i = g->n_links; i-- > 0;)
+		if (strcmp(pvg_basename(g->links[i].output), name) == 0)
+			return &g->links[i];
+	return NULL;
+}
+
+const struct pvg_compile_step *pvg_linkgraph_compile_of(const struct pvg_linkgraph *g, size_t i)
+{
+	/* compiles are in command order: a binary search */
+	size_t lo = 0, hi = g->n_compiles;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (g->compiles[mid].command < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < g->n_compiles && g->compiles[lo].command == i ? &g->compiles[lo] : NULL;
+}
+
+const struct pvg_compile_step *pvg_linkgraph_compile_for(const struct pvg_linkgraph *g,
+							  const char *obj, const char *dir)
+{
+	for (size_t i = g->n_compiles; i-- > 0;)
+		if (g->compiles[i].object &&
+		    pvg_same_object(g->compiles[i].object, g->compiles[i].dir, obj, dir))
+			return &g->compiles[i];
+	return NULL;
+}
+
+/* Is input (of a step in dir) the file written as path in pdir? "-lNAME" names libNAME.a/.so. */
+static bool input_is(const char *input, const char *dir, const char *path, const char *pdir)
+{
+	if (strncmp(input, "-l", 2) == 0) {
+		const char *b = pvg_basename(path);
+		size_t n = strlen(input + 2);
+		return strncmp(b, "lib", 3) == 0 && strncmp(b + 3, input + 2, n) == 0 &&
+		       (strcmp(b + 3 + n, ".a") == 0 || strcmp(b + 3 + n, ".so") == 0);
+	}
+	return pvg_same_object(input, dir, path, pdir);
+}
+
+size_t pvg_linkgraph_outputs_of(const struct pvg_linkgraph *g, const char *obj, const char *dir,
+				size_t *out, size_t max)
+{
+	/* breadth first through archives: frontier[] holds link indexes of archives reached */
+	size_t n_out = 0;
+	size_t frontier[64], n_front = 0, next[64], n_next = 0;
+	bool *seen = pvg_xcalloc(g->n_links ? g->n_links : 1, sizeof(*seen));
+	for (unsigned depth = 0; depth <= PVG_LINKGRAPH_DEPTH_MAX; depth++) {
+		n_next = 0;
+		for (size_t i = 0; i < g->n_links; i++) {
+			const struct pvg_link_step *l = &g->links[i];
+			if (!l->last || seen[i] || !l->inputs_known)
+				continue;
+			bool has = false;
+			for (size_t k = 0; k < l->n_inputs && !has; k++) {
+				if (depth == 0)
+					has = input_is(l->inputs[k], l->dir, obj, dir);
+				for (size_t f = 0; f < n_front && !has; f++)
+					has = input_is(l->inputs[k], l->dir, g->links[frontier[f]].output,
+						       g->links[frontier[f]].dir);
+			}
+			if (!has)
+				continue;
+			seen[i] = true;
+			if (l->kind == PVG_LINK_ARCHIVE) {
+				if (n_next < ARRAY_SIZE(next))
+					next[n_next++] = i;
+			} else if (n_out < max) {
+				out[n_out++] = i;
+			}
+		}
+		if (n_next == 0)
+			break;
+		/* later rounds look for the archives reached, not for the object */
+		memcpy(frontier, next, n_next * sizeof(*next));
+		n_front = n_next;
+	}
+	free(seen);
+	return n_out;
+}
+
+/* ---- dependency information of a build tree -------------------------------------------------- */
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+int pvg_ninja_deps_parse(const uint8_t *p, size_t n, struct pvg_ninja_deps *d)
+{
+	memset(d, 0, sizeof(*d));
+	if (n < 16 || memcmp(p, "# ninjadeps\n", 12) != 0)
+		return -EBADMSG;
+	uint32_t version = rd32(p + 12);
+	if (version != 3 && version != 4)
+		return -EBADMSG;
+	size_t head = version == 4 ? 12 : 8; /* out id, mtime */
+	size_t off = 16;
+	while (off + 4 <= n) {
+		uint32_t word = rd32(p + off);
+		size_t size = word & 0x7fffffffu;
+		if (size > n - off - 4 || size > (1u << 19)) {
+			d->damaged = true;
+			break;
+		}
+		const uint8_t *r = p + off + 4;
+		off += 4 + size;
+		if (word >> 31) {
+			if (size % 4 || size < head) {
+				d->damaged = true;
+				break;
+			}
+			uint32_t out = rd32(r);
+			size_t n_in = (size - head) / 4;
+			bool ok = out < d->n_paths;
+			for (size_t i = 0; i < n_in && ok; i++)
+				ok = rd32(r + head + 4 * i) < d->n_paths;
+			if (!ok) {
+				d->damaged = true;
+				break;
+			}
+			struct pvg_ninja_deps_rec *rec = NULL;
+			for (size_t i = 0; i < d->n_recs && !rec; i++)
+				if (d->recs[i].out == out)
+					rec = &d->recs[i];
+			if (!rec) {
+				d->recs = pvg_xrealloc(d->recs, d->n_recs + 1, sizeof(*d->recs));
+				rec = &d->recs[d->n_recs++];
+			} else {
+				free(rec->in);
+			}
+			rec->out = out;
+			rec->n_in = n_in;
+			rec->in = pvg_xcalloc(n_in ? n_in : 1, sizeof(*rec->in));
+			for (size_t i = 0; i < n_in; i++)
+				rec->in[i] = rd32(r + head + 4 * i);
+		} else {
+			if (size < 5 || size % 4) {
+				d->damaged = true;
+				break;
+			}
+			size_t plen = size - 4;
+			for (int k = 0; k < 3 && plen && r[plen - 1] == '\0'; k++)
+				plen--;
+			uint32_t check = rd32(r + size - 4);
+			if (plen == 0 || ~check != (uint32_t)d->n_paths || memchr(r, '\0', plen)) {
+				d->damaged = true;
+				break;
+			}
+			d->paths = pvg_xrealloc(d->paths, d->n_paths + 1, sizeof(*d->paths));
+			d->paths[d->n_paths++] = dup_n((const char *)r, plen);
+		}
+	}
+	if (off != n && !d->damaged)
+		d->damaged = true;
+	return 0;
+}
+
+void pvg_ninja_deps_done(struct pvg_ninja_deps *d)
+{
+	for (size_t i = 0; i < d->n_paths; i++)
+		free(d->paths[i]);
+	free(d->paths);
+	for (size_t i = 0; i < d->n_recs; i++)
+		free(d->recs[i].in);
+	free(d->recs);
+	memset(d, 0, sizeof(*d));
+}
+
+void pvg_ninja_deps_dependents(const struct pvg_ninja_deps *d, const char *rel, struct pvg_strv *out)
+{
+	bool *hit = pvg_xcalloc(d->n_paths ? d->n_paths : 1, sizeof(*hit));
+	const char *base = pvg_basename(rel);
+	for (size_t i = 0; i < d->n_paths; i++)
+		hit[i] = strstr(d->paths[i], base) && path_matches(d->paths[i], rel);
+	for (size_t i = 0; i < d->n_recs; i++) {
+		const struct pvg_ninja_deps_rec *r = &d->recs[i];
+		for (size_t k = 0; k < r->n_in; k++)
+			if (hit[r->in[k]]) {
+				strv_add_unique(out, d->paths[r->out]);
+				break;
+			}
+	}
+	free(hit);
+}
+
+/* "a/b/../c" -> "a/c" in place, on the text alone (a "../" that climbs above the start stays). */
+static void lexical_dotdot(char *p)
+{
+	for (char *d; (d = strstr(p, "/../"));) {
+		char *start = d;
+		while (start > p && start[-1] != '/')
+			start--;
+		size_t comp = (size_t)(d - start);
+		if (comp == 0 || (comp == 2 && start[0] == '.' && start[1] == '.'))
+			return;
+		memmove(start, d + 4, strlen(d + 4) + 1);
+	}
+}
+
+bool pvg_depfile_mentions(const char *text, size_t len, const char *rel)
+{
+	/* prerequisites follow the first ": "; words are split by blanks and "\\\n" */
+	const char *colon = NULL;
+	for (size_t i = 0; i + 1 < len; i++)
+		if (text[i] == ':' && (text[i + 1] == ' ' || text[i + 1] == '\t' ||
+				       text[i + 1] == '\\' || text[i + 1] == '\n')) {
+			colon = text + i + 1;
+			break;
+		}
+	if (!colon)
+		return false;
+	const char *end = text + len;
+	char word[4096];
+	for (const char *p = colon; p < end;) {
+		while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
+				   (*p == '\\' && p + 1 < end && (p[1] == '\n' || p[1] == '\r'))))
+			p += *p == '\\' ? 2 : 1;
+		size_t n = 0;
+		bool over = false;
+		while (p < end && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+			char ch = *p;
+			if (ch == '\\' && p + 1 < end && p[1] == ' ') {
+				ch = ' ';
+				p++;
+			} else if (ch == '\\' && p + 1 < end && (p[1] == '\n' || p[1] == '\r')) {
+				break;
+			}
+			if (n + 1 < sizeof(word))
+				word[n++] = ch;
+			else
+				over = true;
+			p++;
+		}
+		if (n == 0 && p < end && *p == '\\')
+			p++;
+		word[n] = '\0';
+		/* a new "target:" line starts a new rule (make -MP adds "hdr.h:" lines); the
+		 * compiler writes includes as found ("csrc/a/../shared.h") */
+		if (n && !over && word[n - 1] != ':') {
+			lexical_dotdot(word);
+			if (path_matches(word, rel))
+				return true;
+		}
+	}
+	return false;
+}
+
+int pvg_ninja_log_find(const char *text, size_t len, const char *output, int64_t *mtime_ns)
+{
+	if (len < 15 || memcmp(text, "# ninja log v", 13) != 0)
+		return -EBADMSG;
+	int found = 0;
+	size_t olen = strlen(output);
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		/* start \t end \t mtime \t output \t hash */
+		const char *f[5];
+		size_t nf = 0;
+		f[nf++] = p;
+		for (const char *q = p; q < le && nf < 5; q++)
+			if (*q == '\t')
+				f[nf++] = q + 1;
+		if (nf == 5 && *p != '#') {
+			size_t on = (size_t)(f[4] - 1 - f[3]);
+			if (on == olen && memcmp(f[3], output, olen) == 0) {
+				size_t used;
+				long long v = 0;
+				const char *m = f[2];
+				for (used = 0; m + used < f[3] - 1 && used < 19 && m[used] >= '0' &&
+					       m[used] <= '9';
+				     used++)
+					v = v * 10 + (m[used] - '0');
+				if (used && m + used == f[3] - 1) {
+					*mtime_ns = v < 1000000000000LL ? (int64_t)v * 1000000000 : v;
+					found = 1;
+				}
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return found;
 }

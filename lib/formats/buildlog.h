@@ -16,6 +16,7 @@
 #define PVG_BUILDLOG_KEEP_MAX (64u << 20)
 #define PVG_BUILDLOG_ENTRIES_MAX 200000u
 #define PVG_BUILDLOG_SAMPLES 5
+#define PVG_BUILDLOG_DIRS_MAX 64u
 
 enum pvg_hipify_status {
 	PVG_HIPIFY_OK,               /* [ok] */
@@ -66,6 +67,10 @@ struct pvg_buildlog {
 	char *errors[PVG_BUILDLOG_SAMPLES];
 	size_t n_errors_kept;
 
+	/* folders the build ran in: "ninja: Entering directory `X'", make's "Entering directory
+	 * 'X'" (at most PVG_BUILDLOG_DIRS_MAX, no duplicates) */
+	struct pvg_strv dirs;
+
 	/* line assembly state for pvg_buildlog_feed */
 	char *line;
 	size_t line_len;
@@ -103,3 +108,104 @@ bool pvg_buildlog_links(const struct pvg_buildlog *log, const char *name, size_t
 char *pvg_buildlog_link_output(const struct pvg_buildlog *log);
 /* Every source the log hipified or compiled, as written (appended to out, no duplicates). */
 void pvg_buildlog_sources(const struct pvg_buildlog *log, struct pvg_strv *out);
+
+/* ---- which objects go into which output ----------------------------------------------------- */
+
+/* Archives linked on into other outputs are followed at most this deep. */
+#define PVG_LINKGRAPH_DEPTH_MAX 8u
+
+enum pvg_link_kind {
+	PVG_LINK_SHARED,     /* "x.so", "x.abi3.so", "libx.so.1" */
+	PVG_LINK_ARCHIVE,    /* ar: "libx.a" */
+	PVG_LINK_EXECUTABLE, /* anything else a link command writes */
+};
+
+/* One link step: a link command (-o OUT with objects), an ar command, or a non-verbose
+ * "Linking ... OUT" line. */
+struct pvg_link_step {
+	char *output;        /* as written */
+	char *dir;           /* the command's "cd DIR &&", or NULL */
+	enum pvg_link_kind kind;
+	size_t lineno;
+	size_t command;      /* index in log->commands */
+	bool inputs_known;   /* false: a "Linking ..." line, or inputs in a response file (@x.rsp) */
+	char **inputs;       /* objects, archives and -lNAME, as written */
+	size_t n_inputs;
+	bool last;           /* the log's last step writing this output */
+};
+
+/* One compile step: "-c SRC ... -o OBJ" (the sources named on it, the object it writes). */
+struct pvg_compile_step {
+	char *object;        /* -o, or NULL when the command names none */
+	char *dir;           /* "cd DIR &&", or NULL */
+	char *depfile;       /* -MF, or NULL */
+	size_t lineno;
+	size_t command;      /* index in log->commands */
+};
+
+struct pvg_linkgraph {
+	struct pvg_link_step *links;
+	size_t n_links;
+	struct pvg_compile_step *compiles;
+	size_t n_compiles;
+	size_t n_shared;      /* distinct shared objects linked */
+	bool any_unknown;     /* some step's inputs are not in the log */
+};
+
+/* Builds the graph from a parsed log's commands (every command is split once; bounded by what
+ * the parser kept). */
+void pvg_linkgraph_build(const struct pvg_buildlog *log, struct pvg_linkgraph *g);
+void pvg_linkgraph_done(struct pvg_linkgraph *g);
+/* The log's last link step writing a file named name (its basename), or NULL. */
+const struct pvg_link_step *pvg_linkgraph_output(const struct pvg_linkgraph *g, const char *name);
+/* The compile step of command index i, or NULL when it is not a compile command. */
+const struct pvg_compile_step *pvg_linkgraph_compile_of(const struct pvg_linkgraph *g, size_t i);
+/* The last compile step writing object obj (compared as pvg_same_object does), or NULL. */
+const struct pvg_compile_step *pvg_linkgraph_compile_for(const struct pvg_linkgraph *g,
+							  const char *obj, const char *dir);
+/* The final outputs (shared objects, executables; followed through archives) that the object
+ * written by a command in dir is linked into, as indexes into g->links of each output's last
+ * step, at most max of them. Returns how many were found. */
+size_t pvg_linkgraph_outputs_of(const struct pvg_linkgraph *g, const char *obj, const char *dir,
+				size_t *out, size_t max);
+/* Do two paths, each written relative to its folder (NULL: unknown), name the same object?
+ * Equal, or, where a folder is not known, equal in their last components ("CMakeFiles/t.dir/a.o"
+ * and "/b/build/CMakeFiles/t.dir/a.o"). */
+bool pvg_same_object(const char *a, const char *adir, const char *b, const char *bdir);
+/* CMake's "CMakeFiles/<target>.dir/..." object: the target's name into out. */
+bool pvg_cmake_target_of(const char *obj, char *out, size_t size);
+/* A shared object's file name: "x.so", "x.abi3.so", "libx.so.1.2". */
+bool pvg_is_shared_object(const char *path);
+
+/* ---- dependency information of a build tree -------------------------------------------------- */
+
+/* ninja's binary deps log (.ninja_deps, src/deps_log.cc): "# ninjadeps\n", int32 version (3 or
+ * 4), then records: uint32 size with the high bit set for a deps record (int32 output id,
+ * mtime (v4: two uint32, low first; v3: one int32), int32 input ids), else a path record (the
+ * path, NUL-padded to 4 bytes, then uint32 ~id). Read from bytes in memory. */
+struct pvg_ninja_deps {
+	char **paths;        /* by node id */
+	size_t n_paths;
+	struct pvg_ninja_deps_rec {
+		uint32_t out;
+		uint32_t *in;
+		size_t n_in;
+	} *recs;             /* the last record of each output wins (as ninja reads it) */
+	size_t n_recs;
+	bool damaged;        /* it ended in a partial or invalid record: what came before is kept */
+};
+/* 0, or -EBADMSG when it is not a deps log (bad signature or version). */
+int pvg_ninja_deps_parse(const uint8_t *p, size_t n, struct pvg_ninja_deps *d);
+void pvg_ninja_deps_done(struct pvg_ninja_deps *d);
+/* Appends to out the outputs (objects) whose recorded inputs include a path path_matches
+ * (rel: repo-relative, matched on whole trailing components; or absolute). */
+void pvg_ninja_deps_dependents(const struct pvg_ninja_deps *d, const char *rel,
+			       struct pvg_strv *out);
+/* Does a make-style depfile ("obj.o: a.cpp b.h \\\n c.h") name path rel among its
+ * prerequisites? */
+bool pvg_depfile_mentions(const char *text, size_t len, const char *rel);
+/* ninja's .ninja_log ("# ninja log vN", then "start\tend\tmtime\toutput\thash" lines): the last
+ * entry for output (as ninja names it, relative to its root), its recorded mtime in
+ * nanoseconds (v5 and later write nanoseconds; a value below 10^12 is taken as seconds).
+ * 1 found, 0 not, -EBADMSG not a ninja log. */
+int pvg_ninja_log_find(const char *text, size_t len, const char *output, int64_t *mtime_ns);
