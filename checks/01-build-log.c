@@ -506,6 +506,8 @@ static int header_consumers(const struct view *v, const char *rel, const char *h
 		return (int)objs->n;
 	}
 	bool any = false;
+	if (v->g->n_compiles > 4096)
+		return -1; /* more objects than provgate reads depfiles of: unknown */
 	for (size_t i = 0; i < v->g->n_compiles; i++) {
 		const struct pvg_compile_step *cs = &v->g->compiles[i];
 		if (!cs->object)
@@ -711,6 +713,14 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		.n_arts = req->n_arts ? req->n_arts : req->artifact_name ? 1 : 0,
 		.multi = req->n_arts > 1,
 	};
+	if (g->truncated) {
+		pvg_problem(res, "build-log.too-large",
+			    "split the log, or keep only this build's output in it",
+			    "the build log holds more link steps than provgate follows (%u, %u inputs "
+			    "in all); the rest was not read",
+			    PVG_LINKGRAPH_LINKS_MAX, PVG_LINKGRAPH_INPUTS_MAX);
+		st = worse(st, PVG_UNVERIFIABLE);
+	}
 	cJSON *arts_ev = v.multi ? cJSON_AddArrayToObject(ev, "artifacts") : NULL;
 	if (v.n_arts == 0) {
 		pvg_problem(res, "build-log.not-configured", "set build.artifact",

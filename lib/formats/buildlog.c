@@ -739,6 +739,16 @@ static void wl_inputs(struct pvg_link_step *l, const char *a)
 
 static void add_link(struct pvg_linkgraph *g, struct pvg_link_step *l)
 {
+	g->n_inputs += l->n_inputs;
+	if (g->n_links >= PVG_LINKGRAPH_LINKS_MAX || g->n_inputs > PVG_LINKGRAPH_INPUTS_MAX) {
+		g->truncated = true;
+		free(l->output);
+		free(l->dir);
+		for (size_t k = 0; k < l->n_inputs; k++)
+			free(l->inputs[k]);
+		free(l->inputs);
+		return;
+	}
 	g->links = pvg_xrealloc(g->links, g->n_links + 1, sizeof(*g->links));
 	g->links[g->n_links++] = *l;
 	if (!l->inputs_known)
@@ -1058,7 +1068,8 @@ int pvg_ninja_deps_parse(const uint8_t *p, size_t n, struct pvg_ninja_deps *d)
 	if (version != 3 && version != 4)
 		return -EBADMSG;
 	size_t head = version == 4 ? 12 : 8; /* out id, mtime */
-	size_t off = 16;
+	size_t off = 16, n_slot = 0, cap = 0, path_cap = 0;
+	size_t *slot = NULL;
 	while (off + 4 <= n) {
 		uint32_t word = rd32(p + off);
 		size_t size = word & 0x7fffffffu;
@@ -1082,15 +1093,23 @@ int pvg_ninja_deps_parse(const uint8_t *p, size_t n, struct pvg_ninja_deps *d)
 				d->damaged = true;
 				break;
 			}
+			/* the record of each output: slot[out] is its index + 1 */
+			if (n_slot < d->n_paths) {
+				slot = pvg_xrealloc(slot, d->n_paths, sizeof(*slot));
+				memset(slot + n_slot, 0, (d->n_paths - n_slot) * sizeof(*slot));
+				n_slot = d->n_paths;
+			}
 			struct pvg_ninja_deps_rec *rec = NULL;
-			for (size_t i = 0; i < d->n_recs && !rec; i++)
-				if (d->recs[i].out == out)
-					rec = &d->recs[i];
-			if (!rec) {
-				d->recs = pvg_xrealloc(d->recs, d->n_recs + 1, sizeof(*d->recs));
-				rec = &d->recs[d->n_recs++];
-			} else {
+			if (slot[out]) {
+				rec = &d->recs[slot[out] - 1];
 				free(rec->in);
+			} else {
+				if (d->n_recs == cap) {
+					cap = cap ? 2 * cap : 64;
+					d->recs = pvg_xrealloc(d->recs, cap, sizeof(*d->recs));
+				}
+				rec = &d->recs[d->n_recs++];
+				slot[out] = d->n_recs;
 			}
 			rec->out = out;
 			rec->n_in = n_in;
@@ -1110,12 +1129,16 @@ int pvg_ninja_deps_parse(const uint8_t *p, size_t n, struct pvg_ninja_deps *d)
 				d->damaged = true;
 				break;
 			}
-			d->paths = pvg_xrealloc(d->paths, d->n_paths + 1, sizeof(*d->paths));
+			if (d->n_paths == path_cap) {
+				path_cap = path_cap ? 2 * path_cap : 256;
+				d->paths = pvg_xrealloc(d->paths, path_cap, sizeof(*d->paths));
+			}
 			d->paths[d->n_paths++] = dup_n((const char *)r, plen);
 		}
 	}
 	if (off != n && !d->damaged)
 		d->damaged = true;
+	free(slot);
 	return 0;
 }
 

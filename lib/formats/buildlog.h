@@ -113,6 +113,9 @@ void pvg_buildlog_sources(const struct pvg_buildlog *log, struct pvg_strv *out);
 
 /* Archives linked on into other outputs are followed at most this deep. */
 #define PVG_LINKGRAPH_DEPTH_MAX 8u
+/* At most this many link steps, and link inputs in all, are kept (more: truncated). */
+#define PVG_LINKGRAPH_LINKS_MAX 2048u
+#define PVG_LINKGRAPH_INPUTS_MAX (1u << 20)
 
 enum pvg_link_kind {
 	PVG_LINK_SHARED,     /* "x.so", "x.abi3.so", "libx.so.1" */
@@ -149,7 +152,9 @@ struct pvg_linkgraph {
 	struct pvg_compile_step *compiles;
 	size_t n_compiles;
 	size_t n_shared;      /* distinct shared objects linked */
+	size_t n_inputs;      /* link inputs in all */
 	bool any_unknown;     /* some step's inputs are not in the log */
+	bool truncated;       /* a cap was reached: steps were dropped */
 };
 
 /* Builds the graph from a parsed log's commands (every command is split once; bounded by what
