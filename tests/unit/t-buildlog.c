@@ -5,6 +5,7 @@
 
 #include "01-build-log.h"
 #include "core/config.h"
+#include "formats/codeobj/codeobj.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/pvg-t-buildlog.XXXXXX";
@@ -434,6 +435,450 @@ static void garbage_and_huge_lines_do_not_crash(void)
 	free(buf);
 }
 
+/* ---- several artifacts: tests/fixtures/buildlog/make-multi.sh ------------------------------ */
+
+static char *multi_path(const char *name)
+{
+	const char *src = getenv("PVG_SRC");
+	return pvg_asprintf("%s/tests/fixtures/buildlog/multi/%s", src ? src : ".", name);
+}
+
+static char *multi_text(const char *name, size_t *len)
+{
+	_cleanup_free_ char *p = multi_path(name);
+	char *text = NULL;
+	size_t n = 0;
+	if (pvg_read_file(p, 64 << 20, &text, &n) < 0) {
+		printf("#   cannot read %s\n", p);
+		text = pvg_strdup("");
+	}
+	if (len)
+		*len = n;
+	return text;
+}
+
+/* The outputs an object is linked into, as "a.so,b.so". */
+static char *outputs_of(const struct pvg_linkgraph *g, const char *obj)
+{
+	size_t idx[8];
+	size_t n = pvg_linkgraph_outputs_of(g, obj, NULL, idx, 8);
+	char *all = pvg_strdup("");
+	for (size_t i = 0; i < n; i++) {
+		char *j = pvg_asprintf("%s%s%s", all, i ? "," : "", pvg_basename(g->links[idx[i]].output));
+		free(all);
+		all = j;
+	}
+	return all;
+}
+
+static void ninja_log_links_objects_into_outputs(void)
+{
+	_cleanup_free_ char *t = multi_text("ninja.log", NULL);
+	struct pvg_buildlog log;
+	parse_text(&log, t);
+	CHECK(log.dirs.n == 1 && strcmp(log.dirs.v[0], "/src/ext/build") == 0);
+	struct pvg_linkgraph g;
+	pvg_linkgraph_build(&log, &g);
+	CHECK_INT(g.n_compiles, 6);
+	CHECK_INT(g.n_links, 5); /* libpvgutil.a and four shared objects */
+	CHECK_INT(g.n_shared, 4);
+	CHECK(!g.any_unknown);
+	const struct pvg_link_step *ar = pvg_linkgraph_output(&g, "libpvgutil.a");
+	CHECK(ar && ar->kind == PVG_LINK_ARCHIVE && ar->n_inputs == 1);
+	const struct pvg_link_step *a = pvg_linkgraph_output(&g, "_a_C.so");
+	CHECK(a && a->kind == PVG_LINK_SHARED && a->n_inputs == 2 && a->inputs_known);
+	_cleanup_free_ char *o1 = outputs_of(&g, "CMakeFiles/_a_C.dir/csrc/a/a_kern.hip.o");
+	CHECK_STR(o1, "_a_C.so");
+	/* through the archive, linked on into _b_C.so */
+	_cleanup_free_ char *o2 = outputs_of(&g, "CMakeFiles/pvgutil.dir/csrc/util/util.cpp.o");
+	CHECK_STR(o2, "_b_C.so");
+	/* absolute and relative spellings of one object */
+	_cleanup_free_ char *o3 = outputs_of(&g, "/src/ext/build/CMakeFiles/_c_C.dir/csrc/c/c_kern.hip.o");
+	CHECK_STR(o3, "_c_C.so");
+	_cleanup_free_ char *o4 = outputs_of(&g, "CMakeFiles/_x_C.dir/csrc/a/a_kern.hip.o");
+	CHECK_STR(o4, "");
+	char target[64];
+	CHECK(pvg_cmake_target_of("CMakeFiles/_moe_C.dir/csrc/moe/x.hip.o", target, sizeof(target)));
+	CHECK_STR(target, "_moe_C");
+	CHECK(!pvg_cmake_target_of("obj/CMakeFilesX/a.o", target, sizeof(target)));
+	pvg_linkgraph_done(&g);
+	pvg_buildlog_done(&log);
+}
+
+static void make_and_torch_logs_link_objects_into_outputs(void)
+{
+	_cleanup_free_ char *t = multi_text("make.log", NULL);
+	struct pvg_buildlog log;
+	parse_text(&log, t);
+	struct pvg_linkgraph g;
+	pvg_linkgraph_build(&log, &g);
+	CHECK_INT(g.n_compiles, 6);
+	CHECK_INT(g.n_shared, 4);
+	_cleanup_free_ char *o1 = outputs_of(&g, "CMakeFiles/pvgutil.dir/csrc/util/util.cpp.o");
+	CHECK_STR(o1, "_b_C.so");
+	/* the non-verbose "Linking ..." line comes first; the command that follows is the last
+	 * step and has the inputs */
+	const struct pvg_link_step *b = pvg_linkgraph_output(&g, "_b_C.so");
+	CHECK(b && b->inputs_known && b->n_inputs == 2);
+	pvg_linkgraph_done(&g);
+	pvg_buildlog_done(&log);
+
+	_cleanup_free_ char *tt = multi_text("torch.log", NULL);
+	if (!*tt) {
+		printf("# torch.log was not made here (make-multi.sh says why)\n");
+		return;
+	}
+	parse_text(&log, tt);
+	pvg_linkgraph_build(&log, &g);
+	CHECK_INT(g.n_compiles, 2);
+	CHECK_INT(g.n_shared, 2);
+	_cleanup_free_ char *o2 = outputs_of(&g, "/src/ext/build/temp.linux-x86_64-cpython-311/csrc/t/t2.o");
+	CHECK_STR(o2, "_t2_C.cpython-311-x86_64-linux-gnu.so");
+	pvg_linkgraph_done(&g);
+	pvg_buildlog_done(&log);
+}
+
+struct art_cfg {
+	const char *name, *file, *arch;
+	const char *glob; /* one compiled glob, or NULL */
+};
+
+/* Gate 1's decision on a multi fixture log with the given artifacts. */
+static struct outcome decide_multi(const char *text, const struct art_cfg *ac, size_t n_arts,
+				   const char *const *changed, size_t n, const char *deps_name,
+				   const char *depfile_root, cJSON **evidence)
+{
+	struct pvg_buildlog log;
+	parse_text(&log, text);
+	struct pvg_buildlog_artifact arts[8];
+	struct pvg_strv globs[8];
+	char *gv[8][2];
+	for (size_t i = 0; i < n_arts; i++) {
+		gv[i][0] = (char *)ac[i].glob;
+		gv[i][1] = NULL;
+		globs[i] = (struct pvg_strv){ .v = gv[i], .n = ac[i].glob ? 1 : 0 };
+		arts[i] = (struct pvg_buildlog_artifact){ .name = ac[i].name, .build = ac[i].file,
+							  .file = ac[i].file, .arch = ac[i].arch,
+							  .compiled = &globs[i] };
+	}
+	struct pvg_ninja_deps deps;
+	bool have_deps = false;
+	if (deps_name) {
+		size_t len;
+		_cleanup_free_ char *bytes = multi_text(deps_name, &len);
+		have_deps = pvg_ninja_deps_parse((const uint8_t *)bytes, len, &deps) == 0;
+		CHECK(have_deps);
+	}
+	const char *roots[] = { depfile_root };
+	struct pvg_result res = { .evidence = cJSON_CreateObject() };
+	struct pvg_buildlog_request req = {
+		.log = &log, .changed = changed, .n_changed = n, .workdir = dir,
+		.arch = ac[0].arch, .cuda = false, .artifact_name = ac[0].file,
+		.arts = arts, .n_arts = n_arts,
+		.ninja_deps = have_deps ? &deps : NULL, .deps_root = "/src/ext/build",
+		.roots = depfile_root ? roots : NULL, .n_roots = depfile_root ? 1 : 0,
+	};
+	struct outcome o = { .status = pvg_buildlog_check(&req, &res) };
+	for (size_t i = 0; i < res.n_problems; i++) {
+		size_t l = strlen(o.codes);
+		snprintf(o.codes + l, sizeof(o.codes) - l, "%s%s", l ? " " : "", res.problems[i].code);
+		if (getenv("PVG_TEST_VERBOSE"))
+			printf("#   %s: %s [%s]\n", res.problems[i].code, res.problems[i].message,
+			       res.problems[i].hint ? res.problems[i].hint : "");
+	}
+	if (evidence)
+		*evidence = cJSON_Duplicate(res.evidence, true);
+	pvg_result_reset(&res);
+	if (have_deps)
+		pvg_ninja_deps_done(&deps);
+	pvg_buildlog_done(&log);
+	return o;
+}
+
+static const struct art_cfg ab[] = {
+	{ "_a_C", "_a_C.so", "gfx90a", NULL },
+	{ "_b_C", "_b_C.so", "gfx90a:xnack-", NULL },
+};
+
+static void two_configured_extensions_in_one_log_pass(void)
+{
+	_cleanup_free_ char *t = multi_text("ninja.log", NULL);
+	const char *const changed[] = { "csrc/a/a_kern.hip", "csrc/b/b_kern.hip", "csrc/util/util.cpp" };
+	cJSON *ev = NULL;
+	struct outcome o = decide_multi(t, ab, 2, changed, 3, NULL, NULL, &ev);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_STR(o.codes, "");
+	/* evidence: per artifact, and where each source was found linked */
+	cJSON *arts = cJSON_GetObjectItem(ev, "artifacts");
+	CHECK(cJSON_GetArraySize(arts) == 2);
+	cJSON *f2 = cJSON_GetArrayItem(cJSON_GetObjectItem(ev, "files"), 2);
+	cJSON *into = cJSON_GetArrayItem(cJSON_GetObjectItem(f2, "linked_into"), 0);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(into, "artifact")), "_b_C");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(into, "by")), "link line");
+	cJSON_Delete(ev);
+	/* the make VERBOSE=1 and the ninja logs say the same */
+	_cleanup_free_ char *m = multi_text("make.log", NULL);
+	o = decide_multi(m, ab, 2, changed, 3, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_STR(o.codes, "");
+}
+
+static void changed_source_in_an_unconfigured_output_fails(void)
+{
+	_cleanup_free_ char *t = multi_text("ninja.log", NULL);
+	const char *const changed[] = { "csrc/a/a_kern.hip", "csrc/c/c_kern.hip" };
+	struct outcome o = decide_multi(t, ab, 2, changed, 2, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.unverified-artifact");
+	/* one artifact configured: the other extension's source is not proven by it either */
+	const char *const moe[] = { "csrc/b/b_kern.hip" };
+	o = decide_multi(t, ab, 1, moe, 1, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.unverified-artifact");
+}
+
+static void every_configured_artifact_needs_its_link_step(void)
+{
+	_cleanup_free_ char *t = multi_text("ninja.log", NULL);
+	/* the log without _b_C's link */
+	_cleanup_free_ char *cut = replace(t, "-o _b_C.so", "-o _other.so");
+	const char *const changed[] = { "csrc/a/a_kern.hip" };
+	struct outcome o = decide_multi(cut, ab, 2, changed, 1, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.no-link");
+	/* a source compiled after its artifact's last link */
+	_cleanup_free_ char *late = pvg_asprintf(
+		"%s[12/12] /usr/bin/hipcc -x hip --offload-arch=gfx90a -o "
+		"CMakeFiles/_a_C.dir/csrc/a/a_kern.hip.o -c /src/ext/csrc/a/a_kern.hip\n", t);
+	o = decide_multi(late, ab, 2, changed, 1, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.not-relinked");
+}
+
+/* The real hipcc build has _a_C for gfx90a (xnack any), _b_C gfx90a:xnack-, _c_C
+ * gfx90a:sramecc+:xnack-, _d_C gfx90a:xnack+. */
+static void target_ids_follow_llvm_in_compile_lines(void)
+{
+	_cleanup_free_ char *t = multi_text("ninja.log", NULL);
+	static const struct {
+		const char *file, *src, *arch;
+		enum pvg_status want;
+	} cases[] = {
+		{ "_a_C.so", "csrc/a/a_kern.hip", "gfx90a", PVG_PASS },
+		{ "_a_C.so", "csrc/a/a_kern.hip", "gfx90a:xnack-", PVG_PASS }, /* any serves off */
+		{ "_a_C.so", "csrc/a/a_kern.hip", "gfx90a:xnack+", PVG_PASS }, /* ... and on */
+		{ "_a_C.so", "csrc/a/a_kern.hip", "gfx90a:sramecc+:xnack-", PVG_PASS },
+		{ "_a_C.so", "csrc/a/a_kern.hip", "gfx906", PVG_FAIL },
+		{ "_b_C.so", "csrc/b/b_kern.hip", "gfx90a", PVG_PASS },
+		{ "_b_C.so", "csrc/b/b_kern.hip", "gfx90a:xnack-", PVG_PASS },
+		{ "_b_C.so", "csrc/b/b_kern.hip", "gfx90a:xnack+", PVG_FAIL },
+		{ "_c_C.so", "csrc/c/c_kern.hip", "gfx90a:sramecc+:xnack-", PVG_PASS },
+		{ "_c_C.so", "csrc/c/c_kern.hip", "gfx90a:xnack-", PVG_PASS },
+		{ "_c_C.so", "csrc/c/c_kern.hip", "gfx90a:sramecc-", PVG_FAIL },
+		{ "_c_C.so", "csrc/c/c_kern.hip", "gfx90a:xnack+", PVG_FAIL },
+		{ "_d_C.so", "csrc/d/d_kern.hip", "gfx90a:xnack+", PVG_PASS },
+		{ "_d_C.so", "csrc/d/d_kern.hip", "gfx90a:xnack-", PVG_FAIL },
+		{ "_d_C.so", "csrc/d/d_kern.hip", "gfx90a", PVG_PASS },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct art_cfg one = { "x", cases[i].file, cases[i].arch, NULL };
+		const char *const changed[] = { cases[i].src };
+		struct outcome o = decide_multi(t, &one, 1, changed, 1, NULL, NULL, NULL);
+		if (o.status != cases[i].want)
+			printf("#   %s for %s: %s (%s)\n", cases[i].file, cases[i].arch,
+			       pvg_status_name(o.status), o.codes);
+		CHECK_INT(o.status, cases[i].want);
+		CHECK_STR(o.codes, cases[i].want == PVG_PASS ? "" : "build-log.wrong-arch");
+	}
+}
+
+/* Gate 6's matching (pvg_codeobj_matches_arch) on the code objects hipcc wrote for the same
+ * four libraries: the same rule as gate 1's compile lines. */
+static void target_ids_follow_llvm_in_code_objects(void)
+{
+	static const struct {
+		const char *file, *arch;
+		bool want;
+	} cases[] = {
+		{ "_a_C.so", "gfx90a", true },
+		{ "_a_C.so", "gfx90a:xnack-", true },
+		{ "_a_C.so", "gfx90a:xnack+", true },
+		{ "_a_C.so", "gfx90a:sramecc+:xnack-", true },
+		{ "_a_C.so", "gfx906", false },
+		{ "_b_C.so", "gfx90a", true },
+		{ "_b_C.so", "gfx90a:xnack-", true },
+		{ "_b_C.so", "gfx90a:xnack+", false },
+		{ "_c_C.so", "gfx90a:sramecc+:xnack-", true },
+		{ "_c_C.so", "gfx90a:xnack-", true },
+		{ "_c_C.so", "gfx90a:sramecc-", false },
+		{ "_c_C.so", "gfx90a:xnack+", false },
+		{ "_d_C.so", "gfx90a:xnack+", true },
+		{ "_d_C.so", "gfx90a:xnack-", false },
+		{ "_d_C.so", "gfx90a", true },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		_cleanup_free_ char *p = multi_path(cases[i].file);
+		struct pvg_codeobj_set *set = NULL;
+		CHECK_INT(pvg_codeobj_scan_path(p, &(struct pvg_codeobj_opts){ 0 }, &set), 0);
+		if (!set)
+			continue;
+		size_t amd = 0;
+		bool match = false;
+		for (size_t k = 0; k < set->n_objs; k++) {
+			const struct pvg_code_object *co = &set->objs[k];
+			if (co->kind != PVG_CO_AMDGPU)
+				continue;
+			amd++;
+			CHECK(!co->error && !co->mismatch);
+			match |= pvg_codeobj_matches_arch(co, cases[i].arch);
+		}
+		CHECK_INT(amd, 1);
+		if (match != cases[i].want)
+			printf("#   %s for %s: %d\n", cases[i].file, cases[i].arch, match);
+		CHECK(match == cases[i].want);
+		pvg_codeobj_set_free(set);
+	}
+	/* the strings themselves */
+	CHECK(pvg_target_compatible("gfx90a:xnack-", "gfx90a"));
+	CHECK(!pvg_target_compatible("gfx90a:xnack-", "gfx90a:xnack+"));
+	CHECK(!pvg_target_compatible("gfx90a", "sm_90"));
+	CHECK(!pvg_target_compatible(NULL, "gfx90a"));
+}
+
+static void header_change_needs_every_consumer_relinked(void)
+{
+	_cleanup_free_ char *t = multi_text("ninja.log", NULL);
+	const char *const changed[] = { "csrc/shared.h" };
+	/* .ninja_deps: a_kern and b_kern include it */
+	cJSON *ev = NULL;
+	struct outcome o = decide_multi(t, ab, 2, changed, 1, "ninja_deps", NULL, &ev);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_STR(o.codes, "");
+	cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItem(ev, "files"), 0);
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(f, "consumers")), 2);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(f, "consumers_from")), ".ninja_deps");
+	cJSON_Delete(ev);
+	/* only _a_C configured: _b_C.so also holds the header's code */
+	o = decide_multi(t, ab, 1, changed, 1, "ninja_deps", NULL, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.unverified-artifact");
+	/* both configured, and the log did not recompile b_kern (a build of _a_C only, plus an
+	 * older link of _b_C) */
+	_cleanup_free_ char *no_b = replace(t, "-c /src/ext/csrc/b/b_kern.hip", "-c /src/ext/csrc/b/other.hip");
+	_cleanup_free_ char *no_b2 = replace(no_b, "-o CMakeFiles/_b_C.dir/csrc/b/b_kern.hip.o", "-o CMakeFiles/_b_C.dir/csrc/b/other.hip.o");
+	o = decide_multi(no_b2, ab, 2, changed, 1, "ninja_deps", NULL, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.not-recompiled");
+	/* make's depfiles say the same */
+	_cleanup_free_ char *m = multi_text("make.log", NULL);
+	_cleanup_free_ char *root = multi_path("make-deps");
+	o = decide_multi(m, ab, 1, changed, 1, NULL, root, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.unverified-artifact");
+	o = decide_multi(m, ab, 2, changed, 1, NULL, root, &ev);
+	CHECK_INT(o.status, PVG_PASS);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(ev, "files"), 0);
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(f, "consumers")), 2);
+	cJSON_Delete(ev);
+	/* no dependency information: said so, and the artifacts are required linked */
+	o = decide_multi(t, ab, 2, changed, 1, NULL, NULL, &ev);
+	CHECK_INT(o.status, PVG_PASS);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(ev, "files"), 0);
+	CHECK(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(f, "consumers")) ?: "", "unknown") != NULL);
+	cJSON_Delete(ev);
+}
+
+static void non_verbose_links_are_unverifiable_unless_globs_decide(void)
+{
+	/* verbose compile lines, CMake's non-verbose link lines (as with response files) */
+	_cleanup_free_ char *t = multi_text("ninja.log", NULL);
+	_cleanup_free_ char *t1 = replace(t, ": && /usr/bin/hipcc -fPIC   --offload-arch=gfx90a -shared -Wl,-soname,_a_C.so -o _a_C.so CMakeFiles/_a_C.dir/csrc/a/a_kern.hip.o CMakeFiles/_a_C.dir/csrc/a/a_bind.cpp.o   && :",
+					  "Linking CXX shared library _a_C.so");
+	_cleanup_free_ char *t2 = replace(t1, "-o _b_C.so CMakeFiles/_b_C.dir/csrc/b/b_kern.hip.o  libpvgutil.a", "-o _b_C.so @CMakeFiles/_b_C.rsp");
+	/* CMake's object folder still names the target */
+	const char *const changed[] = { "csrc/a/a_kern.hip", "csrc/b/b_kern.hip" };
+	cJSON *ev = NULL;
+	struct outcome o = decide_multi(t2, ab, 2, changed, 2, NULL, NULL, &ev);
+	CHECK_INT(o.status, PVG_PASS);
+	cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItem(ev, "files"), 0);
+	cJSON *into = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "linked_into"), 0);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(into, "by")), "cmake target");
+	cJSON_Delete(ev);
+	/* objects outside CMake's folders: unverifiable, unless the compiled globs decide */
+	_cleanup_free_ char *t3 = replace(t2, "CMakeFiles/_a_C.dir/", "obj/");
+	const char *const a[] = { "csrc/a/a_kern.hip" };
+	o = decide_multi(t3, ab, 2, a, 1, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(o.codes, "build-log.link-inputs-unknown");
+	const struct art_cfg globbed[] = {
+		{ "_a_C", "_a_C.so", "gfx90a", "csrc/a/**" },
+		{ "_b_C", "_b_C.so", "gfx90a:xnack-", "csrc/b/**" },
+	};
+	o = decide_multi(t3, globbed, 2, a, 1, NULL, NULL, &ev);
+	CHECK_INT(o.status, PVG_PASS);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(ev, "files"), 0);
+	into = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "linked_into"), 0);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(into, "by")), "compiled globs");
+	cJSON_Delete(ev);
+	/* one artifact configured while the log links several shared objects: unverifiable */
+	o = decide_multi(t3, ab, 1, a, 1, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+}
+
+static void ninja_deps_log_is_read_and_bounded(void)
+{
+	size_t len;
+	_cleanup_free_ char *bytes = multi_text("ninja_deps", &len);
+	struct pvg_ninja_deps d;
+	CHECK_INT(pvg_ninja_deps_parse((const uint8_t *)bytes, len, &d), 0);
+	CHECK(!d.damaged);
+	CHECK_INT(d.n_recs, 6); /* the six objects */
+	struct pvg_strv out = { 0 };
+	pvg_ninja_deps_dependents(&d, "csrc/shared.h", &out);
+	CHECK_INT(out.n, 2);
+	pvg_strv_clear(&out);
+	pvg_ninja_deps_dependents(&d, "csrc/c/c_kern.hip", &out);
+	CHECK(out.n == 1 && strcmp(out.v[0], "CMakeFiles/_c_C.dir/csrc/c/c_kern.hip.o") == 0);
+	pvg_strv_clear(&out);
+	pvg_ninja_deps_dependents(&d, "shared.h", &out); /* whole components only */
+	CHECK_INT(out.n, 2);
+	pvg_strv_clear(&out);
+	pvg_ninja_deps_dependents(&d, "red.h", &out);
+	CHECK_INT(out.n, 0);
+	pvg_ninja_deps_done(&d);
+	/* cut in the middle of a record: what came before is kept, and it says so */
+	CHECK_INT(pvg_ninja_deps_parse((const uint8_t *)bytes, len - 3, &d), 0);
+	CHECK(d.damaged);
+	pvg_ninja_deps_done(&d);
+	/* not a deps log */
+	CHECK_INT(pvg_ninja_deps_parse((const uint8_t *)"# ninja log v5\n", 15, &d), -EBADMSG);
+	bytes[12] = 9; /* version 9 */
+	CHECK_INT(pvg_ninja_deps_parse((const uint8_t *)bytes, len, &d), -EBADMSG);
+	/* a record naming a node that does not exist */
+	uint8_t bad[32] = "# ninjadeps\n";
+	uint32_t v = 4, head = 0x80000000u | 12, out_id = 5;
+	memcpy(bad + 12, &v, 4);
+	memcpy(bad + 16, &head, 4);
+	memcpy(bad + 20, &out_id, 4);
+	CHECK_INT(pvg_ninja_deps_parse(bad, 32, &d), 0);
+	CHECK(d.damaged && d.n_recs == 0);
+	pvg_ninja_deps_done(&d);
+
+	size_t nl;
+	_cleanup_free_ char *text = multi_text("ninja_log", &nl);
+	int64_t ns = 0;
+	CHECK_INT(pvg_ninja_log_find(text, nl, "_b_C.so", &ns), 1);
+	CHECK(ns > 1000000000000000000LL); /* nanoseconds */
+	CHECK_INT(pvg_ninja_log_find(text, nl, "_x_C.so", &ns), 0);
+	CHECK_INT(pvg_ninja_log_find("x", 1, "_b_C.so", &ns), -EBADMSG);
+	const char *depfile = "CMakeFiles/a.o: /s/csrc/a.cpp \\\n  /s/csrc/shared.h /s/x\\ y.h\n"
+			      "/s/csrc/shared.h:\n";
+	CHECK(pvg_depfile_mentions(depfile, strlen(depfile), "csrc/shared.h"));
+	CHECK(pvg_depfile_mentions(depfile, strlen(depfile), "x y.h"));
+	CHECK(!pvg_depfile_mentions(depfile, strlen(depfile), "csrc/a.o"));
+	CHECK(!pvg_depfile_mentions(depfile, strlen(depfile), "hared.h"));
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -457,6 +902,16 @@ int main(void)
 	RUN(empty_log_is_not_a_pass);
 	RUN(non_verbose_log_has_no_compile_line);
 	RUN(garbage_and_huge_lines_do_not_crash);
+	RUN(ninja_log_links_objects_into_outputs);
+	RUN(make_and_torch_logs_link_objects_into_outputs);
+	RUN(two_configured_extensions_in_one_log_pass);
+	RUN(changed_source_in_an_unconfigured_output_fails);
+	RUN(every_configured_artifact_needs_its_link_step);
+	RUN(target_ids_follow_llvm_in_compile_lines);
+	RUN(target_ids_follow_llvm_in_code_objects);
+	RUN(header_change_needs_every_consumer_relinked);
+	RUN(non_verbose_links_are_unverifiable_unless_globs_decide);
+	RUN(ninja_deps_log_is_read_and_bounded);
 	_cleanup_free_ char *cmd = pvg_asprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;
