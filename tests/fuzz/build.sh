@@ -22,7 +22,7 @@ while IFS= read -r c; do
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
 done < <(find "$src/lib" "$src/checks" -name '*.c' -not -path "$src/lib/witness/*" | sort)
-targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog markers proc-text config dsse hostlist elf-note compare cluster witness report-kind})
+targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
 		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lproc2 -lpthread
@@ -52,7 +52,9 @@ PY
 			cat /proc/net/tcp6 >"$corpus/tcp6" 2>/dev/null || true ;;
 		config) cp "$src"/tests/fixtures/*/provgate*.json "$corpus/" 2>/dev/null || true
 			printf '{"name": "x", "build": {"artifact": "a"}} // c\n' >"$corpus/seed.json" ;;
-		buildlog) cp "$src"/tests/fixtures/buildlog/*.log "$corpus/" ;;
+		buildlog) cp "$src"/tests/fixtures/buildlog/*.log "$src"/tests/fixtures/buildlog/multi/*.log "$corpus/" ;;
+		ninja-deps) cp "$src"/tests/fixtures/buildlog/multi/ninja_deps "$src"/tests/fixtures/buildlog/multi/ninja_log "$corpus/"
+			find "$src"/tests/fixtures/buildlog/multi/make-deps -name '*.d' -exec cp {} "$corpus/" \; ;;
 		report-kind) printf '{"schema": "provgate.report/1"}' >"$corpus/report.json"
 			printf '{"payloadType": "x", "payload": "eyJfdHlwZSI6ImluLXRvdG8iLCJwcmVkaWNhdGVUeXBlIjoicHJvdmdhdGUifQ=="}' >"$corpus/dsse.json" ;;
 		hostlist) printf 'gpu[01-04,07]' >"$corpus/a"; printf 'r[1-2]n[001-3],x' >"$corpus/b"
