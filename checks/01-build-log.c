@@ -246,8 +246,9 @@ static size_t cmake_target_outputs(const struct view *v, const char *t, struct p
 	return n;
 }
 
-/* Where the object obj (written in dir) went: link lines, else CMake's target folder. */
-static size_t place_object(const struct view *v, const char *obj, const char *dir,
+/* Where the object obj (written in dir) went: link lines, else CMake's target folder (when
+ * by_target: some link inputs are not in the log, or the object is not built by it). */
+static size_t place_object(const struct view *v, const char *obj, const char *dir, bool by_target,
 			   struct place *p, size_t max)
 {
 	size_t idx[MAX_PLACES], n = 0;
@@ -258,7 +259,7 @@ static size_t place_object(const struct view *v, const char *obj, const char *di
 					 "link line" };
 	}
 	char t[256];
-	if (n == 0 && pvg_cmake_target_of(obj, t, sizeof(t)))
+	if (n == 0 && by_target && pvg_cmake_target_of(obj, t, sizeof(t)))
 		n = cmake_target_outputs(v, t, p, n, max);
 	return n;
 }
@@ -402,9 +403,13 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 
 		/* where its object went */
 		struct place p[MAX_PLACES];
-		size_t np = cs && cs->object ? place_object(v, cs->object, cs->dir, p, MAX_PLACES) : 0;
+		size_t np = cs && cs->object ? place_object(v, cs->object, cs->dir, v->g->any_unknown,
+							    p, MAX_PLACES)
+					     : 0;
+		/* the inputs are not all in the log: globs or a lone artifact may decide */
+		bool unknown = v->g->any_unknown || !cs || !cs->object;
 		const char *why = NULL;
-		if (np == 0 && !no_links)
+		if (np == 0 && !no_links && unknown)
 			np = place_without_inputs(v, rel, p, &why);
 		if (why)
 			pvg_json_add_str(l, "placed", why);
@@ -428,7 +433,6 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 			continue;
 		}
 		if (np == 0) {
-			bool unknown = v->g->any_unknown || !cs || !cs->object;
 			if (unknown) {
 				pvg_problem(res, "build-log.link-inputs-unknown",
 					    "build verbosely (ninja -v, CMAKE_VERBOSE_MAKEFILE=ON, "
@@ -583,7 +587,8 @@ static enum pvg_status check_header(const struct view *v, const char *rel, const
 		cJSON_AddItemToArray(cons, cJSON_CreateString(obj));
 		const struct pvg_compile_step *cs = pvg_linkgraph_compile_for(v->g, obj, ddir);
 		struct place p[MAX_PLACES];
-		size_t np = place_object(v, obj, cs ? cs->dir : ddir, p, MAX_PLACES);
+		size_t np = place_object(v, obj, cs ? cs->dir : ddir, v->g->any_unknown || !cs, p,
+					 MAX_PLACES);
 		for (size_t k = 0; k < np; k++)
 			place_json(linked, v, &p[k]);
 		if (np == 0) {

@@ -751,8 +751,6 @@ static void add_link(struct pvg_linkgraph *g, struct pvg_link_step *l)
 	}
 	g->links = pvg_xrealloc(g->links, g->n_links + 1, sizeof(*g->links));
 	g->links[g->n_links++] = *l;
-	if (!l->inputs_known)
-		g->any_unknown = true;
 }
 
 /* One command of a "cmd && cmd" line (argv, n): a compile, an ar or a link step. */
@@ -880,6 +878,9 @@ void pvg_linkgraph_build(const struct pvg_buildlog *log, struct pvg_linkgraph *g
 		g->links[i].last = !later;
 		if (!later && g->links[i].kind == PVG_LINK_SHARED)
 			g->n_shared++;
+		/* make prints "Linking ..." before the command: only an output's last step counts */
+		if (!later && !g->links[i].inputs_known)
+			g->any_unknown = true;
 	}
 }
 

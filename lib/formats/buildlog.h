@@ -153,7 +153,7 @@ struct pvg_linkgraph {
 	size_t n_compiles;
 	size_t n_shared;      /* distinct shared objects linked */
 	size_t n_inputs;      /* link inputs in all */
-	bool any_unknown;     /* some step's inputs are not in the log */
+	bool any_unknown;     /* some output's last step does not show its inputs */
 	bool truncated;       /* a cap was reached: steps were dropped */
 };
 

@@ -359,6 +359,22 @@ static void no_relink_fails(void)
 	CHECK_INT(o.status, PVG_FAIL);
 }
 
+/* A verbose log whose link of the artifact leaves the changed source's object out: the log
+ * shows every input, so the object is in no output (today's check passed it). */
+static void object_left_out_of_the_link_fails(void)
+{
+	_cleanup_free_ char *base = log_of((const char *[]){ "hipify-edit.log", "hip-gfx936.log", NULL });
+	_cleanup_free_ char *t = replace(base, "CMakeFiles/_ext_C.dir/csrc/kern.hip.o CMakeFiles",
+					 "CMakeFiles");
+	touch("csrc/kern.cu", 1000);
+	const char *const changed[] = { "csrc/kern.cu" };
+	struct outcome o = decide(t, "gfx936", changed, 1);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.codes, "build-log.not-linked");
+	o = decide(base, "gfx936", changed, 1);
+	CHECK_INT(o.status, PVG_PASS);
+}
+
 static void failures_in_the_log_fail(void)
 {
 	_cleanup_free_ char *t = log_of((const char *[]){
@@ -520,6 +536,7 @@ static void make_and_torch_logs_link_objects_into_outputs(void)
 	 * step and has the inputs */
 	const struct pvg_link_step *b = pvg_linkgraph_output(&g, "_b_C.so");
 	CHECK(b && b->inputs_known && b->n_inputs == 2);
+	CHECK(!g.any_unknown);
 	pvg_linkgraph_done(&g);
 	pvg_buildlog_done(&log);
 
@@ -898,6 +915,7 @@ int main(void)
 	RUN(wrong_or_missing_arch_fails);
 	RUN(no_relink_fails);
 	RUN(failures_in_the_log_fail);
+	RUN(object_left_out_of_the_link_fails);
 	RUN(cuda_build_checks_gencode);
 	RUN(empty_log_is_not_a_pass);
 	RUN(non_verbose_log_has_no_compile_line);
