@@ -535,9 +535,7 @@ static int header_consumers(const struct view *v, const char *rel, const char *h
 			any = true;
 			if (pvg_depfile_mentions(text, len, rel) ||
 			    (hip_rel && pvg_depfile_mentions(text, len, hip_rel))) {
-				objs->v = pvg_xrealloc(objs->v, objs->n + 2, sizeof(char *));
-				objs->v[objs->n++] = pvg_strdup(cs->object);
-				objs->v[objs->n] = NULL;
+				pvg_strv_add_unique(objs, cs->object);
 			}
 			break;
 		}
@@ -839,12 +837,7 @@ static void add_root(struct pvg_strv *roots, const char *dir)
 {
 	if (!dir || dir[0] != '/' || roots->n >= MAX_ROOTS)
 		return;
-	for (size_t i = 0; i < roots->n; i++)
-		if (strcmp(roots->v[i], dir) == 0)
-			return;
-	roots->v = pvg_xrealloc(roots->v, roots->n + 2, sizeof(char *));
-	roots->v[roots->n++] = pvg_strdup(dir);
-	roots->v[roots->n] = NULL;
+	pvg_strv_add_unique(roots, dir);
 }
 
 static bool has_file(const char *dir, const char *name)
@@ -870,9 +863,7 @@ static void ninja_root_above(struct pvg_strv *roots, struct pvg_strv *tried, con
 			seen = strcmp(tried->v[i], d) == 0;
 		if (seen)
 			return; /* this folder and those above were looked at */
-		tried->v = pvg_xrealloc(tried->v, tried->n + 2, sizeof(char *));
-		tried->v[tried->n++] = pvg_strdup(d);
-		tried->v[tried->n] = NULL;
+		pvg_strv_push(tried, pvg_strdup(d));
 		if (has_file(d, ".ninja_log") || has_file(d, ".ninja_deps"))
 			add_root(roots, d);
 		if (tried->n >= 512)

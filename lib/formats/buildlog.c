@@ -205,9 +205,7 @@ static bool parse_entering(struct pvg_buildlog *log, const char *s, size_t len)
 	for (size_t i = 0; i < log->dirs.n; i++)
 		if (strcmp(log->dirs.v[i], dir) == 0)
 			return true;
-	log->dirs.v = pvg_xrealloc(log->dirs.v, log->dirs.n + 2, sizeof(char *));
-	log->dirs.v[log->dirs.n++] = TAKE_PTR(dir);
-	log->dirs.v[log->dirs.n] = NULL;
+	pvg_strv_push(&log->dirs, TAKE_PTR(dir));
 	return true;
 }
 
@@ -1164,7 +1162,7 @@ void pvg_ninja_deps_dependents(const struct pvg_ninja_deps *d, const char *rel, 
 		const struct pvg_ninja_deps_rec *r = &d->recs[i];
 		for (size_t k = 0; k < r->n_in; k++)
 			if (hit[r->in[k]]) {
-				strv_add_unique(out, d->paths[r->out]);
+				pvg_strv_add_unique(out, d->paths[r->out]);
 				break;
 			}
 	}
