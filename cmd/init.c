@@ -41,10 +41,42 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 	cJSON_AddItemToObject(root, "name", pvg_json_string(pvg_basename(g->workdir ? g->workdir : g->dir)));
 	if (g->arch)
 		cJSON_AddItemToObject(root, "arch", pvg_json_string(g->arch));
+	/* several extensions placed: the artifacts form, the first artifact first */
+	size_t n_placed = 0;
+	for (size_t i = 0; i < g->n_more; i++)
+		n_placed += g->more[i].installed != NULL;
+	bool listed = g->artifact && g->installed && n_placed > 0;
 	if (g->build_log || g->artifact) {
 		cJSON *b = cJSON_AddObjectToObject(root, "build");
 		add_str(b, "log", g->build_log ? path_value(g, g->build_log) : NULL);
-		add_str(b, "artifact", g->artifact ? path_value(g, g->artifact) : NULL);
+		if (!listed)
+			add_str(b, "artifact", g->artifact ? path_value(g, g->artifact) : NULL);
+	}
+	if (listed) {
+		cJSON *arts = cJSON_AddArrayToObject(root, "artifacts");
+		char name[128];
+		pvg_artifact_default_name(g->artifact, name, sizeof(name));
+		cJSON *a = cJSON_CreateObject();
+		cJSON_AddItemToObject(a, "name", pvg_json_string(name));
+		add_str(a, "build", path_value(g, g->artifact));
+		if (g->python_module)
+			cJSON_AddItemToObject(a, "python_module", pvg_json_string(g->python_module));
+		else
+			add_str(a, "install", path_value(g, g->installed));
+		cJSON_AddItemToArray(arts, a);
+		for (size_t i = 0; i < g->n_more; i++) {
+			const struct pvg_discovered_artifact *m = &g->more[i];
+			if (!m->installed)
+				continue;
+			a = cJSON_CreateObject();
+			cJSON_AddItemToObject(a, "name", pvg_json_string(m->name));
+			add_str(a, "build", path_value(g, m->build));
+			if (m->python_module)
+				cJSON_AddItemToObject(a, "python_module", pvg_json_string(m->python_module));
+			else
+				add_str(a, "install", path_value(g, m->installed));
+			cJSON_AddItemToArray(arts, a);
+		}
 	}
 	if (g->workdir) {
 		cJSON *s = cJSON_AddObjectToObject(root, "source");
@@ -61,7 +93,12 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 		}
 		cJSON_AddItemToObject(s, "ignore", strv_json(&g->ignore));
 	}
-	if (g->installed) {
+	if (g->installed && listed) {
+		if (g->python_module) {
+			cJSON *i = cJSON_AddObjectToObject(root, "install");
+			add_str(i, "python", path_value(g, g->python));
+		}
+	} else if (g->installed) {
 		cJSON *i = cJSON_AddObjectToObject(root, "install");
 		if (g->python_module) {
 			cJSON_AddItemToObject(i, "python_module", pvg_json_string(g->python_module));

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
+#include "core/config.h"
 #include "core/discover.h"
 #include "formats/buildlog.h"
 #include "formats/codeobj/codeobj.h"
@@ -61,6 +62,13 @@ void pvg_discovery_clear(struct pvg_discovery *g)
 	free(g->service_log);
 	free(g->prefix);
 	pvg_strv_clear(&g->ignore);
+	for (size_t i = 0; i < g->n_more; i++) {
+		free(g->more[i].name);
+		free(g->more[i].build);
+		free(g->more[i].installed);
+		free(g->more[i].python_module);
+	}
+	free(g->more);
 	pvg_strv_clear(&g->todo);
 	pvg_strv_clear(&g->notes);
 }
@@ -494,6 +502,24 @@ static void find_marker_log(struct pvg_discovery *g)
 	}
 }
 
+/* site-packages/a/b/_C.abi3.so -> "a.b._C", when it is under a site folder */
+static char *module_of(const char *installed)
+{
+	const char *sp = strstr(installed, "/site-packages/");
+	if (!sp)
+		sp = strstr(installed, "/dist-packages/");
+	if (!sp)
+		return NULL;
+	char *mod = pvg_strdup(strchr(sp + 1, '/') + 1);
+	char *dot = strchr(strrchr(mod, '/') ? strrchr(mod, '/') : mod, '.');
+	if (dot)
+		*dot = '\0';
+	for (char *c = mod; *c; c++)
+		if (*c == '/')
+			*c = '.';
+	return mod;
+}
+
 /* site-packages/a/b/_C.abi3.so -> "a.b._C" and the venv's python */
 static void python_of(struct pvg_discovery *g, const char *installed)
 {
@@ -502,7 +528,6 @@ static void python_of(struct pvg_discovery *g, const char *installed)
 		sp = strstr(installed, "/dist-packages/");
 	if (!sp)
 		return;
-	const char *rel = strchr(sp + 1, '/') + 1;
 	_cleanup_free_ char *root = pvg_asprintf("%.*s", (int)(sp - installed), installed);
 	/* root is <venv>/lib/pythonX.Y */
 	char *l = strrchr(root, '/');
@@ -517,13 +542,9 @@ static void python_of(struct pvg_discovery *g, const char *installed)
 	_cleanup_free_ char *cfg = pvg_asprintf("%s/pyvenv.cfg", root);
 	if (!is_file(py))
 		return;
-	_cleanup_free_ char *mod = pvg_strdup(rel);
-	char *dot = strchr(strrchr(mod, '/') ? strrchr(mod, '/') : mod, '.');
-	if (dot)
-		*dot = '\0';
-	for (char *c = mod; *c; c++)
-		if (*c == '/')
-			*c = '.';
+	_cleanup_free_ char *mod = module_of(installed);
+	if (!mod)
+		return;
 	g->python = TAKE_PTR(py);
 	g->python_module = TAKE_PTR(mod);
 	note(g, "install.python_module %s, resolved by %s%s", g->python_module,
@@ -812,6 +833,99 @@ static void find_checkout(struct pvg_discovery *g)
 		     g->branch ? g->branch : "a detached HEAD", g->baseline);
 }
 
+/* ---- the log's other shared objects ------------------------------------------------------- */
+
+/* Is pid the service process, or one of its descendants or ancestors up to a shell? */
+static bool in_service_tree(const char *procfs, const struct pvg_discovery *g, pid_t pid)
+{
+	if (!g->service.pid)
+		return false;
+	for (int depth = 0; depth < 16 && pid > 1; depth++) {
+		if (pid == g->service.pid || pid == g->service.ppid)
+			return true;
+		struct pvg_probe_proc p;
+		if (pvg_probe_proc_read(procfs, pid, &p) < 0)
+			return false;
+		pid = p.ppid;
+		pvg_probe_proc_clear(&p);
+	}
+	return false;
+}
+
+/* Every other shared object the picked log links is an artifact too when the service maps
+ * an installed copy of it: proposed in artifacts[]; one it does not map is named in a todo,
+ * never left out silently. */
+static void find_more_artifacts(struct pvg_discovery *g, const char *procfs)
+{
+	if (!g->build_log || !g->artifact)
+		return;
+	struct pvg_buildlog l;
+	pvg_buildlog_init(&l);
+	if (pvg_buildlog_read_file(&l, g->build_log) < 0) {
+		pvg_buildlog_done(&l);
+		return;
+	}
+	struct pvg_linkgraph lg;
+	pvg_linkgraph_build(&l, &lg);
+	const char *first = pvg_basename(g->artifact);
+	for (size_t i = 0; i < lg.n_links; i++) {
+		const struct pvg_link_step *st = &lg.links[i];
+		if (st->kind != PVG_LINK_SHARED || !st->last ||
+		    strcmp(pvg_basename(st->output), first) == 0)
+			continue;
+		_cleanup_free_ char *joined = st->dir && st->output[0] != '/'
+						      ? pvg_path_join(st->dir, st->output)
+						      : pvg_strdup(st->output);
+		char *build = resolve_output(g->dir, g->build_log, joined);
+		const char *fname = pvg_basename(st->output);
+		if (!build) {
+			todo(g, "artifacts: the build log links %s too, which was not found on disk; "
+				"add an artifacts entry for it if the service loads it", fname);
+			continue;
+		}
+		bool dup = false;
+		for (size_t k = 0; k < g->n_more; k++)
+			dup |= strcmp(g->more[k].build, build) == 0;
+		if (dup) {
+			free(build);
+			continue;
+		}
+		g->more = pvg_xrealloc(g->more, g->n_more + 1, sizeof(*g->more));
+		struct pvg_discovered_artifact *a = &g->more[g->n_more++];
+		memset(a, 0, sizeof(*a));
+		char name[128];
+		pvg_artifact_default_name(build, name, sizeof(name));
+		a->name = pvg_strdup(name);
+		a->build = build;
+		struct pvg_probe_procs ms = { 0 };
+		if (g->service.pid && pvg_probe_mappers(procfs, fname, &ms) == 0) {
+			for (size_t k = 0; k < ms.n && !a->installed; k++) {
+				char real[PATH_MAX];
+				if (ms.p[k].deleted || !in_service_tree(procfs, g, ms.p[k].pid))
+					continue;
+				if (realpath(build, real) && strcmp(real, ms.p[k].mapped) == 0)
+					continue; /* the build tree's own copy */
+				a->installed = pvg_strdup(ms.p[k].mapped);
+			}
+		}
+		pvg_probe_procs_clear(&ms);
+		if (!a->installed) {
+			todo(g, "artifacts: the build log links %s too, but the service maps no "
+				"installed copy of it; install it and warm the service up, then add "
+				"{\"name\": \"%s\", \"build\": \"%s\", \"install\": ...} to artifacts, "
+				"or leave it out if no changed source goes into it (gate 1 says so)",
+			     fname, a->name, rel_to(g->dir, build));
+			continue;
+		}
+		if (g->python_module)
+			a->python_module = module_of(a->installed);
+		note(g, "artifact %s: the log links %s too and the service maps %s", a->name,
+		     rel_to(g->dir, build), rel_to(g->dir, a->installed));
+	}
+	pvg_linkgraph_done(&lg);
+	pvg_buildlog_done(&l);
+}
+
 void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
 {
 	memset(g, 0, sizeof(*g));
@@ -820,6 +934,7 @@ void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
 	find_build(g);
 	find_service(g, procfs ? procfs : pvg_procfs_root());
 	find_install(g);
+	find_more_artifacts(g, procfs ? procfs : pvg_procfs_root());
 	find_arch(g);
 	classify_changes(g);
 	if (!g->service_log && !g->match)

@@ -13,6 +13,15 @@
 #include "sys/probe.h"
 #include "util/util.h"
 
+/* Another shared object the build log links (a project with several extensions), with the
+ * installed copy the service maps; installed NULL: not placed (a todo says so). */
+struct pvg_discovered_artifact {
+	char *name;      /* its file name up to the first dot: "_moe_C" */
+	char *build;     /* the log's link output, resolved */
+	char *installed; /* the copy the service maps */
+	char *python_module; /* where the first artifact's is a venv module: this one's */
+};
+
 struct pvg_discovery {
 	char *dir;      /* the config's folder (absolute) */
 	char *workdir;  /* the git work tree */
@@ -28,6 +37,9 @@ struct pvg_discovery {
 	uint16_t port;
 	char *service_log, *prefix;
 	struct pvg_strv ignore;
+	/* the log's other shared objects (the artifact above is the first of artifacts[]) */
+	struct pvg_discovered_artifact *more;
+	size_t n_more;
 	struct pvg_strv todo;  /* what the user must still fill in */
 	struct pvg_strv notes; /* what was guessed, and from what */
 };
