@@ -262,12 +262,22 @@ static void a_real_child_is_read_as_a_service(void)
 		execve("/bin/sleep", argv, envp);
 		_exit(127);
 	}
-	/* until the child is sleep(1) */
-	char exe_path[64], exe[256];
+	/* until the child is sleep(1) with libc mapped: the kernel names the new exe before it
+	 * has set up the new arguments and environment, and the loader maps libc only after
+	 * exec has returned, so a mapped libc means both are there */
+	char exe_path[64], exe[256], maps_path[64];
 	snprintf(exe_path, sizeof(exe_path), "/proc/%d/exe", (int)pid);
-	for (int i = 0; i < 400; i++) {
+	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)pid);
+	for (int i = 0; i < 2000; i++) {
 		ssize_t n = readlink(exe_path, exe, sizeof(exe) - 1);
-		if (n > 0 && (exe[n] = '\0', strstr(exe, "sleep")))
+		bool mapped = false;
+		if (n > 0 && (exe[n] = '\0', strstr(exe, "sleep"))) {
+			_cleanup_free_ char *maps = NULL;
+			size_t len = 0;
+			mapped = pvg_read_file(maps_path, 1u << 20, &maps, &len) == 0 &&
+				 strstr(maps, "/libc.so");
+		}
+		if (mapped)
 			break;
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
