@@ -58,6 +58,13 @@ enum pvg_witness_via {
 	PVG_WITNESS_VIA_GRAPH = 4,       /* a kernel node of a CUDA graph exec, run by cuGraphLaunch:
 					  * count = replays x the exec's nodes with this key */
 };
+/* why graph execs were opaque (graph_opaque_why) */
+#define PVG_WITNESS_OPAQUE_UNREAD 0x1u   /* its nodes could not be read (a query failed) */
+#define PVG_WITNESS_OPAQUE_UPDATE 0x2u   /* an update could not be followed */
+#define PVG_WITNESS_OPAQUE_CHANGED 0x4u  /* CUPTI said a node changed outside the calls followed */
+#define PVG_WITNESS_OPAQUE_FULL 0x8u     /* no room in the exec or kernel tables */
+#define PVG_WITNESS_OPAQUE_UNKNOWN 0x10u /* launched, but never seen instantiated */
+
 /* eager: launched one by one (every via but GRAPH); graph: inside a graph replay */
 #define PVG_WITNESS_VIA_IS_GRAPH(v) ((v) == PVG_WITNESS_VIA_GRAPH)
 
@@ -100,7 +107,7 @@ struct pvg_witness_header {
 					  * device-launchable exec, nesting too deep) */
 	uint64_t graph_kernel_launches;  /* the sum of the VIA_GRAPH records' counts */
 	uint32_t graph_execs;            /* graph execs whose kernels were read */
-	uint32_t reserved;
+	uint32_t graph_opaque_why;       /* PVG_WITNESS_OPAQUE_*: why execs became opaque */
 };
 
 struct pvg_witness_record {

@@ -278,7 +278,7 @@ static void exec_read(CUgraphExec exec, CUgraph g, unsigned long long inst_flags
 	if (read_graph(g, 0, 0, &l) == 0)
 		pvg_witness_graph_set(e, l.v, l.n, l.flags);
 	else
-		pvg_witness_graph_opaque(e);
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UNREAD);
 	free(l.v);
 }
 
@@ -305,7 +305,7 @@ static void exec_set_child(uint64_t e, uint64_t c, CUgraph g)
 	uint32_t flags;
 	struct pvg_graph_kernel *v = pvg_witness_graph_get(e, &n, &flags);
 	if (!v) {
-		pvg_witness_graph_opaque(e);
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
 		return;
 	}
 	struct klist l = { .flags = flags };
@@ -338,7 +338,7 @@ static void exec_set_child(uint64_t e, uint64_t c, CUgraph g)
 	if (r == 0)
 		pvg_witness_graph_set(e, l.v, l.n, l.flags);
 	else
-		pvg_witness_graph_opaque(e);
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
 	free(l.v);
 	free(v);
 }
@@ -362,7 +362,7 @@ static void exec_set_kernel(uint64_t e, uint64_t node, CUfunction func, CUkernel
 	if (hits && (func || kern))
 		pvg_witness_graph_set(e, v, n, flags);
 	else
-		pvg_witness_graph_opaque(e);
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
 	free(v);
 }
 
@@ -388,7 +388,7 @@ static void exec_set_enabled(uint64_t e, uint64_t node, unsigned on)
 		hits++;
 	}
 	if (child)
-		pvg_witness_graph_opaque(e);
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
 	else if (hits)
 		pvg_witness_graph_set(e, v, n, flags);
 	free(v);
@@ -407,7 +407,7 @@ static void exec_update(uint64_t e, CUgraph g)
 		disabled |= (v[i].flags & PVG_GRAPH_K_DISABLED) != 0;
 	free(v);
 	if (disabled) {
-		pvg_witness_graph_opaque(e);
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
 		return;
 	}
 	exec_read((CUgraphExec)(uintptr_t)e, g, 0);
@@ -504,7 +504,7 @@ static int on_driver_graph(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams: {
 		const cuGraphExecKernelNodeSetParams_params *p = a;
 		if (!p->nodeParams) {
-			pvg_witness_graph_opaque((uint64_t)(uintptr_t)p->hGraphExec);
+			pvg_witness_graph_opaque((uint64_t)(uintptr_t)p->hGraphExec, PVG_WITNESS_OPAQUE_UPDATE);
 			break;
 		}
 		KPARAMS_DIMS(p->nodeParams, gd, bd);
@@ -515,7 +515,7 @@ static int on_driver_graph(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2: {
 		const cuGraphExecKernelNodeSetParams_v2_params *p = a;
 		if (!p->nodeParams) {
-			pvg_witness_graph_opaque((uint64_t)(uintptr_t)p->hGraphExec);
+			pvg_witness_graph_opaque((uint64_t)(uintptr_t)p->hGraphExec, PVG_WITNESS_OPAQUE_UPDATE);
 			break;
 		}
 		KPARAMS_DIMS(p->nodeParams, gd, bd);
@@ -527,7 +527,7 @@ static int on_driver_graph(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		const cuGraphExecNodeSetParams_params *p = a;
 		uint64_t e = (uint64_t)(uintptr_t)p->hGraphExec, node = (uint64_t)(uintptr_t)p->hNode;
 		if (!p->nodeParams) {
-			pvg_witness_graph_opaque(e);
+			pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
 		} else if (p->nodeParams->type == CU_GRAPH_NODE_TYPE_KERNEL) {
 			const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->nodeParams->kernel;
 			KPARAMS_DIMS(k, gd, bd);
@@ -542,7 +542,7 @@ static int on_driver_graph(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 			struct pvg_graph_kernel *v = pvg_witness_graph_get(e, &n, &flags);
 			for (size_t i = 0; v && i < n; i++)
 				if (v[i].node == node) {
-					pvg_witness_graph_opaque(e);
+					pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
 					break;
 				}
 			free(v);
@@ -587,7 +587,7 @@ static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 	case CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS:
 		/* an exec's node changed by a call this file does not follow */
 		if (!in_graph_call)
-			pvg_witness_graph_opaque(e);
+			pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_CHANGED);
 		break;
 	default:
 		break;
@@ -837,7 +837,7 @@ static void *open_cupti(char *which, size_t size)
 
 /* Enables (1) or disables (0) the callbacks the witness uses: the driver domain's launch and
  * capture calls, and the runtime domain's when asked. Returns how many could not be set. */
-static unsigned set_callbacks(uint32_t on, int runtime)
+static unsigned set_callbacks(uint32_t on, int runtime, int graphs)
 {
 	const struct {
 		CUpti_CallbackDomain domain;
@@ -859,6 +859,8 @@ static unsigned set_callbacks(uint32_t on, int runtime)
 	for (size_t k = 0; k < sizeof(sets) / sizeof(sets[0]); k++) {
 		if (sets[k].domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
 			continue;
+		if (!graphs && (sets[k].ids == driver_graph_ids || sets[k].ids == resource_graph_ids))
+			continue;
 		for (size_t i = 0; i < sets[k].n; i++)
 			failed += p_enable(on, subscriber, sets[k].domain, sets[k].ids[i]) != CUPTI_SUCCESS;
 	}
@@ -871,6 +873,8 @@ static int runtime_enabled;
 /* Only in libprovgate-witness-bench.so (never installed), for tests/gpu/witness/run-overhead.sh,
  * which times one process with and without the witness:
  *    1  the callbacks on (subscribing again first, after a detach)
+ *    2  the launch and capture callbacks on, the graph ones (instantiate, update, resource)
+ *       off: what was enabled before graphs were read
  *    0  the callbacks off, CUPTI still attached
  *   -1  CUPTI detached from the process (unsubscribe, cuptiFinalize): as if never loaded
  * Call it with no CUDA work in flight (after a synchronize). The installed library has no way
@@ -893,7 +897,9 @@ PVG_WITNESS_EXPORT int pvg_witness_bench_callbacks(int on)
 	}
 	if (!subscriber && (on == 0 || p_subscribe(&subscriber, bench_callback, NULL) != CUPTI_SUCCESS))
 		return on == 0 ? 0 : -1;
-	return set_callbacks(on ? 1 : 0, runtime_enabled) ? -1 : 0;
+	if (on == 2) /* the launch callbacks alone, as before graphs were read */
+		return set_callbacks(0, runtime_enabled, 1) || set_callbacks(1, runtime_enabled, 0) ? -1 : 0;
+	return set_callbacks(on ? 1 : 0, runtime_enabled, 1) ? -1 : 0;
 }
 
 /* 1: each cuGraphLaunch counts a replay of its exec (the installed library); 0: it is
@@ -953,7 +959,7 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 	p_finalize = (CUptiResult(*)(void))dlsym(h, "cuptiFinalize");
 	bench_callback = on_callback;
 #endif
-	unsigned failed = set_callbacks(1, runtime);
+	unsigned failed = set_callbacks(1, runtime, 1);
 	snprintf(note, sizeof(note), "cuda: %.60s%s%s", which, runtime ? ", runtime and driver API" : "",
 		 failed ? " (some launch callbacks could not be enabled)" : "");
 	pvg_witness_set_api(PVG_WITNESS_API_CUDA, note, 1);

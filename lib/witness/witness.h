@@ -56,8 +56,8 @@ struct pvg_graph_kernel {
  * (the exec is then opaque: its replays counted, its kernels not). */
 int pvg_witness_graph_set(uint64_t exec, const struct pvg_graph_kernel *k, size_t n,
 			  uint32_t flags);
-/* exec's kernels are not known from now on (an update that could not be followed). */
-void pvg_witness_graph_opaque(uint64_t exec);
+/* exec's kernels are not known from now on; why: PVG_WITNESS_OPAQUE_*. */
+void pvg_witness_graph_opaque(uint64_t exec, uint32_t why);
 /* exec was destroyed: a later exec with the same handle starts unknown. */
 void pvg_witness_graph_drop(uint64_t exec);
 /* A copy (malloc) of exec's current list, for an update: NULL when exec is unknown or opaque.

@@ -246,6 +246,7 @@ static struct {
 	size_t kernels; /* entries over every version */
 	struct gname *names[1024];
 	_Atomic uint32_t full; /* a table was full: PVG_WITNESS_F_GRAPH_TABLE_FULL */
+	_Atomic uint32_t why;  /* PVG_WITNESS_OPAQUE_* */
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct gexec_slot *gexec_find(uint64_t exec)
@@ -317,10 +318,12 @@ static int gversion_publish(uint64_t exec, const struct pvg_graph_kernel *k, siz
 	struct gexec_slot *s = gexec_claim(exec);
 	if (!s) {
 		atomic_store(&G.full, 1);
+		atomic_fetch_or(&G.why, PVG_WITNESS_OPAQUE_FULL);
 		return -ENOSPC;
 	}
 	if (!(flags & GV_OPAQUE) && G.kernels + n > GRAPH_MAX_KERNELS) {
 		atomic_store(&G.full, 1);
+		atomic_fetch_or(&G.why, PVG_WITNESS_OPAQUE_FULL);
 		flags = GV_OPAQUE;
 		n = 0;
 	}
@@ -358,10 +361,11 @@ int pvg_witness_graph_set(uint64_t exec, const struct pvg_graph_kernel *k, size_
 	return r;
 }
 
-void pvg_witness_graph_opaque(uint64_t exec)
+void pvg_witness_graph_opaque(uint64_t exec, uint32_t why)
 {
 	if (!W.active)
 		return;
+	atomic_fetch_or(&G.why, why);
 	pthread_mutex_lock(&G.lock);
 	gversion_publish(exec, NULL, 0, GV_OPAQUE);
 	pthread_mutex_unlock(&G.lock);
@@ -432,6 +436,8 @@ void pvg_witness_graph_replay(uint64_t exec)
 	struct gversion *v = s ? atomic_load_explicit(&s->cur, memory_order_acquire) : NULL;
 	if (!v || (v->flags & GV_OPAQUE)) {
 		atomic_fetch_add_explicit(&W.graph_opaque, 1, memory_order_relaxed);
+		if (!v)
+			atomic_fetch_or_explicit(&G.why, PVG_WITNESS_OPAQUE_UNKNOWN, memory_order_relaxed);
 		return;
 	}
 	count_replay(v, pvg_witness_now_ns());
@@ -447,6 +453,7 @@ static void graph_reset_after_fork(void)
 	atomic_store(&G.versions, NULL);
 	G.kernels = 0;
 	atomic_store(&G.full, 0);
+	atomic_store(&G.why, 0);
 }
 
 void pvg_witness_nested_driver(void)
@@ -828,6 +835,7 @@ static int write_file(int final)
 	h.graph_replays_partial = gt.partial;
 	h.graph_kernel_launches = gt.kernel_launches;
 	h.graph_execs = gt.execs;
+	h.graph_opaque_why = atomic_load(&G.why);
 	snprintf(h.note, sizeof(h.note), "%s", W.note);
 	memcpy(buf, &h, sizeof(h));
 	size_t head = sizeof(h) + (size_t)n * sizeof(struct pvg_witness_record);

@@ -46,7 +46,7 @@ CUgraphExec standin_instantiate_quietly(CUgraph g);
 void standin_set_quietly(CUgraphExec e, CUgraphNode node, CUfunction f);
 
 struct var {
-	char name[64];
+	char name[160];
 	void *p;
 };
 static struct var vars[1024];
@@ -75,8 +75,8 @@ static void set(const char *name, void *p)
 
 static CUfunction fn(const char *name)
 {
-	char key[80];
-	snprintf(key, sizeof(key), "fn:%s", name);
+	char key[128];
+	snprintf(key, sizeof(key), "fn:%.120s", name);
 	CUfunction f = get(key);
 	if (!f) {
 		f = standin_function(name);

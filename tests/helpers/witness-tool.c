@@ -82,12 +82,12 @@ static int dump(const char *path)
 	       h->note);
 	if (h->version >= 2)
 		printf("graphs itemized=%llu opaque=%llu partial=%llu kernel_launches=%llu execs=%u "
-		       "answered=%llu\n",
+		       "opaque_why=0x%x answered=%llu\n",
 		       (unsigned long long)h->graph_replays_itemized,
 		       (unsigned long long)h->graph_replays_opaque,
 		       (unsigned long long)h->graph_replays_partial,
 		       (unsigned long long)h->graph_kernel_launches, h->graph_execs,
-		       (unsigned long long)h->answered);
+		       h->graph_opaque_why, (unsigned long long)h->answered);
 	for (size_t i = 0; i < f.n; i++) {
 		const struct pvg_witness_entry *x = &f.entries[i];
 		printf("record");

@@ -71,7 +71,7 @@ EOF
 	assert_contains "$(truth)" 'ran graph _Z4deepv grid=1,1,1 block=1,1,1 count=3'
 	assert_contains "$(header)" 'launches=9 dropped=0 graph_launches=8 nested_driver=0 captured=2 records=6'
 	# 2 x 5 + 5 x 3 kernel runs; every replay itemized
-	assert_eq "$(graphs)" 'graphs itemized=8 opaque=0 partial=0 kernel_launches=22 execs=2 answered=0'
+	assert_eq "$(graphs)" 'graphs itemized=8 opaque=0 partial=0 kernel_launches=22 execs=2 opaque_why=0x0 answered=0'
 	assert_contains "$("$TOOL" dump wdir/*.pvgw)" 'name="_Z3barPf" demangled="bar(float*)" module="" grid=8,2,1 block=64,1,1 via=4 flags=0 count=5'
 }
 
@@ -108,7 +108,7 @@ EOF
 	assert_contains "$(truth)" 'ran graph _Z8fallbackv grid=32,1,1 block=128,1,1 count=10'
 	assert_contains "$(truth)" 'ran graph _Z4normv grid=16,1,1 block=256,1,1 count=8'
 	assert_contains "$(truth)" 'ran graph _Z6childBv grid=4,1,1 block=64,1,1 count=2'
-	assert_eq "$(graphs)" 'graphs itemized=12 opaque=0 partial=0 kernel_launches=32 execs=5 answered=0'
+	assert_eq "$(graphs)" 'graphs itemized=12 opaque=0 partial=0 kernel_launches=32 execs=5 opaque_why=0x0 answered=0'
 }
 
 # cuGraphExecUpdate: the exec runs the new graph's parameters, but stays paired with the
@@ -137,7 +137,7 @@ EOF
 	# _Z5threev ran 4 times, unseen: counted as opaque replays, never as a kernel
 	assert_contains "$(truth)" 'ran graph _Z5threev grid=1,1,1 block=32,1,1 count=4'
 	assert_not_contains "$out" _Z5threev
-	assert_eq "$(graphs)" 'graphs itemized=5 opaque=4 partial=0 kernel_launches=5 execs=2 answered=0'
+	assert_eq "$(graphs)" 'graphs itemized=5 opaque=4 partial=0 kernel_launches=5 execs=2 opaque_why=0x2 answered=0'
 }
 
 test_what_is_not_itemized_is_said() {
@@ -176,7 +176,7 @@ EOF
 	assert_contains "$out" 'name="_Z5quietv" demangled="quiet()" module="" grid=1,1,1 block=32,1,1 via=4 flags=0 count=2'
 	assert_not_contains "$out" _Z6hiddenv
 	# partial: the conditional exec's 2 replays and the device-launchable one's
-	assert_eq "$(graphs)" 'graphs itemized=5 opaque=5 partial=3 kernel_launches=5 execs=3 answered=0'
+	assert_eq "$(graphs)" 'graphs itemized=5 opaque=5 partial=3 kernel_launches=5 execs=3 opaque_why=0x4 answered=0'
 }
 
 # cuGraphLaunch into a stream being captured runs nothing: the exec's graph becomes a child
@@ -201,7 +201,7 @@ EOF
 	assert_eq "$(grep -c '^error' sim.out || true)" 0 "sim errors: $(grep error sim.out)"
 	assert_eq "$(witnessed)" "$(truth)"
 	assert_contains "$(header)" 'graph_launches=3 nested_driver=0 captured=2'
-	assert_eq "$(graphs)" 'graphs itemized=3 opaque=0 partial=0 kernel_launches=6 execs=2 answered=0'
+	assert_eq "$(graphs)" 'graphs itemized=3 opaque=0 partial=0 kernel_launches=6 execs=2 opaque_why=0x0 answered=0'
 }
 
 # ---- gate 7 on a live process ---------------------------------------------------------------
