@@ -563,7 +563,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 		const struct pvg_witness_require *w = &cfg->witness.require[k];
 		long need = w->min_count > 0 ? w->min_count
 			    : cfg->witness.min_count > 1 ? cfg->witness.min_count : 1;
-		uint64_t got = 0, name_only = 0, in_graph = 0, other_via = 0;
+		uint64_t got = 0, name_only = 0, in_graph = 0, other_via = 0, packets = 0;
 		const struct pvg_witness_entry *other = NULL;
 		for (size_t i = 0; i < dir.n; i++) {
 			const struct pvg_witness_read *f = &dir.files[i];
@@ -571,7 +571,11 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 				const struct pvg_witness_entry *e = &f->file.entries[j];
 				if (!kernel_matches(w->kernel, e))
 					continue;
-				if (!via_matches(w->via, e->via)) {
+				if (w->via != PVG_WITNESS_REQUIRE_ANY && e->via == PVG_WITNESS_VIA_HSA_PACKET) {
+					/* a dispatch packet does not say whether a hipGraph replay
+					 * sent it */
+					packets += e->count;
+				} else if (!via_matches(w->via, e->via)) {
 					other_via += e->count;
 				} else if (dims_match(w->grid, e->grid) && dims_match(w->block, e->block)) {
 					got = got + e->count < got ? UINT64_MAX : got + e->count;
@@ -602,9 +606,9 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 		}
 		/* replays the witness could not itemize may hold the kernel (unless eager launches
 		 * alone are asked for) */
-		bool unknown = opaque && w->via != PVG_WITNESS_REQUIRE_EAGER;
+		bool unknown = (opaque && w->via != PVG_WITNESS_REQUIRE_EAGER) || packets;
 		_cleanup_free_ char *why = pvg_asprintf(
-			"%s%s%s",
+			"%s%s%s%s",
 			table_full ? " (the witness table was full: launches of kernels first seen "
 				     "after that were not recorded)"
 				   : "",
@@ -614,7 +618,10 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 			other_via ? w->via == PVG_WITNESS_REQUIRE_GRAPH
 					    ? "; its eager launches do not count (via graph)"
 					    : "; its launches inside graph replays do not count (via eager)"
-				  : "");
+				  : "",
+			packets ? "; the ROCm witness's dispatch packets do not say whether a graph "
+				  "replay sent them, so \"via\" cannot be decided on them"
+				: "");
 		const char *full = why;
 		if (name_only) {
 			_cleanup_free_ char *nm = entry_name(other);
