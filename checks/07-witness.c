@@ -606,15 +606,16 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 		}
 		/* replays the witness could not itemize may hold the kernel (unless eager launches
 		 * alone are asked for) */
-		bool unknown = (opaque && w->via != PVG_WITNESS_REQUIRE_EAGER) || packets;
+		bool in_opaque = opaque && w->via != PVG_WITNESS_REQUIRE_EAGER;
+		bool unknown = in_opaque || packets;
 		_cleanup_free_ char *why = pvg_asprintf(
 			"%s%s%s%s",
 			table_full ? " (the witness table was full: launches of kernels first seen "
 				     "after that were not recorded)"
 				   : "",
-			unknown ? "; graph replays whose kernels the witness could not itemize may "
-				  "hold it"
-				: "",
+			in_opaque ? "; graph replays whose kernels the witness could not itemize may "
+				    "hold it"
+				  : "",
 			other_via ? w->via == PVG_WITNESS_REQUIRE_GRAPH
 					    ? "; its eager launches do not count (via graph)"
 					    : "; its launches inside graph replays do not count (via eager)"
