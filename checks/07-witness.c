@@ -7,6 +7,16 @@
  * earlier process with a reused pid, of another namespace or another boot never counts.
  * The service must have been started with the witness (its environment says so), else the
  * absence of a launch proves nothing.
+ *
+ * Fresh: before reading, the gate makes a request in the folder (PVG_WITNESS_REQUEST_PREFIX)
+ * and waits up to witness.answer_ms for every live file to answer it (its writer took the
+ * table after the request was made) or to be final (written at exit). A live file that did
+ * neither is unverifiable with the reason: the launches since its last write are not seen.
+ *
+ * Graph replays: records of via GRAPH count the kernels of CUDA graph replays (the exec's
+ * kernel nodes x its replays). Replays whose kernels the witness could not itemize (opaque)
+ * or not all of them (partial) leave a requirement unmet or a forbid unproven as
+ * unverifiable, never as a pass.
  */
 #include <fnmatch.h>
 #include <limits.h>
@@ -79,14 +89,104 @@ static cJSON *dims_json(const uint32_t d[3])
 	return a;
 }
 
+static const char *via_name(int via)
+{
+	return via == PVG_WITNESS_REQUIRE_GRAPH ? "graph" : via == PVG_WITNESS_REQUIRE_EAGER ? "eager" : NULL;
+}
+
 static char *require_text(const struct pvg_witness_require *w)
 {
-	char g[64] = "", b[64] = "";
+	char g[64] = "", b[64] = "", v[32] = "";
 	if (w->grid[0])
 		snprintf(g, sizeof(g), " grid=%u,%u,%u", w->grid[0], w->grid[1], w->grid[2]);
 	if (w->block[0])
 		snprintf(b, sizeof(b), " block=%u,%u,%u", w->block[0], w->block[1], w->block[2]);
-	return pvg_asprintf("%s%s%s", w->kernel, g, b);
+	if (via_name(w->via))
+		snprintf(v, sizeof(v), " via=%s", via_name(w->via));
+	return pvg_asprintf("%s%s%s%s", w->kernel, g, b, v);
+}
+
+/* Does a record count for the requirement's kind of launch? */
+static bool via_matches(int want, uint32_t via)
+{
+	return want == PVG_WITNESS_REQUIRE_ANY ||
+	       (want == PVG_WITNESS_REQUIRE_GRAPH) == PVG_WITNESS_VIA_IS_GRAPH(via);
+}
+
+/* Replays whose kernels are not (all) in the records: a version 1 file itemized none. */
+static uint64_t opaque_replays(const struct pvg_witness_header *h)
+{
+	return h->version < 2 ? h->graph_launches : h->graph_replays_opaque + h->graph_replays_partial;
+}
+
+/* ---- fresh: every live writer answers a request made now ------------------------------------ */
+
+struct fresh {
+	uint64_t token; /* 0: no request could be made */
+	int err;        /* making it: 0 or -errno */
+	long waited_ms;
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static bool answered(const struct pvg_witness_header *h, uint64_t token)
+{
+	return token && h->version >= 2 && h->answered >= token;
+}
+
+/* Makes the request and waits until every live file has answered it or is final, a writer
+ * is gone, or answer_ms has passed. What each file did is decided afterwards, on the files
+ * as read then. */
+static void ask_fresh(const struct pvg_ctx *ctx, const struct live_set *live, struct fresh *f)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	memset(f, 0, sizeof(*f));
+	int watch = -1;
+	pvg_witness_dir_wait(cfg->witness.dir, &watch, 0);
+	_cleanup_free_ char *req = NULL;
+	f->err = pvg_witness_request(cfg->witness.dir, &f->token, &req);
+	if (f->err < 0) {
+		f->token = 0;
+		pvg_witness_watch_close(&watch);
+		return;
+	}
+	uint64_t start = mono_ms(), deadline = start + (uint64_t)cfg->witness.answer_ms;
+	for (;;) {
+		struct pvg_witness_dir d;
+		size_t pending = 0;
+		if (pvg_witness_dir_read(cfg->witness.dir, NULL, NULL, &d) == 0) {
+			for (size_t i = 0; i < d.n; i++) {
+				const struct pvg_witness_read *r = &d.files[i];
+				size_t which;
+				if (r->err < 0 || r->perr != PVG_WITNESS_OK ||
+				    pvg_witness_attribute(&r->file.h, live->boot_id, live->t, live->n,
+							  &which) != PVG_WITNESS_LIVE)
+					continue;
+				const struct pvg_witness_header *h = &r->file.h;
+				/* a version 1 writer cannot answer; a gone one will not */
+				if (answered(h, f->token) || (h->flags & PVG_WITNESS_F_FINAL) ||
+				    h->version < 2 ||
+				    !pvg_witness_proc_alive(ctx->procfs, live->t[which].pid,
+							    live->t[which].start_ticks))
+					continue;
+				pending++;
+			}
+			pvg_witness_dir_clear(&d);
+		}
+		uint64_t now = mono_ms();
+		if (!pending || now >= deadline)
+			break;
+		pvg_witness_dir_wait(cfg->witness.dir, &watch,
+				     (long)(deadline - now < 50 ? deadline - now : 50));
+	}
+	f->waited_ms = (long)(mono_ms() - start);
+	pvg_witness_watch_close(&watch);
+	unlink(req);
 }
 
 /* witness-<nspid>-<start_ticks>-<boot>.pvgw: whose a file says it is, when its bytes cannot */
@@ -176,6 +276,37 @@ static enum pvg_status check_environment(struct pvg_ctx *ctx, struct pvg_result 
 	return PVG_PASS;
 }
 
+/* A live file that neither answered the request nor is final: why, as far as can be told. */
+static void stale_problem(const struct pvg_ctx *ctx, struct pvg_result *res, const char *file,
+			  const struct pvg_witness_header *h, const struct pvg_witness_target *t,
+			  const struct fresh *fr)
+{
+	char ts[48];
+	pvg_format_time((time_t)(h->written_ns / 1000000000u), (long)(h->written_ns % 1000000000u), ts,
+			sizeof(ts));
+	_cleanup_free_ char *clean = pvg_utf8_sanitize(file, strlen(file));
+	if (h->version < 2)
+		pvg_problem(res, "dispatch-marker.witness-no-answer",
+			    "restart the service with this release's libprovgate-witness.so",
+			    "witness file %s (process %d) is version %u: its library cannot answer a "
+			    "request, so launches after its last write (%s) are not seen",
+			    clean, (int)t->pid, h->version, ts);
+	else if (!pvg_witness_proc_alive(ctx->procfs, t->pid, t->start_ticks))
+		pvg_problem(res, "dispatch-marker.witness-no-answer",
+			    "the process ended without the witness's exit handler (killed?): run the "
+			    "benchmark against a service that keeps running",
+			    "process %d exited during the check without its final witness write: "
+			    "launches after its last write (%s) are not seen",
+			    (int)t->pid, ts);
+	else
+		pvg_problem(res, "dispatch-marker.witness-no-answer",
+			    "the process may be stopped or overloaded: check it, or raise "
+			    "witness.answer_ms",
+			    "process %d did not answer the witness request within %ld ms: launches "
+			    "after its last write (%s) are not seen",
+			    (int)t->pid, fr->waited_ms, ts);
+}
+
 enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, char **summary)
 {
 	const struct pvg_config *cfg = ctx->cfg;
@@ -230,6 +361,21 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 
 	enum pvg_status status = check_environment(ctx, res, t->primary, ev);
 
+	struct fresh fr;
+	ask_fresh(ctx, &live, &fr);
+	cJSON *rq = cJSON_AddObjectToObject(ev, "request");
+	pvg_json_add_u64(rq, "token", fr.token);
+	pvg_json_add_int(rq, "answer_ms", (int)cfg->witness.answer_ms);
+	pvg_json_add_int(rq, "waited_ms", (int)fr.waited_ms);
+	if (fr.err < 0 && fr.err != -ENOENT) {
+		pvg_problem(res, "dispatch-marker.witness-request-failed",
+			    "let provgate create files in the witness folder (it asks the live "
+			    "service for a fresh witness there)",
+			    "cannot ask the live service for a fresh witness in %s: %s", cfg->witness.dir,
+			    strerror(-fr.err));
+		status = worse(status, PVG_UNVERIFIABLE);
+	}
+
 	struct pvg_witness_dir dir;
 	int dr = pvg_witness_dir_read(cfg->witness.dir, keep_live, &live, &dir);
 	if (dr < 0) {
@@ -244,8 +390,9 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 	}
 
 	size_t attr_count[PVG_WITNESS_ATTR_N] = { 0 }, unreadable = 0, n_live = 0, recording = 0;
+	size_t n_answered = 0, n_final = 0, n_stale = 0;
 	bool table_full = false;
-	uint64_t graph_launches = 0, captured = 0, launches = 0;
+	uint64_t graph_launches = 0, captured = 0, launches = 0, opaque = 0, itemized = 0;
 	cJSON *files = cJSON_AddArrayToObject(ev, "live_files");
 	const char *note = NULL;
 	for (size_t i = 0; i < dir.n; i++) {
@@ -280,6 +427,22 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 		graph_launches += h->graph_launches;
 		captured += h->captured;
 		launches += h->launches;
+		opaque += opaque_replays(h);
+		itemized += h->graph_replays_itemized;
+		const char *fresh;
+		if (answered(h, fr.token)) {
+			fresh = "answered";
+			n_answered++;
+		} else if (h->flags & PVG_WITNESS_F_FINAL) {
+			fresh = "final";
+			n_final++;
+		} else {
+			fresh = "no-answer";
+			n_stale++;
+			if (fr.token)
+				stale_problem(ctx, res, f->name, h, &live.t[which], &fr);
+			status = worse(status, PVG_UNVERIFIABLE);
+		}
 		cJSON *o = cJSON_CreateObject();
 		pvg_json_add_str(o, "file", f->name);
 		pvg_json_add_int(o, "pid", (int)live.t[which].pid);
@@ -289,6 +452,8 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 		pvg_json_add_bool(o, "recording", (h->flags & PVG_WITNESS_F_RECORDING) != 0);
 		pvg_json_add_bool(o, "final", (h->flags & PVG_WITNESS_F_FINAL) != 0);
 		pvg_json_add_str(o, "note", h->note);
+		pvg_json_add_str(o, "fresh", fresh);
+		pvg_json_add_int(o, "version", (int)h->version);
 		pvg_json_add_u64(o, "launches", h->launches);
 		pvg_json_add_u64(o, "launches_dropped", h->launches_dropped);
 		pvg_json_add_u64(o, "records", h->n_records);
@@ -307,7 +472,12 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 	if (dir.over_limit)
 		pvg_json_add_u64(ign, "over_limit", dir.over_limit);
 	pvg_json_add_u64(ev, "graph_launches", graph_launches);
+	pvg_json_add_u64(ev, "graph_replays_itemized", itemized);
+	pvg_json_add_u64(ev, "graph_replays_opaque", opaque);
 	pvg_json_add_u64(ev, "captured_launches", captured);
+	pvg_json_add_u64(rq, "answered", n_answered);
+	pvg_json_add_u64(rq, "final", n_final);
+	pvg_json_add_u64(rq, "not_answered", n_stale);
 
 	size_t stale = attr_count[PVG_WITNESS_OTHER_BOOT] + attr_count[PVG_WITNESS_PID_REUSED] +
 		       attr_count[PVG_WITNESS_FOREIGN_NS] + attr_count[PVG_WITNESS_NOT_TARGET];
@@ -379,6 +549,8 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 			cJSON_AddItemToObject(o, "grid", dims_json(top[i]->grid));
 			cJSON_AddItemToObject(o, "block", dims_json(top[i]->block));
 			pvg_json_add_u64(o, "count", top[i]->count);
+			if (PVG_WITNESS_VIA_IS_GRAPH(top[i]->via))
+				pvg_json_add_str(o, "via", "graph");
 			cJSON_AddItemToArray(ks, o);
 		}
 		pvg_json_add_u64(ev, "kernels_total", n_all);
@@ -391,7 +563,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 		const struct pvg_witness_require *w = &cfg->witness.require[k];
 		long need = w->min_count > 0 ? w->min_count
 			    : cfg->witness.min_count > 1 ? cfg->witness.min_count : 1;
-		uint64_t got = 0, name_only = 0;
+		uint64_t got = 0, name_only = 0, in_graph = 0, other_via = 0, packets = 0;
 		const struct pvg_witness_entry *other = NULL;
 		for (size_t i = 0; i < dir.n; i++) {
 			const struct pvg_witness_read *f = &dir.files[i];
@@ -399,8 +571,16 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 				const struct pvg_witness_entry *e = &f->file.entries[j];
 				if (!kernel_matches(w->kernel, e))
 					continue;
-				if (dims_match(w->grid, e->grid) && dims_match(w->block, e->block)) {
+				if (w->via != PVG_WITNESS_REQUIRE_ANY && e->via == PVG_WITNESS_VIA_HSA_PACKET) {
+					/* a dispatch packet does not say whether a hipGraph replay
+					 * sent it */
+					packets += e->count;
+				} else if (!via_matches(w->via, e->via)) {
+					other_via += e->count;
+				} else if (dims_match(w->grid, e->grid) && dims_match(w->block, e->block)) {
 					got = got + e->count < got ? UINT64_MAX : got + e->count;
+					if (PVG_WITNESS_VIA_IS_GRAPH(e->via))
+						in_graph += e->count;
 				} else {
 					name_only += e->count;
 					other = e;
@@ -414,16 +594,36 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 			cJSON_AddItemToObject(o, "grid", dims_json(w->grid));
 		if (w->block[0])
 			cJSON_AddItemToObject(o, "block", dims_json(w->block));
+		if (via_name(w->via))
+			pvg_json_add_str(o, "via", via_name(w->via));
 		pvg_json_add_u64(o, "count", got);
+		pvg_json_add_u64(o, "in_graph_replays", in_graph);
 		pvg_json_add_int(o, "min_count", (int)need);
 		cJSON_AddItemToArray(req, o);
 		if ((long double)got >= (long double)need) {
 			satisfied++;
 			continue;
 		}
-		const char *full = table_full ? " (the witness table was full: launches of kernels "
-						"first seen after that were not recorded)"
-					      : "";
+		/* replays the witness could not itemize may hold the kernel (unless eager launches
+		 * alone are asked for) */
+		bool in_opaque = opaque && w->via != PVG_WITNESS_REQUIRE_EAGER;
+		bool unknown = in_opaque || packets;
+		_cleanup_free_ char *why = pvg_asprintf(
+			"%s%s%s%s",
+			table_full ? " (the witness table was full: launches of kernels first seen "
+				     "after that were not recorded)"
+				   : "",
+			in_opaque ? "; graph replays whose kernels the witness could not itemize may "
+				    "hold it"
+				  : "",
+			other_via ? w->via == PVG_WITNESS_REQUIRE_GRAPH
+					    ? "; its eager launches do not count (via graph)"
+					    : "; its launches inside graph replays do not count (via eager)"
+				  : "",
+			packets ? "; the ROCm witness's dispatch packets do not say whether a graph "
+				  "replay sent them, so \"via\" cannot be decided on them"
+				: "");
+		const char *full = why;
 		if (name_only) {
 			_cleanup_free_ char *nm = entry_name(other);
 			pvg_problem(res, "dispatch-marker.witness-grid-mismatch",
@@ -443,7 +643,19 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 				    "{%s}: %" PRIu64 " launch%s seen by the witness, %ld required%s", want,
 				    got, got == 1 ? "" : "es", need, full);
 		}
-		status = worse(status, table_full ? PVG_UNVERIFIABLE : PVG_FAIL);
+		status = worse(status, table_full || unknown ? PVG_UNVERIFIABLE : PVG_FAIL);
+	}
+	/* a forbid is proven only over launches the witness itemized */
+	if (opaque && cfg->witness.forbid.n) {
+		pvg_problem(res, "dispatch-marker.witness-graph-opaque",
+			    "see provgate-witness(7) for the graphs the witness itemizes; "
+			    "a witness file of version 1 itemizes none: restart the service with "
+			    "this release's libprovgate-witness.so",
+			    "%" PRIu64 " graph replay%s ran kernels the witness could not itemize (an "
+			    "exec it could not read or follow, a conditional body, a device-launchable "
+			    "exec, or a version 1 witness): a forbidden kernel may have run in them",
+			    opaque, opaque == 1 ? "" : "s");
+		status = worse(status, PVG_UNVERIFIABLE);
 	}
 	size_t forbidden = 0;
 	for (size_t k = 0; k < cfg->witness.forbid.n; k++) {

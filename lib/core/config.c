@@ -104,6 +104,7 @@ static const struct field witness_fields[] = {
 	CF("min_count", F_COUNT, witness.min_count),
 	CF("api", F_WITNESS_API, witness.api),
 	CFX("library", F_PATH, witness.library),
+	CF("answer_ms", F_COUNT, witness.answer_ms),
 	END,
 };
 
@@ -161,6 +162,7 @@ struct pvg_config *pvg_config_new(void)
 	cfg->service.port = -1;
 	cfg->markers.min_count = 1;
 	cfg->witness.min_count = 1;
+	cfg->witness.answer_ms = 2000;
 	return cfg;
 }
 
@@ -707,10 +709,23 @@ static int parse_witness_require(const struct loader *ld, const char *key, const
 				r = parse_dims(ld, fk, f, w->block);
 			} else if (strcmp(f->string, "min_count") == 0) {
 				r = parse_integer(ld, fk, f, 1, INT_MAX, &w->min_count);
+			} else if (strcmp(f->string, "via") == 0) {
+				_cleanup_free_ char *via = NULL;
+				r = parse_string(ld, fk, f, &via);
+				if (r == 0 && strcmp(via, "graph") == 0) {
+					w->via = PVG_WITNESS_REQUIRE_GRAPH;
+				} else if (r == 0 && strcmp(via, "eager") == 0) {
+					w->via = PVG_WITNESS_REQUIRE_EAGER;
+				} else if (r == 0) {
+					_cleanup_free_ char *clean = pvg_utf8_sanitize(via, strlen(via));
+					set_err(ld->err, "%s: %s: \"%s\" is not a launch kind (graph or "
+						"eager)", ld->origin, fk, clean);
+					r = -EINVAL;
+				}
 			} else {
 				_cleanup_free_ char *clean = pvg_utf8_sanitize(fk, strlen(fk));
 				set_err(ld->err, "%s: unknown key \"%s\" (known: kernel, grid, block, "
-					"min_count)", ld->origin, clean);
+					"min_count, via)", ld->origin, clean);
 				return -EINVAL;
 			}
 			if (r < 0)

@@ -19,7 +19,9 @@ struct pvg_witness_require {
 	uint32_t grid[3]; /* all 0: any grid */
 	uint32_t block[3];
 	long min_count;   /* -1: witness.min_count */
+	int via;          /* PVG_WITNESS_REQUIRE_* (any, eager launches only, graph replays only) */
 };
+enum { PVG_WITNESS_REQUIRE_ANY = 0, PVG_WITNESS_REQUIRE_EAGER, PVG_WITNESS_REQUIRE_GRAPH };
 
 /* One extension the change may touch (artifacts[], or the single form build.artifact +
  * install.* + code_object.require_kernels, which is a list of one). */
@@ -76,6 +78,7 @@ struct pvg_config {
 		long min_count; /* default 1 */
 		char *api;      /* "cuda" or "hsa"; NULL: from arch */
 		char *library;  /* libprovgate-witness.so to start the service with; NULL: installed */
+		long answer_ms; /* how long gate 7 waits for the live processes' answers (2000) */
 	} witness;
 	struct {
 		struct pvg_strv inputs; /* dataset and prompt files, hashed into the report */

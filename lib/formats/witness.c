@@ -5,7 +5,9 @@
 
 #include "formats/witness.h"
 
-_Static_assert(sizeof(struct pvg_witness_header) == 288, "witness header layout");
+_Static_assert(sizeof(struct pvg_witness_header) == 336, "witness header layout");
+_Static_assert(offsetof(struct pvg_witness_header, answered) == PVG_WITNESS_V1_HEADER_SIZE,
+	       "version 2 appends to version 1's header");
 _Static_assert(sizeof(struct pvg_witness_record) == 80, "witness record layout");
 
 uint64_t pvg_witness_fnv(uint64_t h, const void *p, size_t n)
@@ -29,18 +31,19 @@ static uint64_t checksum(const uint8_t *buf, size_t len)
 
 int pvg_witness_seal(uint8_t *buf, size_t len)
 {
+	/* the sizes and the checksum are in version 1's part: seals either version */
 	struct pvg_witness_header h;
-	if (len < sizeof(h))
+	if (len < PVG_WITNESS_V1_HEADER_SIZE)
 		return -EINVAL;
-	memcpy(&h, buf, sizeof(h));
+	memcpy(&h, buf, PVG_WITNESS_V1_HEADER_SIZE);
 	uint64_t want = (uint64_t)h.header_size + (uint64_t)h.n_records * h.record_size +
 			h.strings_size;
-	if (want != len)
+	if (want != len || h.header_size < PVG_WITNESS_V1_HEADER_SIZE)
 		return -EINVAL;
-	h.checksum = 0;
-	memcpy(buf, &h, sizeof(h));
-	h.checksum = checksum(buf, len);
-	memcpy(buf, &h, sizeof(h));
+	const size_t at = offsetof(struct pvg_witness_header, checksum);
+	memset(buf + at, 0, sizeof(h.checksum));
+	uint64_t sum = checksum(buf, len);
+	memcpy(buf + at, &sum, sizeof(sum));
 	return 0;
 }
 
@@ -92,14 +95,19 @@ enum pvg_witness_error pvg_witness_parse(const uint8_t *buf, size_t len,
 	}
 	if (memcmp(buf, PVG_WITNESS_MAGIC, 8) != 0)
 		return PVG_WITNESS_E_MAGIC;
-	if (len < sizeof(*h))
+	if (len < PVG_WITNESS_V1_HEADER_SIZE)
 		return PVG_WITNESS_E_SHORT;
-	memcpy(h, buf, sizeof(*h));
-	if (h->version != PVG_WITNESS_VERSION) {
+	memset(h, 0, sizeof(*h));
+	memcpy(h, buf, PVG_WITNESS_V1_HEADER_SIZE);
+	if (h->version != 1 && h->version != PVG_WITNESS_VERSION) {
 		*at = offsetof(struct pvg_witness_header, version);
 		return h->version > PVG_WITNESS_VERSION ? PVG_WITNESS_E_VERSION : PVG_WITNESS_E_LAYOUT;
 	}
-	if (h->header_size < sizeof(*h) || h->header_size > 4096 ||
+	/* version 1 ends where version 2's fields begin; they stay 0 */
+	size_t min_header = h->version == 1 ? PVG_WITNESS_V1_HEADER_SIZE : sizeof(*h);
+	if (h->version > 1 && len >= sizeof(*h))
+		memcpy(h, buf, sizeof(*h));
+	if (h->header_size < min_header || h->header_size > 4096 ||
 	    h->record_size < sizeof(struct pvg_witness_record) || h->record_size > 1024 ||
 	    h->n_records > PVG_WITNESS_MAX_RECORDS || h->strings_size > PVG_WITNESS_MAX_STRINGS) {
 		*at = offsetof(struct pvg_witness_header, header_size);

@@ -19,10 +19,17 @@
 #include <stdint.h>
 
 #define PVG_WITNESS_MAGIC "PVGWITN1"
-#define PVG_WITNESS_VERSION 1u
+/* 2: the header grew (answered, the graph replay counters); a reader takes version 1 too,
+ * with those fields 0 */
+#define PVG_WITNESS_VERSION 2u
+#define PVG_WITNESS_V1_HEADER_SIZE 288u
 #define PVG_WITNESS_SUFFIX ".pvgw"
 /* environment of the service: the folder to write to */
 #define PVG_WITNESS_DIR_ENV "PROVGATE_WITNESS_DIR"
+/* A request to write now: a file of this name plus 16 hex digits (the requester's token,
+ * CLOCK_BOOTTIME nanoseconds when it asked) made in the witness folder. Each writer answers
+ * by writing its file with header.answered set to the largest token it has seen. */
+#define PVG_WITNESS_REQUEST_PREFIX ".pvgw-request-"
 
 /* Bounds the writer keeps and the reader enforces. */
 #define PVG_WITNESS_MAX_RECORDS 4096u       /* distinct kernel x grid x block entries */
@@ -40,13 +47,26 @@ enum pvg_witness_api {
 #define PVG_WITNESS_F_FINAL 0x1u      /* written at exit: the process is gone or going */
 #define PVG_WITNESS_F_RECORDING 0x2u  /* the launch hooks are installed */
 #define PVG_WITNESS_F_TABLE_FULL 0x4u /* launches were seen that no record could hold */
+#define PVG_WITNESS_F_GRAPH_TABLE_FULL 0x8u /* a graph exec or its kernels found no room:
+					       * its replays are counted as opaque */
 
 /* what made a record */
 enum pvg_witness_via {
 	PVG_WITNESS_VIA_DRIVER = 1,      /* cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel */
 	PVG_WITNESS_VIA_RUNTIME = 2,     /* cudaLaunchKernel* with no driver launch inside it */
 	PVG_WITNESS_VIA_HSA_PACKET = 3,  /* an AQL kernel-dispatch packet */
+	PVG_WITNESS_VIA_GRAPH = 4,       /* a kernel node of a CUDA graph exec, run by cuGraphLaunch:
+					  * count = replays x the exec's nodes with this key */
 };
+/* why graph execs were opaque (graph_opaque_why) */
+#define PVG_WITNESS_OPAQUE_UNREAD 0x1u   /* its nodes could not be read (a query failed) */
+#define PVG_WITNESS_OPAQUE_UPDATE 0x2u   /* an update could not be followed */
+#define PVG_WITNESS_OPAQUE_CHANGED 0x4u  /* CUPTI said a node changed outside the calls followed */
+#define PVG_WITNESS_OPAQUE_FULL 0x8u     /* no room in the exec or kernel tables */
+#define PVG_WITNESS_OPAQUE_UNKNOWN 0x10u /* launched, but never seen instantiated */
+
+/* eager: launched one by one (every via but GRAPH); graph: inside a graph replay */
+#define PVG_WITNESS_VIA_IS_GRAPH(v) ((v) == PVG_WITNESS_VIA_GRAPH)
 
 /* record flags */
 #define PVG_WITNESS_R_NAME_CUT 0x1u     /* the name was longer than PVG_WITNESS_MAX_NAME */
@@ -70,12 +90,24 @@ struct pvg_witness_header {
 	uint64_t written_ns;   /* CLOCK_REALTIME of this write */
 	uint64_t launches;     /* every launch seen, recorded or not */
 	uint64_t launches_dropped; /* launches of entries that found no free record */
-	uint64_t graph_launches;   /* cuGraphLaunch / cudaGraphLaunch calls (kernels not itemized) */
+	uint64_t graph_launches;   /* cuGraphLaunch / cudaGraphLaunch calls that ran (not captured) */
 	uint64_t nested_driver;    /* runtime launches whose driver launch was seen inside them */
 	uint64_t captured;         /* launches into a stream being captured into a graph: not run */
 	uint64_t checksum;
 	char boot_id[40];      /* /proc/sys/kernel/random/boot_id, NUL-terminated */
 	char note[128];        /* how it records ("cuda: libcupti.so.13") or why not */
+	/* version 2 */
+	uint64_t answered;     /* the largest request token this writer had seen when it took the
+				* table for this write (0: none); see PVG_WITNESS_REQUEST_PREFIX */
+	uint64_t graph_replays_itemized; /* graph launches whose kernels are in the VIA_GRAPH records */
+	uint64_t graph_replays_opaque;   /* graph launches of an exec whose kernels are not known
+					  * (not read, unreadable, an update not followed) */
+	uint64_t graph_replays_partial;  /* of the itemized, launches of an exec with kernels that
+					  * may run but are not counted (conditional bodies, a
+					  * device-launchable exec, nesting too deep) */
+	uint64_t graph_kernel_launches;  /* the sum of the VIA_GRAPH records' counts */
+	uint32_t graph_execs;            /* graph execs whose kernels were read */
+	uint32_t graph_opaque_why;       /* PVG_WITNESS_OPAQUE_*: why execs became opaque */
 };
 
 struct pvg_witness_record {

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The witness folder and the process facts its attribution needs (see witness.h). */
 #include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <time.h>
 
 #include "sys/witness.h"
 
@@ -117,4 +121,80 @@ int pvg_proc_getenv(const char *procfs, pid_t pid, const char *name, char **valu
 		i += el + 1;
 	}
 	return -ENOENT;
+}
+
+int pvg_witness_request(const char *dir, uint64_t *token, char **path)
+{
+	*path = NULL;
+	struct timespec ts;
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return -errno;
+	uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	for (int tries = 0; tries < 16; tries++, t++) {
+		char *p = pvg_asprintf("%s/%s%016" PRIx64, dir, PVG_WITNESS_REQUEST_PREFIX, t);
+		int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd >= 0) {
+			close(fd);
+			*token = t;
+			*path = p;
+			return 0;
+		}
+		int e = errno;
+		free(p);
+		if (e != EEXIST)
+			return -e;
+	}
+	return -EEXIST;
+}
+
+void pvg_witness_dir_wait(const char *dir, int *watch, long ms)
+{
+	if (*watch == -1) {
+		int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+		if (fd >= 0 && inotify_add_watch(fd, dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+			close(fd);
+			fd = -1;
+		}
+		*watch = fd >= 0 ? fd : -2;
+	}
+	if (ms <= 0)
+		return;
+	if (*watch < 0) {
+		long nap = ms < 20 ? ms : 20;
+		struct timespec ts = { nap / 1000, (nap % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+		return;
+	}
+	struct pollfd pf = { .fd = *watch, .events = POLLIN };
+	if (poll(&pf, 1, (int)(ms > 60000 ? 60000 : ms)) > 0) {
+		char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+		while (read(*watch, buf, sizeof(buf)) > 0)
+			;
+	}
+}
+
+void pvg_witness_watch_close(int *watch)
+{
+	if (*watch >= 0)
+		close(*watch);
+	*watch = -1;
+}
+
+bool pvg_witness_proc_alive(const char *procfs, pid_t pid, uint64_t start_ticks)
+{
+	_cleanup_free_ char *path = pvg_asprintf("%s/%d/stat", procfs, (int)pid);
+	_cleanup_free_ char *s = NULL;
+	if (pvg_read_file(path, 4096, &s, NULL) < 0)
+		return false;
+	/* after the last ')': state (field 3), then field 22 is the 20th */
+	char *p = strrchr(s, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return false;
+	p += 2;
+	for (int field = 3; p && field < 22; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return p && strtoull(p, NULL, 10) == start_ticks;
 }

@@ -33,6 +33,18 @@ int pvg_witness_dir_read(const char *dir, bool (*keep)(void *, const struct pvg_
 			 void *opaque, struct pvg_witness_dir *out);
 void pvg_witness_dir_clear(struct pvg_witness_dir *d);
 
+/* A request for a fresh witness (PVG_WITNESS_REQUEST_PREFIX): a new empty file in dir named
+ * with *token (CLOCK_BOOTTIME nanoseconds now). *path allocated. 0 or -errno. */
+int pvg_witness_request(const char *dir, uint64_t *token, char **path);
+/* Waits up to ms for a file to be created in or renamed into dir. *watch: -1 at first (the
+ * first call with ms 0 sets the watch up, before a request is made, so that no answer is
+ * missed); a folder that cannot be watched is waited on by sleeping min(ms, 20). Close with
+ * pvg_witness_watch_close. */
+void pvg_witness_dir_wait(const char *dir, int *watch, long ms);
+void pvg_witness_watch_close(int *watch);
+/* Is the process pid, started at start_ticks, still there (not a zombie)? */
+bool pvg_witness_proc_alive(const char *procfs, pid_t pid, uint64_t start_ticks);
+
 /* procfs/sys/kernel/random/boot_id without its newline. 0 or -errno. */
 int pvg_boot_id(const char *procfs, char out[40]);
 /* The value of name in procfs/PID/environ (*value allocated), -ENOENT when not set, -EACCES

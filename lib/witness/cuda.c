@@ -11,13 +11,27 @@
  * set between a runtime callback's entry and exit; a driver launch seen inside it is the one
  * recorded (it has the CUfunction and exact dims), and the runtime exit records the launch
  * only when no driver launch was seen inside it.
- * Only launches that returned success are counted. Graph launches are counted in the header
- * (graph_launches): CUPTI's callback for cuGraphLaunch names the graph, not its kernels.
+ * Only launches that returned success are counted.
  * A launch into a stream that is being captured into a graph runs nothing: while any capture
  * is open (cu/cudaStreamBeginCapture seen, its end not yet), the launch's stream is asked
  * (cuStreamIsCapturing) and a captured launch is counted in the header only (captured).
+ *
+ * Graphs: when an exec is instantiated (the exit of cuGraphInstantiate*, or CUPTI's resource
+ * callback GRAPHEXEC_CREATED when it comes from elsewhere), the graph's nodes are read with
+ * the driver's queries: kernel nodes (function, grid, block, name by cuFuncGetName or
+ * cuKernelGetName), child graphs recursively; the list goes to the writer (witness.h), and
+ * each cuGraphLaunch that ran counts one replay of the exec. Updates are followed:
+ * cuGraphExecUpdate reads the new graph, cuGraphExecKernelNodeSetParams and
+ * cuGraphExecNodeSetParams change one node, cuGraphExecChildGraphNodeSetParams a child graph,
+ * cuGraphNodeSetEnabled a node's state. What cannot be followed makes the exec opaque (its
+ * replays are counted, its kernels not), never a guess: a node query that fails, a
+ * per-node update naming a node not in the list, an update of an exec with disabled nodes,
+ * CUPTI saying an exec's node changed outside these calls. Conditional nodes (their bodies
+ * run 0..n times), device-launchable execs (launched from the GPU, unseen) and nesting
+ * deeper than GRAPH_MAX_DEPTH are flagged partial.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +139,483 @@ static void capture_event(int kind, const CUpti_CallbackData *cb)
 		atomic_fetch_sub(&captures_open, 1);
 }
 
+/* ---- graphs ------------------------------------------------------------------------------------ */
+
+#define GRAPH_MAX_DEPTH 8
+#define GRAPH_MAX_NODES (1u << 18) /* of one exec, child graphs included */
+
+static CUresult (*p_graph_get_nodes)(CUgraph, CUgraphNode *, size_t *);
+static CUresult (*p_node_get_type)(CUgraphNode, CUgraphNodeType *);
+static CUresult (*p_kernel_node_get_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+static CUresult (*p_child_graph_get)(CUgraphNode, CUgraph *);
+static CUresult (*p_func_get_name)(const char **, CUfunction);
+static CUresult (*p_kernel_get_name)(const char **, CUkernel);
+static CUresult (*p_exec_get_flags)(CUgraphExec, cuuint64_t *);
+
+static __thread int in_graph_call; /* inside an instantiate or update this file handles */
+
+struct klist {
+	struct pvg_graph_kernel *v;
+	size_t n, cap;
+	uint32_t flags; /* PVG_GRAPH_PARTIAL */
+};
+
+static int klist_add(struct klist *l, const struct pvg_graph_kernel *k)
+{
+	if (l->n == GRAPH_MAX_NODES)
+		return -ENOSPC;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct pvg_graph_kernel *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = *k;
+	return 0;
+}
+
+/* A kernel's name from its function (or, for a node that holds a CUkernel, the kernel). */
+static const char *kernel_name(CUfunction f, CUkernel kern)
+{
+	const char *name = NULL;
+	if (f && p_func_get_name && p_func_get_name(&name, f) == CUDA_SUCCESS)
+		return name;
+	if (!f && kern && p_kernel_get_name && p_kernel_get_name(&name, kern) == CUDA_SUCCESS)
+		return name;
+	return NULL;
+}
+
+/* One kernel node's entry from its parameters (v2 and v3 share these fields). The name
+ * pointer is the driver's: it is copied by pvg_witness_graph_set before the call returns. */
+static void kernel_entry(struct pvg_graph_kernel *k, uint64_t node, uint64_t parent,
+			 CUfunction func, CUkernel kern, const unsigned g[3], const unsigned b[3])
+{
+	memset(k, 0, sizeof(*k));
+	k->node = node;
+	k->parent = parent;
+	k->handle = func ? (uint64_t)(uintptr_t)func : (uint64_t)(uintptr_t)kern;
+	memcpy(k->grid, g, sizeof(k->grid));
+	memcpy(k->block, b, sizeof(k->block));
+	k->name = kernel_name(func, kern);
+}
+
+#define KPARAMS_DIMS(p, g, b)                                                                    \
+	const unsigned g[3] = { (p)->gridDimX, (p)->gridDimY, (p)->gridDimZ },                   \
+		       b[3] = { (p)->blockDimX, (p)->blockDimY, (p)->blockDimZ }
+
+/* The kernels of graph g and of its child graphs, depth first, appended to l. 0 or <0: a
+ * query failed or the driver lacks one (the exec is then opaque). */
+static int read_graph(CUgraph g, uint64_t parent, int depth, struct klist *l)
+{
+	if (!p_graph_get_nodes || !p_node_get_type || !p_kernel_node_get_params)
+		return -ENOSYS;
+	size_t n = 0;
+	if (p_graph_get_nodes(g, NULL, &n) != CUDA_SUCCESS)
+		return -EIO;
+	if (n > GRAPH_MAX_NODES)
+		return -ENOSPC;
+	CUgraphNode *nodes = n ? malloc(n * sizeof(*nodes)) : NULL;
+	if (n && !nodes)
+		return -ENOMEM;
+	int r = 0;
+	if (n && p_graph_get_nodes(g, nodes, &n) != CUDA_SUCCESS)
+		r = -EIO;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		CUgraphNodeType type;
+		if (p_node_get_type(nodes[i], &type) != CUDA_SUCCESS) {
+			r = -EIO;
+			break;
+		}
+		uint64_t node = (uint64_t)(uintptr_t)nodes[i];
+		struct pvg_graph_kernel k;
+		if (type == CU_GRAPH_NODE_TYPE_KERNEL) {
+			CUDA_KERNEL_NODE_PARAMS p;
+			memset(&p, 0, sizeof(p));
+			if (p_kernel_node_get_params(nodes[i], &p) != CUDA_SUCCESS || (!p.func && !p.kern)) {
+				r = -EIO;
+				break;
+			}
+			KPARAMS_DIMS(&p, gd, bd);
+			kernel_entry(&k, node, parent, p.func, p.kern, gd, bd);
+			r = klist_add(l, &k);
+		} else if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
+			CUgraph child = NULL;
+			if (!p_child_graph_get || p_child_graph_get(nodes[i], &child) != CUDA_SUCCESS) {
+				r = -EIO;
+				break;
+			}
+			memset(&k, 0, sizeof(k));
+			k.node = node;
+			k.parent = parent;
+			k.flags = PVG_GRAPH_K_CHILD;
+			r = klist_add(l, &k);
+			if (r == 0 && depth + 1 >= GRAPH_MAX_DEPTH)
+				l->flags |= PVG_GRAPH_PARTIAL;
+			else if (r == 0)
+				r = read_graph(child, node, depth + 1, l);
+		} else if (type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+			/* its body runs 0..n times a replay, decided on the GPU */
+			l->flags |= PVG_GRAPH_PARTIAL;
+		}
+		/* memcpy, memset, host, empty, event, semaphore, memory and mem-op nodes run no
+		 * kernel of the service's */
+	}
+	free(nodes);
+	return r;
+}
+
+static void exec_read(CUgraphExec exec, CUgraph g, unsigned long long inst_flags)
+{
+	uint64_t e = (uint64_t)(uintptr_t)exec;
+	struct klist l = { 0 };
+	cuuint64_t f = inst_flags;
+	if (!f && p_exec_get_flags)
+		p_exec_get_flags(exec, &f);
+	if (f & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
+		l.flags |= PVG_GRAPH_PARTIAL; /* it may be launched from the GPU, unseen */
+	if (read_graph(g, 0, 0, &l) == 0)
+		pvg_witness_graph_set(e, l.v, l.n, l.flags);
+	else
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UNREAD);
+	free(l.v);
+}
+
+/* Is k under the child-graph node c (at any depth)? */
+static int under(const struct pvg_graph_kernel *v, size_t n, size_t i, uint64_t c)
+{
+	for (int depth = 0; v[i].parent && depth <= GRAPH_MAX_DEPTH; depth++) {
+		if (v[i].parent == c)
+			return 1;
+		size_t j = 0;
+		while (j < n && !(v[j].node == v[i].parent && (v[j].flags & PVG_GRAPH_K_CHILD)))
+			j++;
+		if (j == n)
+			return 0;
+		i = j;
+	}
+	return 0;
+}
+
+/* exec's child-graph node c now runs graph g: its old kernels out, g's in. */
+static void exec_set_child(uint64_t e, uint64_t c, CUgraph g)
+{
+	size_t n;
+	uint32_t flags;
+	struct pvg_graph_kernel *v = pvg_witness_graph_get(e, &n, &flags);
+	if (!v) {
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
+		return;
+	}
+	struct klist l = { .flags = flags };
+	size_t at = n;
+	int depth = 0, r = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].node == c && (v[i].flags & PVG_GRAPH_K_CHILD))
+			at = i;
+	if (at == n) {
+		r = -ENOENT;
+	} else {
+		for (uint64_t p = v[at].parent; p && depth < GRAPH_MAX_DEPTH; depth++) {
+			size_t j = 0;
+			while (j < n && v[j].node != p)
+				j++;
+			p = j < n ? v[j].parent : 0;
+		}
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (under(v, n, i, c))
+			continue;
+		r = klist_add(&l, &v[i]);
+		if (r < 0 || i != at)
+			continue;
+		if (depth + 1 >= GRAPH_MAX_DEPTH)
+			l.flags |= PVG_GRAPH_PARTIAL;
+		else
+			r = read_graph(g, c, depth + 1, &l);
+	}
+	if (r == 0)
+		pvg_witness_graph_set(e, l.v, l.n, l.flags);
+	else
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
+	free(l.v);
+	free(v);
+}
+
+/* exec's kernel node now launches func/kern with these dims. */
+static void exec_set_kernel(uint64_t e, uint64_t node, CUfunction func, CUkernel kern,
+			    const unsigned g[3], const unsigned b[3])
+{
+	size_t n;
+	uint32_t flags;
+	struct pvg_graph_kernel *v = pvg_witness_graph_get(e, &n, &flags);
+	size_t hits = 0;
+	for (size_t i = 0; v && i < n; i++) {
+		if (v[i].node != node || (v[i].flags & PVG_GRAPH_K_CHILD))
+			continue;
+		uint32_t keep = v[i].flags & PVG_GRAPH_K_DISABLED;
+		kernel_entry(&v[i], node, v[i].parent, func, kern, g, b);
+		v[i].flags |= keep;
+		hits++;
+	}
+	if (hits && (func || kern))
+		pvg_witness_graph_set(e, v, n, flags);
+	else
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
+	free(v);
+}
+
+/* exec's node enabled or disabled (kernel, memset and memcpy nodes take it): a node not in
+ * the list (memcpy, memset) changes nothing; a child-graph node is not one the driver takes,
+ * and is not guessed at. */
+static void exec_set_enabled(uint64_t e, uint64_t node, unsigned on)
+{
+	size_t n;
+	uint32_t flags;
+	struct pvg_graph_kernel *v = pvg_witness_graph_get(e, &n, &flags);
+	if (!v)
+		return; /* unknown or opaque already */
+	size_t hits = 0, child = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].node != node)
+			continue;
+		if (v[i].flags & PVG_GRAPH_K_CHILD) {
+			child++;
+			continue;
+		}
+		v[i].flags = on ? v[i].flags & ~PVG_GRAPH_K_DISABLED : v[i].flags | PVG_GRAPH_K_DISABLED;
+		hits++;
+	}
+	if (child)
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
+	else if (hits)
+		pvg_witness_graph_set(e, v, n, flags);
+	free(v);
+}
+
+/* cuGraphExecUpdate: exec now runs g's parameters. The enabled state of a node is kept by
+ * the exec, paired with g's nodes in a way this file does not know: with a disabled node
+ * the exec becomes opaque. */
+static void exec_update(uint64_t e, CUgraph g)
+{
+	size_t n;
+	uint32_t flags;
+	struct pvg_graph_kernel *v = pvg_witness_graph_get(e, &n, &flags);
+	int disabled = 0;
+	for (size_t i = 0; v && i < n; i++)
+		disabled |= (v[i].flags & PVG_GRAPH_K_DISABLED) != 0;
+	free(v);
+	if (disabled) {
+		pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
+		return;
+	}
+	exec_read((CUgraphExec)(uintptr_t)e, g, 0);
+}
+
+static const CUpti_CallbackId driver_graph_ids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecChildGraphNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy,
+	/* changes of nodes that run no kernel: seen so that CUPTI's resource callback for
+	 * them is known to be one of these */
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemcpyNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecMemsetNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecHostNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecEventRecordNodeSetEvent,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecEventWaitNodeSetEvent,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecExternalSemaphoresSignalNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecExternalSemaphoresWaitNodeSetParams,
+	CUPTI_DRIVER_TRACE_CBID_cuGraphExecBatchMemOpNodeSetParams,
+};
+
+static const CUpti_CallbackId resource_graph_ids[] = {
+	CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+	CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+	CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED,
+	CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS,
+};
+
+/* 1: cbid is one of the graph calls above (handled here) */
+static int on_driver_graph(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	if (!IN_IDS(cbid, driver_graph_ids))
+		return 0;
+	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy) {
+		if (cb->callbackSite == CUPTI_API_ENTER)
+			pvg_witness_graph_drop((uint64_t)(uintptr_t)((const cuGraphExecDestroy_params *)
+								      cb->functionParams)->hGraphExec);
+		return 1;
+	}
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		in_graph_call++;
+		return 1;
+	}
+	in_graph_call--;
+	if (cb->functionReturnValue && *(const CUresult *)cb->functionReturnValue != CUDA_SUCCESS)
+		return 1; /* nothing changed */
+	const void *a = cb->functionParams;
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate: {
+		const cuGraphInstantiate_params *p = a;
+		exec_read(*p->phGraphExec, p->hGraph, 0);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2: {
+		const cuGraphInstantiate_v2_params *p = a;
+		exec_read(*p->phGraphExec, p->hGraph, 0);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: {
+		const cuGraphInstantiateWithFlags_params *p = a;
+		exec_read(*p->phGraphExec, p->hGraph, p->flags);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams: {
+		const cuGraphInstantiateWithParams_params *p = a;
+		exec_read(*p->phGraphExec, p->hGraph, p->instantiateParams ? p->instantiateParams->flags : 0);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+		const cuGraphInstantiateWithParams_ptsz_params *p = a;
+		exec_read(*p->phGraphExec, p->hGraph, p->instantiateParams ? p->instantiateParams->flags : 0);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate: {
+		const cuGraphExecUpdate_params *p = a;
+		exec_update((uint64_t)(uintptr_t)p->hGraphExec, p->hGraph);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2: {
+		const cuGraphExecUpdate_v2_params *p = a;
+		exec_update((uint64_t)(uintptr_t)p->hGraphExec, p->hGraph);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams: {
+		const cuGraphExecKernelNodeSetParams_params *p = a;
+		if (!p->nodeParams) {
+			pvg_witness_graph_opaque((uint64_t)(uintptr_t)p->hGraphExec, PVG_WITNESS_OPAQUE_UPDATE);
+			break;
+		}
+		KPARAMS_DIMS(p->nodeParams, gd, bd);
+		exec_set_kernel((uint64_t)(uintptr_t)p->hGraphExec, (uint64_t)(uintptr_t)p->hNode,
+				p->nodeParams->func, NULL, gd, bd);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecKernelNodeSetParams_v2: {
+		const cuGraphExecKernelNodeSetParams_v2_params *p = a;
+		if (!p->nodeParams) {
+			pvg_witness_graph_opaque((uint64_t)(uintptr_t)p->hGraphExec, PVG_WITNESS_OPAQUE_UPDATE);
+			break;
+		}
+		KPARAMS_DIMS(p->nodeParams, gd, bd);
+		exec_set_kernel((uint64_t)(uintptr_t)p->hGraphExec, (uint64_t)(uintptr_t)p->hNode,
+				p->nodeParams->func, p->nodeParams->kern, gd, bd);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecNodeSetParams: {
+		const cuGraphExecNodeSetParams_params *p = a;
+		uint64_t e = (uint64_t)(uintptr_t)p->hGraphExec, node = (uint64_t)(uintptr_t)p->hNode;
+		if (!p->nodeParams) {
+			pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
+		} else if (p->nodeParams->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+			const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->nodeParams->kernel;
+			KPARAMS_DIMS(k, gd, bd);
+			exec_set_kernel(e, node, k->func, k->kern, gd, bd);
+		} else if (p->nodeParams->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+			exec_set_child(e, node, p->nodeParams->graph.graph);
+		} else {
+			/* another node type: a kernel or child node of the list changed into it
+			 * cannot be (types do not change); anything else runs no kernel */
+			size_t n;
+			uint32_t flags;
+			struct pvg_graph_kernel *v = pvg_witness_graph_get(e, &n, &flags);
+			for (size_t i = 0; v && i < n; i++)
+				if (v[i].node == node) {
+					pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_UPDATE);
+					break;
+				}
+			free(v);
+		}
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphExecChildGraphNodeSetParams: {
+		const cuGraphExecChildGraphNodeSetParams_params *p = a;
+		exec_set_child((uint64_t)(uintptr_t)p->hGraphExec, (uint64_t)(uintptr_t)p->hNode,
+			       p->childGraph);
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphNodeSetEnabled: {
+		const cuGraphNodeSetEnabled_params *p = a;
+		exec_set_enabled((uint64_t)(uintptr_t)p->hGraphExec, (uint64_t)(uintptr_t)p->hNode,
+				 p->isEnabled);
+		break;
+	}
+	default:
+		break;
+	}
+	return 1;
+}
+
+static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
+{
+	const CUpti_GraphData *gd = rd ? rd->resourceDescriptor : NULL;
+	if (!gd || !gd->graphExec)
+		return;
+	uint64_t e = (uint64_t)(uintptr_t)gd->graphExec;
+	switch (cbid) {
+	case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+		/* inside a cuGraphInstantiate* seen here, its exit reads the graph (after the
+		 * driver is done with it); from anywhere else, now */
+		if (!in_graph_call && gd->graph)
+			exec_read(gd->graphExec, gd->graph, 0);
+		break;
+	case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
+		pvg_witness_graph_drop(e);
+		break;
+	case CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED:
+	case CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS:
+		/* an exec's node changed by a call this file does not follow */
+		if (!in_graph_call)
+			pvg_witness_graph_opaque(e, PVG_WITNESS_OPAQUE_CHANGED);
+		break;
+	default:
+		break;
+	}
+}
+
+static void graph_launch(CUgraphExec exec, CUstream stream)
+{
+	/* launched into a stream being captured: it becomes a node of that graph, run when
+	 * that graph is (and read when it is instantiated) */
+	if (captured(stream))
+		return;
+	pvg_witness_graph_replay((uint64_t)(uintptr_t)exec);
+}
+
+static void open_graph_queries(void *cuda)
+{
+#define SYM(p, name) p = (__typeof__(p))dlsym(cuda, name)
+	SYM(p_graph_get_nodes, "cuGraphGetNodes");
+	SYM(p_node_get_type, "cuGraphNodeGetType");
+	SYM(p_kernel_node_get_params, "cuGraphKernelNodeGetParams_v2");
+	SYM(p_child_graph_get, "cuGraphChildGraphNodeGetGraph");
+	SYM(p_func_get_name, "cuFuncGetName");
+	SYM(p_kernel_get_name, "cuKernelGetName");
+	SYM(p_exec_get_flags, "cuGraphExecGetFlags");
+#undef SYM
+}
+
 static void record(uint64_t handle, const unsigned grid[3], const unsigned block[3],
 		   uint32_t via, const char *name, int host_stub)
 {
@@ -146,6 +637,8 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		capture_event(ck, cb);
 		return;
 	}
+	if (on_driver_graph(cbid, cb))
+		return;
 	if (cb->callbackSite != CUPTI_API_EXIT)
 		return;
 	if (cb->functionReturnValue && *(const CUresult *)cb->functionReturnValue != CUDA_SUCCESS)
@@ -186,13 +679,16 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	}
 #endif
 	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
 		if (in_runtime) {
 			runtime_saw_driver = 1;
 			pvg_witness_nested_driver();
 		}
-		pvg_witness_graph_launch();
+		/* the two params structs have the same layout */
+		const cuGraphLaunch_params *p = cb->functionParams;
+		graph_launch(p->hGraph, p->hStream);
 		return;
+	}
 	default:
 		return;
 	}
@@ -225,7 +721,8 @@ static void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	    *(const cudaError_t *)cb->functionReturnValue != cudaSuccess)
 		return;
 	if (graph) {
-		pvg_witness_graph_launch();
+		const cudaGraphLaunch_v10000_params *p = cb->functionParams;
+		graph_launch((CUgraphExec)p->graphExec, (CUstream)p->stream);
 		return;
 	}
 	const void *func;
@@ -281,6 +778,8 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 		on_driver(cbid, data);
 	else if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
 		on_runtime(cbid, data);
+	else if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+		on_resource(cbid, data);
 }
 
 static const CUpti_CallbackId driver_ids[] = {
@@ -338,7 +837,7 @@ static void *open_cupti(char *which, size_t size)
 
 /* Enables (1) or disables (0) the callbacks the witness uses: the driver domain's launch and
  * capture calls, and the runtime domain's when asked. Returns how many could not be set. */
-static unsigned set_callbacks(uint32_t on, int runtime)
+static unsigned set_callbacks(uint32_t on, int runtime, int graphs)
 {
 	const struct {
 		CUpti_CallbackDomain domain;
@@ -349,6 +848,8 @@ static unsigned set_callbacks(uint32_t on, int runtime)
 		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_ids),
 		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_capture_begin),
 		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_capture_end),
+		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_graph_ids),
+		SET(CUPTI_CB_DOMAIN_RESOURCE, resource_graph_ids),
 		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids),
 		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_capture_begin),
 		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_capture_end),
@@ -357,6 +858,8 @@ static unsigned set_callbacks(uint32_t on, int runtime)
 	unsigned failed = 0;
 	for (size_t k = 0; k < sizeof(sets) / sizeof(sets[0]); k++) {
 		if (sets[k].domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
+			continue;
+		if (!graphs && (sets[k].ids == driver_graph_ids || sets[k].ids == resource_graph_ids))
 			continue;
 		for (size_t i = 0; i < sets[k].n; i++)
 			failed += p_enable(on, subscriber, sets[k].domain, sets[k].ids[i]) != CUPTI_SUCCESS;
@@ -370,6 +873,8 @@ static int runtime_enabled;
 /* Only in libprovgate-witness-bench.so (never installed), for tests/gpu/witness/run-overhead.sh,
  * which times one process with and without the witness:
  *    1  the callbacks on (subscribing again first, after a detach)
+ *    2  the launch and capture callbacks on, the graph ones (instantiate, update, resource)
+ *       off: what was enabled before graphs were read
  *    0  the callbacks off, CUPTI still attached
  *   -1  CUPTI detached from the process (unsubscribe, cuptiFinalize): as if never loaded
  * Call it with no CUDA work in flight (after a synchronize). The installed library has no way
@@ -392,7 +897,16 @@ PVG_WITNESS_EXPORT int pvg_witness_bench_callbacks(int on)
 	}
 	if (!subscriber && (on == 0 || p_subscribe(&subscriber, bench_callback, NULL) != CUPTI_SUCCESS))
 		return on == 0 ? 0 : -1;
-	return set_callbacks(on ? 1 : 0, runtime_enabled) ? -1 : 0;
+	if (on == 2) /* the launch callbacks alone, as before graphs were read */
+		return set_callbacks(0, runtime_enabled, 1) || set_callbacks(1, runtime_enabled, 0) ? -1 : 0;
+	return set_callbacks(on ? 1 : 0, runtime_enabled, 1) ? -1 : 0;
+}
+
+/* 1: each cuGraphLaunch counts a replay of its exec (the installed library); 0: it is
+ * counted in the header only, as before graphs were read. Returns the previous setting. */
+PVG_WITNESS_EXPORT int pvg_witness_bench_replay(int on)
+{
+	return atomic_exchange(&pvg_witness_bench_replay_counting, on ? 1 : 0);
 }
 #endif
 
@@ -418,9 +932,11 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 		return 1;
 	}
 	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	if (cuda)
+	if (cuda) {
 		p_is_capturing = (CUresult(*)(CUstream, CUstreamCaptureStatus *))dlsym(
 			cuda, "cuStreamIsCapturing");
+		open_graph_queries(cuda);
+	}
 	CUptiResult r = p_subscribe(&subscriber, on_callback, NULL);
 	if (r != CUPTI_SUCCESS) {
 		const char *s = NULL;
@@ -443,7 +959,7 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 	p_finalize = (CUptiResult(*)(void))dlsym(h, "cuptiFinalize");
 	bench_callback = on_callback;
 #endif
-	unsigned failed = set_callbacks(1, runtime);
+	unsigned failed = set_callbacks(1, runtime, 1);
 	snprintf(note, sizeof(note), "cuda: %.60s%s%s", which, runtime ? ", runtime and driver API" : "",
 		 failed ? " (some launch callbacks could not be enabled)" : "");
 	pvg_witness_set_api(PVG_WITNESS_API_CUDA, note, 1);

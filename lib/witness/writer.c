@@ -10,11 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,7 +47,7 @@ static struct {
 	_Atomic uint32_t used; /* slots claimed */
 	char names[PVG_WITNESS_MAX_STRINGS];
 	_Atomic uint32_t names_used;
-	_Atomic uint64_t launches, dropped, graph_launches, nested_driver, captured;
+	_Atomic uint64_t launches, dropped, graph_launches, nested_driver, captured, graph_opaque;
 	_Atomic uint32_t flags;
 	_Atomic uint32_t api;
 	char note[128];
@@ -53,15 +56,19 @@ static struct {
 	int written_once;
 	pthread_mutex_t write_lock;
 	pthread_mutex_t wake_lock;
-	pthread_cond_t wake;
 	int stop;
 	pthread_t thread;
 	int thread_started;
 	long interval_ms;
+	/* requests (PVG_WITNESS_REQUEST_PREFIX): the largest token seen, the helper thread's
+	 * watch of the folder (-1: none, the folder is scanned instead) and its wake-up */
+	uint64_t answered;
+	int inotify_fd, wake_fd;
 } W = {
+	.inotify_fd = -1,
+	.wake_fd = -1,
 	.write_lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake_lock = PTHREAD_MUTEX_INITIALIZER,
-	.wake = PTHREAD_COND_INITIALIZER,
 };
 
 uint64_t pvg_witness_now_ns(void)
@@ -202,12 +209,251 @@ void pvg_witness_record(const struct pvg_launch *l)
 	atomic_fetch_or_explicit(&W.flags, PVG_WITNESS_F_TABLE_FULL, memory_order_relaxed);
 }
 
-void pvg_witness_graph_launch(void)
+/* ---- CUDA graph execs (see witness.h) ---------------------------------------------------------- */
+
+#define GEXEC_SLOTS 16384u          /* exec handles; half of them at most are used */
+#define GRAPH_MAX_KERNELS (1u << 20) /* list entries kept over every version */
+#define GV_OPAQUE 0x100u
+
+struct gversion {
+	_Atomic uint64_t replays, first_ns, last_ns;
+	uint64_t exec;
+	uint32_t n, flags; /* PVG_GRAPH_* | GV_OPAQUE */
+	struct pvg_graph_kernel *k; /* names point into the intern table */
+	struct gversion *next;      /* every version, newest first */
+};
+
+struct gexec_slot {
+	_Atomic uint64_t key;
+	_Atomic(struct gversion *) cur;
+};
+
+/* a kernel name, copied once and kept (with its demangled form, once the writer made it) */
+struct gname {
+	uint64_t hash;
+	uint32_t len;
+	int demangled_done;
+	char *dem;
+	struct gname *next;
+	char s[];
+};
+
+static struct {
+	pthread_mutex_t lock; /* setting, dropping, reading lists; the launch path takes none */
+	struct gexec_slot slots[GEXEC_SLOTS];
+	uint32_t used;
+	_Atomic(struct gversion *) versions;
+	size_t kernels; /* entries over every version */
+	struct gname *names[1024];
+	_Atomic uint32_t full; /* a table was full: PVG_WITNESS_F_GRAPH_TABLE_FULL */
+	_Atomic uint32_t why;  /* PVG_WITNESS_OPAQUE_* */
+} G = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct gexec_slot *gexec_find(uint64_t exec)
 {
-	if (W.active) {
-		atomic_fetch_add_explicit(&W.graph_launches, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&W.launches, 1, memory_order_relaxed);
+	uint64_t h = mix(exec);
+	for (uint32_t i = 0; i < GEXEC_SLOTS; i++) {
+		struct gexec_slot *s = &G.slots[(h + i) & (GEXEC_SLOTS - 1)];
+		uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+		if (k == exec)
+			return s;
+		if (k == 0)
+			return NULL;
 	}
+	return NULL;
+}
+
+/* under G.lock */
+static struct gexec_slot *gexec_claim(uint64_t exec)
+{
+	struct gexec_slot *s = gexec_find(exec);
+	if (s || exec == 0)
+		return s;
+	if (G.used >= GEXEC_SLOTS / 2)
+		return NULL;
+	uint64_t h = mix(exec);
+	for (uint32_t i = 0; i < GEXEC_SLOTS; i++) {
+		s = &G.slots[(h + i) & (GEXEC_SLOTS - 1)];
+		if (atomic_load_explicit(&s->key, memory_order_relaxed) == 0) {
+			atomic_store_explicit(&s->cur, NULL, memory_order_relaxed);
+			atomic_store_explicit(&s->key, exec, memory_order_release);
+			G.used++;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/* under G.lock */
+static const char *gname_intern(const char *name)
+{
+	if (!name || !name[0])
+		return NULL;
+	size_t n = strnlen(name, PVG_WITNESS_MAX_NAME);
+	uint64_t h = mix(pvg_witness_fnv(PVG_FNV_INIT, name, n));
+	struct gname **b = &G.names[h % (sizeof(G.names) / sizeof(G.names[0]))];
+	for (struct gname *g = *b; g; g = g->next)
+		if (g->hash == h && g->len == n && memcmp(g->s, name, n) == 0)
+			return g->s;
+	struct gname *g = calloc(1, sizeof(*g) + n + 1);
+	if (!g)
+		return NULL;
+	g->hash = h;
+	g->len = (uint32_t)n;
+	memcpy(g->s, name, n);
+	g->next = *b;
+	*b = g;
+	return g->s;
+}
+
+static struct gname *gname_of(const char *s)
+{
+	return s ? (struct gname *)(s - offsetof(struct gname, s)) : NULL;
+}
+
+/* under G.lock: a new current version of exec (n == 0 and opaque: kernels unknown) */
+static int gversion_publish(uint64_t exec, const struct pvg_graph_kernel *k, size_t n,
+			    uint32_t flags)
+{
+	struct gexec_slot *s = gexec_claim(exec);
+	if (!s) {
+		atomic_store(&G.full, 1);
+		atomic_fetch_or(&G.why, PVG_WITNESS_OPAQUE_FULL);
+		return -ENOSPC;
+	}
+	if (!(flags & GV_OPAQUE) && G.kernels + n > GRAPH_MAX_KERNELS) {
+		atomic_store(&G.full, 1);
+		atomic_fetch_or(&G.why, PVG_WITNESS_OPAQUE_FULL);
+		flags = GV_OPAQUE;
+		n = 0;
+	}
+	struct gversion *v = calloc(1, sizeof(*v));
+	struct pvg_graph_kernel *copy = n ? calloc(n, sizeof(*copy)) : NULL;
+	if (!v || (n && !copy)) {
+		free(v);
+		free(copy);
+		atomic_store_explicit(&s->cur, NULL, memory_order_release);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		copy[i] = k[i];
+		copy[i].name = gname_intern(k[i].name);
+	}
+	v->exec = exec;
+	v->n = (uint32_t)n;
+	v->flags = flags;
+	v->k = copy;
+	G.kernels += n;
+	v->next = atomic_load_explicit(&G.versions, memory_order_relaxed);
+	atomic_store_explicit(&G.versions, v, memory_order_release);
+	atomic_store_explicit(&s->cur, v, memory_order_release);
+	return flags & GV_OPAQUE ? -ENOSPC : 0;
+}
+
+int pvg_witness_graph_set(uint64_t exec, const struct pvg_graph_kernel *k, size_t n,
+			  uint32_t flags)
+{
+	if (!W.active)
+		return 0;
+	pthread_mutex_lock(&G.lock);
+	int r = gversion_publish(exec, k, n, flags & PVG_GRAPH_PARTIAL);
+	pthread_mutex_unlock(&G.lock);
+	return r;
+}
+
+void pvg_witness_graph_opaque(uint64_t exec, uint32_t why)
+{
+	if (!W.active)
+		return;
+	atomic_fetch_or(&G.why, why);
+	pthread_mutex_lock(&G.lock);
+	gversion_publish(exec, NULL, 0, GV_OPAQUE);
+	pthread_mutex_unlock(&G.lock);
+}
+
+void pvg_witness_graph_drop(uint64_t exec)
+{
+	if (!W.active)
+		return;
+	pthread_mutex_lock(&G.lock);
+	struct gexec_slot *s = gexec_find(exec);
+	if (s)
+		atomic_store_explicit(&s->cur, NULL, memory_order_release);
+	pthread_mutex_unlock(&G.lock);
+}
+
+struct pvg_graph_kernel *pvg_witness_graph_get(uint64_t exec, size_t *n, uint32_t *flags)
+{
+	*n = 0;
+	*flags = 0;
+	pthread_mutex_lock(&G.lock);
+	struct gexec_slot *s = gexec_find(exec);
+	struct gversion *v = s ? atomic_load_explicit(&s->cur, memory_order_acquire) : NULL;
+	struct pvg_graph_kernel *copy = NULL;
+	if (v && !(v->flags & GV_OPAQUE)) {
+		copy = malloc((v->n ? v->n : 1) * sizeof(*copy));
+		if (copy) {
+			memcpy(copy, v->k, v->n * sizeof(*copy));
+			*n = v->n;
+			*flags = v->flags & PVG_GRAPH_PARTIAL;
+		}
+	}
+	pthread_mutex_unlock(&G.lock);
+	return copy;
+}
+
+static void count_replay(struct gversion *v, uint64_t now)
+{
+	atomic_fetch_add_explicit(&v->replays, 1, memory_order_relaxed);
+	uint64_t first = atomic_load_explicit(&v->first_ns, memory_order_relaxed);
+	if (first == 0)
+		atomic_compare_exchange_strong_explicit(&v->first_ns, &first, now, memory_order_relaxed,
+							memory_order_relaxed);
+	uint64_t last = atomic_load_explicit(&v->last_ns, memory_order_relaxed);
+	while (last < now && !atomic_compare_exchange_weak_explicit(&v->last_ns, &last, now,
+								    memory_order_relaxed,
+								    memory_order_relaxed))
+		;
+}
+
+#ifdef PVG_WITNESS_BENCH
+/* libprovgate-witness-bench.so only: 0 counts a graph launch in the header alone, as the
+ * witness did before it read graphs (tests/gpu/witness: the cost of replay counting) */
+_Atomic int pvg_witness_bench_replay_counting = 1;
+#endif
+
+void pvg_witness_graph_replay(uint64_t exec)
+{
+	if (!W.active)
+		return;
+	atomic_fetch_add_explicit(&W.graph_launches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&W.launches, 1, memory_order_relaxed);
+#ifdef PVG_WITNESS_BENCH
+	if (!atomic_load_explicit(&pvg_witness_bench_replay_counting, memory_order_relaxed))
+		return;
+#endif
+	struct gexec_slot *s = gexec_find(exec);
+	struct gversion *v = s ? atomic_load_explicit(&s->cur, memory_order_acquire) : NULL;
+	if (!v || (v->flags & GV_OPAQUE)) {
+		atomic_fetch_add_explicit(&W.graph_opaque, 1, memory_order_relaxed);
+		if (!v)
+			atomic_fetch_or_explicit(&G.why, PVG_WITNESS_OPAQUE_UNKNOWN, memory_order_relaxed);
+		return;
+	}
+	count_replay(v, pvg_witness_now_ns());
+}
+
+/* A forked child starts with no execs (the parent's are not its own). The versions of the
+ * parent stay allocated and unreachable: the child never counts them. */
+static void graph_reset_after_fork(void)
+{
+	pthread_mutex_init(&G.lock, NULL);
+	memset(G.slots, 0, sizeof(G.slots));
+	G.used = 0;
+	atomic_store(&G.versions, NULL);
+	G.kernels = 0;
+	atomic_store(&G.full, 0);
+	atomic_store(&G.why, 0);
 }
 
 void pvg_witness_nested_driver(void)
@@ -342,10 +588,179 @@ static void demangle_slot(struct slot *s)
 	free(mangled);
 }
 
+/* The file's string area, grown as needed up to PVG_WITNESS_MAX_STRINGS. */
+struct strbuf {
+	char *p;
+	size_t n, cap;
+};
+
+/* Appends len bytes of p (0 length when they do not fit); *off, *out_len: where they are. */
+static void str_put(struct strbuf *b, const char *p, uint32_t len, uint32_t *off, uint32_t *out_len)
+{
+	*off = (uint32_t)b->n;
+	*out_len = 0;
+	if (!len || !p)
+		return;
+	if (b->n + len > b->cap && b->n + len <= PVG_WITNESS_MAX_STRINGS) {
+		size_t cap = 2 * b->cap < PVG_WITNESS_MAX_STRINGS ? 2 * b->cap : PVG_WITNESS_MAX_STRINGS;
+		if (cap < b->n + len)
+			cap = b->n + len;
+		char *grown = realloc(b->p, cap);
+		if (grown) {
+			b->p = grown;
+			b->cap = cap;
+		}
+	}
+	if (b->n + len <= b->cap) {
+		memcpy(b->p + b->n, p, len);
+		b->n += len;
+		*out_len = len;
+	}
+}
+
+/* The demangled form of an interned graph kernel name, made once. */
+static const char *gname_demangled(struct gname *g)
+{
+	if (g->demangled_done)
+		return g->dem;
+	find_demangler();
+	if (!demangle_fn)
+		return NULL;
+	g->demangled_done = 1;
+	if (g->len < 2 || memcmp(g->s, "_Z", 2) != 0)
+		return NULL;
+	int status = -1;
+	char *d = demangle_fn(g->s, NULL, NULL, &status);
+	if (status == 0 && d)
+		g->dem = d;
+	else
+		free(d);
+	return g->dem;
+}
+
+/* One record per kernel x grid x block over every graph version's kernel list: count the
+ * sum of the versions' replays (once per node with that key). */
+struct gagg {
+	uint64_t handle;
+	uint32_t grid[3], block[3];
+	const char *name;
+	uint64_t count, first_ns, last_ns;
+	int used;
+};
+
+struct graph_totals {
+	uint64_t itemized, partial, kernel_launches, dropped;
+	uint32_t execs, records_lost;
+};
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* Adds the graph records to recs[*n..room); under G.lock (the lists and the names). */
+static void graph_records(struct pvg_witness_record *recs, uint32_t *n, uint32_t room,
+			  struct strbuf *str, struct graph_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	const size_t cap = 2 * PVG_WITNESS_MAX_RECORDS;
+	struct gagg *agg = NULL;
+	size_t distinct = 0;
+	for (struct gversion *v = atomic_load_explicit(&G.versions, memory_order_acquire); v;
+	     v = v->next) {
+		if (v->flags & GV_OPAQUE)
+			continue;
+		t->execs++;
+		uint64_t replays = atomic_load_explicit(&v->replays, memory_order_relaxed);
+		if (!replays)
+			continue;
+		t->itemized = sat_add(t->itemized, replays);
+		if (v->flags & PVG_GRAPH_PARTIAL)
+			t->partial = sat_add(t->partial, replays);
+		uint64_t first = atomic_load_explicit(&v->first_ns, memory_order_relaxed);
+		uint64_t last = atomic_load_explicit(&v->last_ns, memory_order_relaxed);
+		if (last < first)
+			last = first;
+		for (uint32_t i = 0; i < v->n; i++) {
+			const struct pvg_graph_kernel *k = &v->k[i];
+			if (k->flags & (PVG_GRAPH_K_CHILD | PVG_GRAPH_K_DISABLED))
+				continue;
+			t->kernel_launches = sat_add(t->kernel_launches, replays);
+			if (!agg && !(agg = calloc(cap, sizeof(*agg)))) {
+				t->dropped = sat_add(t->dropped, replays);
+				continue;
+			}
+			uint64_t h = mix(k->handle);
+			for (int d = 0; d < 3; d++)
+				h = mix(h ^ ((uint64_t)k->grid[d] << 32 | k->block[d]));
+			struct gagg *a = NULL;
+			for (size_t j = 0; j < cap; j++) {
+				struct gagg *c = &agg[(h + j) % cap];
+				if (!c->used) {
+					if (distinct >= PVG_WITNESS_MAX_RECORDS)
+						break;
+					c->used = 1;
+					c->handle = k->handle;
+					memcpy(c->grid, k->grid, sizeof(c->grid));
+					memcpy(c->block, k->block, sizeof(c->block));
+					c->name = k->name;
+					c->first_ns = first;
+					distinct++;
+					a = c;
+					break;
+				}
+				if (c->handle == k->handle && !memcmp(c->grid, k->grid, sizeof(c->grid)) &&
+				    !memcmp(c->block, k->block, sizeof(c->block))) {
+					a = c;
+					break;
+				}
+			}
+			if (!a) {
+				t->dropped = sat_add(t->dropped, replays);
+				continue;
+			}
+			a->count = sat_add(a->count, replays);
+			if (first < a->first_ns)
+				a->first_ns = first;
+			if (last > a->last_ns)
+				a->last_ns = last;
+		}
+	}
+	for (size_t j = 0; agg && j < cap; j++) {
+		struct gagg *a = &agg[j];
+		if (!a->used)
+			continue;
+		if (*n >= room) {
+			t->records_lost++;
+			t->dropped = sat_add(t->dropped, a->count);
+			continue;
+		}
+		struct pvg_witness_record *r = &recs[(*n)++];
+		memset(r, 0, sizeof(*r));
+		struct gname *g = gname_of(a->name);
+		if (g) {
+			str_put(str, g->s, g->len, &r->name_off, &r->name_len);
+			const char *d = gname_demangled(g);
+			size_t dl = d ? strnlen(d, PVG_WITNESS_MAX_NAME) : 0;
+			str_put(str, d, (uint32_t)dl, &r->demangled_off, &r->demangled_len);
+		} else {
+			r->flags |= PVG_WITNESS_R_NO_NAME;
+		}
+		memcpy(r->grid, a->grid, sizeof(r->grid));
+		memcpy(r->block, a->block, sizeof(r->block));
+		r->via = PVG_WITNESS_VIA_GRAPH;
+		r->count = a->count;
+		r->first_ns = a->first_ns;
+		r->last_ns = a->last_ns;
+		if (r->count == UINT64_MAX)
+			r->flags |= PVG_WITNESS_R_COUNT_SATURATED;
+	}
+	free(agg);
+}
+
 static int write_file(int final)
 {
 	uint32_t n = 0;
-	size_t strings = 0;
 	/* the image: header, records, then each record's strings copied in order */
 	size_t cap = sizeof(struct pvg_witness_header) +
 		     (size_t)PVG_WITNESS_MAX_RECORDS * sizeof(struct pvg_witness_record);
@@ -354,14 +769,18 @@ static int write_file(int final)
 		return -ENOMEM;
 	struct pvg_witness_record *recs =
 		(struct pvg_witness_record *)(buf + sizeof(struct pvg_witness_header));
-	/* strings go to a second buffer, grown as needed: every record's strings are distinct
-	 * pieces of the name area, so they never pass its size */
-	size_t str_cap = 64 << 10;
-	char *str = malloc(str_cap);
-	if (!str) {
+	/* every record's strings are distinct pieces of the name areas, so they never pass
+	 * PVG_WITNESS_MAX_STRINGS */
+	struct strbuf str = { .cap = 64 << 10 };
+	str.p = malloc(str.cap);
+	if (!str.p) {
 		free(buf);
 		return -ENOMEM;
 	}
+	/* what the table holds from here on is in this write: answered is set before */
+	struct pvg_witness_header h = W.id;
+	h.answered = W.answered;
+	atomic_thread_fence(memory_order_seq_cst);
 	for (uint32_t i = 0; i < SLOTS && n < PVG_WITNESS_MAX_RECORDS; i++) {
 		struct slot *s = &W.slots[i];
 		if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_READY)
@@ -370,30 +789,9 @@ static int write_file(int final)
 			demangle_slot(s);
 		struct pvg_witness_record *r = &recs[n];
 		memset(r, 0, sizeof(*r));
-		const uint32_t lens[3] = { s->name_len, s->dem_len, s->module_len };
-		const uint32_t offs[3] = { s->name_off, s->dem_off, s->module_off };
-		uint32_t *dst_off[3] = { &r->name_off, &r->demangled_off, &r->module_off };
-		uint32_t *dst_len[3] = { &r->name_len, &r->demangled_len, &r->module_len };
-		for (int k = 0; k < 3; k++) {
-			*dst_off[k] = (uint32_t)strings;
-			if (lens[k] && strings + lens[k] > str_cap &&
-			    strings + lens[k] <= PVG_WITNESS_MAX_STRINGS) {
-				size_t cap = 2 * str_cap < PVG_WITNESS_MAX_STRINGS ? 2 * str_cap
-										: PVG_WITNESS_MAX_STRINGS;
-				if (cap < strings + lens[k])
-					cap = strings + lens[k];
-				char *grown = realloc(str, cap);
-				if (grown) {
-					str = grown;
-					str_cap = cap;
-				}
-			}
-			if (lens[k] && strings + lens[k] <= str_cap) {
-				memcpy(str + strings, W.names + offs[k], lens[k]);
-				strings += lens[k];
-				*dst_len[k] = lens[k];
-			}
-		}
+		str_put(&str, W.names + s->name_off, s->name_len, &r->name_off, &r->name_len);
+		str_put(&str, W.names + s->dem_off, s->dem_len, &r->demangled_off, &r->demangled_len);
+		str_put(&str, W.names + s->module_off, s->module_len, &r->module_off, &r->module_len);
 		memcpy(r->grid, s->grid, sizeof(r->grid));
 		memcpy(r->block, s->block, sizeof(r->block));
 		r->via = s->via;
@@ -407,33 +805,50 @@ static int write_file(int final)
 			r->flags |= PVG_WITNESS_R_COUNT_SATURATED;
 		n++;
 	}
-	struct pvg_witness_header h = W.id;
+	/* the opaque replays are read before the lists: a replay counted in neither is one that
+	 * came after this write's table */
+	uint64_t opaque = atomic_load(&W.graph_opaque);
+	struct graph_totals gt;
+	pthread_mutex_lock(&G.lock);
+	graph_records(recs, &n, PVG_WITNESS_MAX_RECORDS, &str, &gt);
+	pthread_mutex_unlock(&G.lock);
 	memcpy(h.magic, PVG_WITNESS_MAGIC, 8);
 	h.version = PVG_WITNESS_VERSION;
 	h.header_size = sizeof(h);
 	h.record_size = sizeof(struct pvg_witness_record);
 	h.n_records = n;
-	h.strings_size = (uint32_t)strings;
+	h.strings_size = (uint32_t)str.n;
 	h.api = atomic_load(&W.api);
 	h.flags = atomic_load(&W.flags) | (final ? PVG_WITNESS_F_FINAL : 0);
+	if (gt.dropped)
+		h.flags |= PVG_WITNESS_F_TABLE_FULL;
+	if (atomic_load(&G.full))
+		h.flags |= PVG_WITNESS_F_GRAPH_TABLE_FULL;
 	h.written_ns = pvg_witness_now_ns();
 	h.launches = atomic_load(&W.launches);
-	h.launches_dropped = atomic_load(&W.dropped);
+	h.launches_dropped = sat_add(atomic_load(&W.dropped), gt.dropped);
 	h.graph_launches = atomic_load(&W.graph_launches);
 	h.nested_driver = atomic_load(&W.nested_driver);
 	h.captured = atomic_load(&W.captured);
+	h.graph_replays_itemized = gt.itemized;
+	h.graph_replays_opaque = opaque;
+	h.graph_replays_partial = gt.partial;
+	h.graph_kernel_launches = gt.kernel_launches;
+	h.graph_execs = gt.execs;
+	h.graph_opaque_why = atomic_load(&G.why);
 	snprintf(h.note, sizeof(h.note), "%s", W.note);
 	memcpy(buf, &h, sizeof(h));
 	size_t head = sizeof(h) + (size_t)n * sizeof(struct pvg_witness_record);
-	uint8_t *img = realloc(buf, head + strings);
+	uint8_t *img = realloc(buf, head + str.n);
 	if (!img) {
 		free(buf);
-		free(str);
+		free(str.p);
 		return -ENOMEM;
 	}
-	memcpy(img + head, str, strings);
-	free(str);
-	int r = pvg_witness_seal(img, head + strings);
+	memcpy(img + head, str.p, str.n);
+	size_t total = head + str.n;
+	free(str.p);
+	int r = pvg_witness_seal(img, total);
 
 	char tmp[sizeof(W.dir) + sizeof(W.file) + 8];
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", W.dir, W.file);
@@ -441,7 +856,7 @@ static int write_file(int final)
 	if (fd < 0) {
 		r = r < 0 ? r : -errno;
 	} else {
-		size_t done = 0, len = head + strings;
+		size_t done = 0, len = total;
 		while (done < len) {
 			ssize_t w = write(fd, img + done, len - done);
 			if (w < 0 && errno == EINTR)
@@ -477,38 +892,152 @@ int pvg_witness_flush(void)
 	return r;
 }
 
+/* ---- requests: a checker asks for a write now ------------------------------------------------ */
+
+/* The token of a request file's name, 0 when it is not one. */
+static uint64_t request_token(const char *name)
+{
+	const size_t pl = sizeof(PVG_WITNESS_REQUEST_PREFIX) - 1;
+	if (strncmp(name, PVG_WITNESS_REQUEST_PREFIX, pl) != 0 || strlen(name + pl) != 16)
+		return 0;
+	uint64_t t = 0;
+	for (const char *p = name + pl; *p; p++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		if (d < 0)
+			return 0;
+		t = t << 4 | (uint64_t)d;
+	}
+	return t;
+}
+
+/* The largest token of the folder's request files (a folder whose changes inotify does not
+ * see, or a request made while the watch was being set up). */
+static uint64_t scan_requests(void)
+{
+	uint64_t best = 0;
+	DIR *d = opendir(W.dir);
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		uint64_t t = request_token(de->d_name);
+		if (t > best)
+			best = t;
+	}
+	closedir(d);
+	return best;
+}
+
+/* Drains the watch; the largest token among the request files it names. */
+static uint64_t read_watch(void)
+{
+	uint64_t best = 0;
+	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	for (;;) {
+		ssize_t len = read(W.inotify_fd, ev, sizeof(ev));
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len <= 0)
+			break;
+		for (char *p = ev; p < ev + len;) {
+			const struct inotify_event *e = (const struct inotify_event *)p;
+			if (e->mask & IN_Q_OVERFLOW) {
+				uint64_t t = scan_requests();
+				best = t > best ? t : best;
+			} else if (e->len) {
+				uint64_t t = request_token(e->name);
+				best = t > best ? t : best;
+			}
+			p += sizeof(*e) + e->len;
+		}
+	}
+	return best;
+}
+
+static void open_watch(void)
+{
+	W.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	W.inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (W.inotify_fd >= 0 && inotify_add_watch(W.inotify_fd, W.dir, IN_CREATE | IN_MOVED_TO) < 0) {
+		close(W.inotify_fd);
+		W.inotify_fd = -1;
+	}
+}
+
+static void close_watch(void)
+{
+	if (W.inotify_fd >= 0)
+		close(W.inotify_fd);
+	if (W.wake_fd >= 0)
+		close(W.wake_fd);
+	W.inotify_fd = W.wake_fd = -1;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Without a watch the folder is scanned this often for requests. */
+#define REQUEST_POLL_MS 20
+
+/* The helper thread: writes the file every interval when something changed, and at once for
+ * a request newer than the last one answered. It waits on the folder's watch (inotify), else
+ * scans the folder every REQUEST_POLL_MS; the launch path is never involved. */
 static void *flusher(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&W.wake_lock);
-	while (!W.stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += W.interval_ms / 1000;
-		ts.tv_nsec += (W.interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
+	uint64_t next_tick = mono_ms() + (uint64_t)W.interval_ms;
+	for (;;) {
+		uint64_t now = mono_ms();
+		long wait = next_tick > now ? (long)(next_tick - now) : 0;
+		if (W.inotify_fd < 0 && wait > REQUEST_POLL_MS)
+			wait = REQUEST_POLL_MS;
+		struct pollfd pf[2] = { { .fd = W.wake_fd, .events = POLLIN },
+					{ .fd = W.inotify_fd, .events = POLLIN } };
+		int nfds = W.inotify_fd >= 0 ? 2 : 1;
+		if (W.wake_fd < 0) {
+			struct timespec ts = { wait / 1000, (wait % 1000) * 1000000L };
+			nanosleep(&ts, NULL);
+		} else {
+			poll(pf, (nfds_t)nfds, (int)wait);
 		}
-		pthread_cond_timedwait(&W.wake, &W.wake_lock, &ts);
-		if (W.stop)
-			break;
+		pthread_mutex_lock(&W.wake_lock);
+		int stop = W.stop;
 		pthread_mutex_unlock(&W.wake_lock);
+		if (stop)
+			break;
+		uint64_t token = 0;
+		if (W.inotify_fd >= 0 && (pf[1].revents & POLLIN))
+			token = read_watch();
+		now = mono_ms();
+		int tick = now >= next_tick;
+		if (tick)
+			next_tick = now + (uint64_t)W.interval_ms;
+		if (tick || W.inotify_fd < 0) {
+			uint64_t t = scan_requests();
+			token = t > token ? t : token;
+		}
 		pthread_mutex_lock(&W.write_lock);
-		if (!W.written_once || atomic_load(&W.launches) != W.written_launches) {
+		int asked = token > W.answered;
+		if (asked)
+			W.answered = token;
+		if (asked || (tick && (!W.written_once || atomic_load(&W.launches) != W.written_launches))) {
+			uint64_t launches = atomic_load(&W.launches);
 			write_file(0);
-			W.written_launches = atomic_load(&W.launches);
+			W.written_launches = launches;
 			W.written_once = 1;
 		}
 		pthread_mutex_unlock(&W.write_lock);
-		pthread_mutex_lock(&W.wake_lock);
 	}
-	pthread_mutex_unlock(&W.wake_lock);
 	return NULL;
 }
 
 static void start_thread(void)
 {
+	open_watch();
 	sigset_t all, old;
 	sigfillset(&all);
 	/* the helper takes no signal meant for the service */
@@ -526,11 +1055,15 @@ static void at_exit(void)
 	if (W.thread_started) {
 		pthread_mutex_lock(&W.wake_lock);
 		W.stop = 1;
-		pthread_cond_signal(&W.wake);
 		pthread_mutex_unlock(&W.wake_lock);
+		uint64_t one = 1;
+		if (W.wake_fd >= 0 && write(W.wake_fd, &one, sizeof(one)) < 0) {
+			/* the thread still sees stop at its next wake-up (at most an interval) */
+		}
 		pthread_join(W.thread, NULL);
 		W.thread_started = 0;
 	}
+	close_watch();
 	pthread_mutex_lock(&W.write_lock);
 	write_file(1);
 	W.active = 0;
@@ -553,7 +1086,9 @@ static void after_fork_child(void)
 		return;
 	pthread_mutex_init(&W.write_lock, NULL);
 	pthread_mutex_init(&W.wake_lock, NULL);
-	pthread_cond_init(&W.wake, NULL);
+	/* the parent's watch and wake-up are the parent's: this process makes its own */
+	close_watch();
+	graph_reset_after_fork();
 	memset(W.slots, 0, sizeof(W.slots));
 	atomic_store(&W.used, 0);
 	atomic_store(&W.names_used, 0);
@@ -562,6 +1097,8 @@ static void after_fork_child(void)
 	atomic_store(&W.graph_launches, 0);
 	atomic_store(&W.nested_driver, 0);
 	atomic_store(&W.captured, 0);
+	atomic_store(&W.graph_opaque, 0);
+	W.answered = 0;
 	atomic_fetch_and(&W.flags, ~PVG_WITNESS_F_TABLE_FULL);
 	read_identity(&W.id);
 	name_file();

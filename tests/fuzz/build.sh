@@ -72,7 +72,7 @@ for a in sorted(glob.glob(sys.argv[2] + "/*/A.json"))[:1]:
     open(sys.argv[1], "wb").write(t + b"\0" + t)
 PY
 		;;
-		witness) cp "$src"/tests/gpu/results/*/*.pvgw "$fx"/bundle-gfx906.bin "$corpus/" ;;
+		witness) cp "$src"/tests/gpu/results/*/*.pvgw "$src"/tests/gpu/results/*/*/*.engine.pvgw "$fx"/bundle-gfx906.bin "$corpus/" ;;
 		markers) cp "$src"/tests/fixtures/markers/*.log "$corpus/" 2>/dev/null ||
 			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log" ;;
 		esac

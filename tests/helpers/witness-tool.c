@@ -9,11 +9,18 @@
  *                                      exported pvg_witness_record, flush, then sleep S
  *                                      seconds (default 0; SIGTERM ends the wait) and exit
  *                                      (the exit handler writes the final file)
- *   witness-tool restamp IN DIR PID NSPID LEVELS TICKS BOOT
+ *   witness-tool restamp IN DIR PID NSPID LEVELS TICKS BOOT [ANSWERED [FLAGS]]
  *                                      a recorded file with another writer's identity (pid,
- *                                      NSpid, levels, start ticks, boot id), resealed, written
+ *                                      NSpid, levels, start ticks, boot id), as a version 2
+ *                                      file that has answered requests up to ANSWERED (default
+ *                                      every request: 0xffffffffffffffff; 0: none; v1: keep
+ *                                      it a version 1 file, which cannot answer), header
+ *                                      flags FLAGS (default: kept; 1 final, 2 recording; a version 1
+ *                                      file's graph launches become opaque replays), resealed, written
  *                                      to DIR under the name the library would give it;
  *                                      prints the path
+ *   witness-tool request DIR           makes a request file in DIR as gate 7 does (prints its
+ *                                      name)
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "formats/witness.h"
@@ -72,6 +80,14 @@ static int dump(const char *path)
 	       (unsigned long long)h->launches_dropped, (unsigned long long)h->graph_launches,
 	       (unsigned long long)h->nested_driver, (unsigned long long)h->captured, h->n_records,
 	       h->note);
+	if (h->version >= 2)
+		printf("graphs itemized=%llu opaque=%llu partial=%llu kernel_launches=%llu execs=%u "
+		       "opaque_why=0x%x answered=%llu\n",
+		       (unsigned long long)h->graph_replays_itemized,
+		       (unsigned long long)h->graph_replays_opaque,
+		       (unsigned long long)h->graph_replays_partial,
+		       (unsigned long long)h->graph_kernel_launches, h->graph_execs,
+		       h->graph_opaque_why, (unsigned long long)h->answered);
 	for (size_t i = 0; i < f.n; i++) {
 		const struct pvg_witness_entry *x = &f.entries[i];
 		printf("record");
@@ -136,40 +152,89 @@ static int drive(const char *lib, const char *dir, long n, long sleep_s)
 	return r < 0 ? 1 : 0;
 }
 
-static int restamp(char **a)
+static int restamp(char **a, int n)
 {
 	FILE *f = fopen(a[0], "rb");
 	if (!f)
 		return 2;
-	static uint8_t buf[PVG_WITNESS_MAX_FILE];
-	size_t n = fread(buf, 1, sizeof(buf), f);
+	static uint8_t buf[PVG_WITNESS_MAX_FILE], out[PVG_WITNESS_MAX_FILE + 4096];
+	size_t len = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
-	struct pvg_witness_header h;
-	if (n < sizeof(h))
+	struct pvg_witness_file wf = { .entries = entries };
+	if (pvg_witness_parse(buf, len, &wf, NULL) != PVG_WITNESS_OK)
 		return 2;
-	memcpy(&h, buf, sizeof(h));
+	/* the records and strings as they were, after a version 2 header */
+	struct pvg_witness_header old, h = wf.h;
+	memcpy(&old, buf, PVG_WITNESS_V1_HEADER_SIZE);
+	if (n > 7 && strcmp(a[7], "v1") == 0) {
+		if (old.version != 1)
+			return 2;
+		/* a version 1 file, as an older library wrote it */
+		old.pid = atoi(a[2]);
+		old.nspid = atoi(a[3]);
+		old.nspid_levels = (uint32_t)atoi(a[4]);
+		old.start_ticks = strtoull(a[5], NULL, 10);
+		snprintf(old.boot_id, sizeof(old.boot_id), "%.39s", a[6]);
+		if (n > 8)
+			old.flags = (uint32_t)strtoul(a[8], NULL, 0);
+		memcpy(buf, &old, PVG_WITNESS_V1_HEADER_SIZE);
+		memcpy(out, buf, len);
+		h = old;
+		if (pvg_witness_seal(out, len) < 0)
+			return 2;
+		goto write;
+	}
+	size_t body = len - old.header_size;
+	/* a version 1 writer itemized no graph replay */
+	if (wf.h.version < 2)
+		h.graph_replays_opaque = wf.h.graph_launches;
+	h.version = PVG_WITNESS_VERSION;
+	h.header_size = sizeof(h);
 	h.pid = atoi(a[2]);
 	h.nspid = atoi(a[3]);
 	h.nspid_levels = (uint32_t)atoi(a[4]);
 	h.start_ticks = strtoull(a[5], NULL, 10);
 	snprintf(h.boot_id, sizeof(h.boot_id), "%.39s", a[6]);
-	memcpy(buf, &h, sizeof(h));
-	if (pvg_witness_seal(buf, n) < 0)
+	h.answered = n > 7 ? strtoull(a[7], NULL, 0) : UINT64_MAX;
+	if (n > 8)
+		h.flags = (uint32_t)strtoul(a[8], NULL, 0);
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), buf + old.header_size, body);
+	len = sizeof(h) + body;
+	if (pvg_witness_seal(out, len) < 0)
 		return 2;
+write:;
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/witness-%d-%llu-%.8s%s", a[1], h.nspid,
 		 (unsigned long long)h.start_ticks, h.boot_id, PVG_WITNESS_SUFFIX);
 	f = fopen(path, "wb");
-	if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0)
+	if (!f || fwrite(out, 1, len, f) != len || fclose(f) != 0)
 		return 2;
 	printf("%s\n", path);
 	return 0;
 }
 
+static int request(const char *dir)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s%016llx", dir, PVG_WITNESS_REQUEST_PREFIX,
+		 (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 2;
+	close(fd);
+	printf("%s\n", strrchr(path, '/') + 1);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc == 9 && strcmp(argv[1], "restamp") == 0)
-		return restamp(argv + 2);
+	if (argc >= 9 && argc <= 11 && strcmp(argv[1], "restamp") == 0)
+		return restamp(argv + 2, argc - 2);
+	if (argc == 3 && strcmp(argv[1], "request") == 0)
+		return request(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "dump") == 0)
 		return dump(argv[2]);
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "drive") == 0)

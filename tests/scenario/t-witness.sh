@@ -79,23 +79,35 @@ test_demangled_pattern_matches() {
 	assert_eq "$status" pass "status ($codes)"
 }
 
-test_min_count_not_met_fails() {
+# The recorded file is version 1: its 2 graph launches (pvg_wit_scale 16x32 inside) are not
+# itemized, so a requirement they could meet is undecided, not failed.
+test_min_count_not_met_with_opaque_replays_is_unverifiable() {
 	start_service; stamp $svc $svc 1 $ticks
 	config '[{"kernel": "pvg_wit_scale", "grid": [8], "min_count": 3}]'
 	gate7
-	assert_eq "$status" fail
+	assert_eq "$status" unverifiable
 	assert_eq "$codes" dispatch-marker.witness-too-few
-	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" '2 launches seen by the witness, 3 required'
+	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" '2 launches seen by the witness, 3 required; graph replays whose kernels the witness could not itemize may hold it'
 	assert_eq "$rc" 1
+	# eager launches alone asked for: the replays cannot hold them, so it fails
+	config '[{"kernel": "pvg_wit_scale", "grid": [8], "min_count": 3, "via": "eager"}]'
+	gate7
+	assert_eq "$status" fail
+	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" '{pvg_wit_scale grid=8,1,1 via=eager}: 2 launches seen by the witness, 3 required'
 }
 
 test_grid_mismatch_fails() {
 	start_service; stamp $svc $svc 1 $ticks
-	config '[{"kernel": "pvg_wit_add", "grid": [7]}]'
+	config '[{"kernel": "pvg_wit_add", "grid": [7], "via": "eager"}]'
 	gate7
 	assert_eq "$status" fail
 	assert_eq "$codes" dispatch-marker.witness-grid-mismatch
 	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" 'pvg_wit_add(float*, float const*, int) ran 2 times with other dimensions'
+	# any launch kind: the opaque replays could hold it
+	config '[{"kernel": "pvg_wit_add", "grid": [7]}]'
+	gate7
+	assert_eq "$status" unverifiable
+	assert_eq "$codes" dispatch-marker.witness-grid-mismatch
 }
 
 test_forbidden_kernel_fails() {
@@ -103,8 +115,18 @@ test_forbidden_kernel_fails() {
 	config '[{"kernel": "pvg_wit_scale"}]' '["pvg_wit_plain"]'
 	gate7
 	assert_eq "$status" fail
-	assert_eq "$codes" dispatch-marker.witness-forbidden
-	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" 'launched pvg_wit_plain 1 time (e.g. grid=3,1,1 block=32,1,1)'
+	# the forbidden kernel was seen; that the opaque replays could hide more is said too
+	assert_eq "$codes" "dispatch-marker.witness-graph-opaque dispatch-marker.witness-forbidden"
+	assert_contains "$(jq -r '.gates[6].problems[1].message' report.json)" 'launched pvg_wit_plain 1 time (e.g. grid=3,1,1 block=32,1,1)'
+}
+
+test_forbid_with_opaque_replays_is_unverifiable() {
+	start_service; stamp $svc $svc 1 $ticks
+	config '[{"kernel": "pvg_wit_scale"}]' '["pvg_nowhere"]'
+	gate7
+	assert_eq "$status" unverifiable
+	assert_eq "$codes" dispatch-marker.witness-graph-opaque
+	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" '2 graph replays ran kernels the witness could not itemize'
 }
 
 test_earlier_process_with_same_pid_is_stale() {
@@ -238,7 +260,7 @@ test_markers_and_witness_together() {
 	printf 'DCU_KERNEL_DIAG selected=True shape=(8, 128)\n' >server.log
 	cat >provgate.json <<JSON
 { "markers": { "log": "server.log", "prefix": "DCU_KERNEL_DIAG", "require": [{"selected": "True"}] },
-  "witness": { "dir": "wdir", "require": [{"kernel": "pvg_wit_scale", "min_count": 9}] } }
+  "witness": { "dir": "wdir", "require": [{"kernel": "pvg_wit_scale", "min_count": 9, "via": "eager"}] } }
 JSON
 	gate7
 	# the markers pass (the log was created after the service started), the witness does not
@@ -303,12 +325,18 @@ JSON
 	assert_eq "$codes" dispatch-marker.witness-not-recording
 	assert_eq "$(jq -r '.gates[6].evidence.witness.live_files[0].pid' report.json)" "$svc"
 	assert_eq "$(jq -r '.gates[6].evidence.witness.live_files[0].nspid' report.json)" 1
-	# a file of this namespace's earlier pid 1 (another start) is not its witness
+	# it answered the gate's request from inside the namespace
+	assert_eq "$(jq -r '.gates[6].evidence.witness.live_files[0].fresh' report.json)" answered
+	# a file of this namespace's earlier pid 1 (another start) is not its witness; the live
+	# process, asked for a fresh witness, writes its own file again
 	"$TOOL" restamp "$f" wdir 1 1 1 $(( $(ticks_of $svc) - 7 )) "$BOOT" >/dev/null
 	mkdir other && mv "$f" other/
 	gate7
-	assert_eq "$codes" dispatch-marker.witness-stale
+	assert_eq "$codes" dispatch-marker.witness-not-recording
 	assert_eq "$(jq -r '.gates[6].evidence.witness.ignored_files.pid_reused' report.json)" 1
+	assert_eq "$(jq -r '.gates[6].evidence.witness.live_files | length' report.json)" 1
+	assert_eq "$(jq -r '.gates[6].evidence.witness.live_files[0].fresh' report.json)" answered
+	[ -f "$f" ] || fail "the live process did not write its file again"
 }
 
 # Which front ends this build has: the CUDA one needs CUDA's CUPTI headers (not a Debian

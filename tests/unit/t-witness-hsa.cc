@@ -259,6 +259,35 @@ void hsa_front_end_records_dispatches_by_kernel_name()
 		unnamed += (f.entries[i].flags & PVG_WITNESS_R_NO_NAME) != 0;
 	CHECK_INT(unnamed, 1);
 	free(fb);
+
+	// A hipGraph replay: ROCm's HIP (ROCm/clr hipamd/src/hip_graph_internal.hpp, FillCommands)
+	// turns each kernel node of the exec into the same command an eager launch makes, and
+	// its dependencies into barrier packets; the queue sees ordinary kernel-dispatch packets.
+	// Three replays of a graph of wvSplitK -> scale_add (a barrier-AND between them), as one
+	// batch per replay with the barrier bit set on the dependent dispatch: counted like eager
+	// launches (no packet says it came from a graph).
+	hsa_kernel_dispatch_packet_t g[3];
+	g[0] = dispatch(wv->kernel_object, 64, 80 * 64, 1);
+	memset(&g[1], 0, sizeof(g[1]));
+	g[1].header = HSA_PACKET_TYPE_BARRIER_AND << HSA_PACKET_HEADER_TYPE;
+	g[2] = dispatch(sa->kernel_object, 64, 64, 1);
+	g[2].header |= 1 << HSA_PACKET_HEADER_BARRIER;
+	for (int replay = 0; replay < 3; replay++) {
+		written_count = 0;
+		handler(g, 3, 6 + 3 * (uint64_t)replay, nullptr, writer);
+		CHECK_INT(written_count, 3);
+	}
+	CHECK_INT(pvg_witness_flush(), 0);
+	fb = nullptr;
+	CHECK(pvg_read_file(file, PVG_WITNESS_MAX_FILE, &fb, &fl) == 0);
+	CHECK_INT(pvg_witness_parse((const uint8_t *)fb, fl, &f, nullptr), PVG_WITNESS_OK);
+	CHECK_INT(f.h.launches, 11);
+	CHECK_INT(f.h.graph_launches, 0);
+	e = find(f, "wvSplitK");
+	CHECK(e && e->count == 6 && e->via == PVG_WITNESS_VIA_HSA_PACKET);
+	e = find(f, "_Z9scale_addILi4EEvPff");
+	CHECK(e && e->count == 4 && e->via == PVG_WITNESS_VIA_HSA_PACKET);
+	free(fb);
 	pvg_witness_stop();
 	unlink(file);
 	rmdir(dir);

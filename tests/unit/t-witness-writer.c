@@ -109,8 +109,130 @@ static void writer_counts_concurrent_launches_and_never_tears(void)
 	rmdir(dir);
 }
 
+#define REPLAYERS 4
+#define REPLAYS 50000
+#define EXEC 0xe1e1u
+
+static void *replayer(void *arg)
+{
+	(void)arg;
+	for (long i = 0; i < REPLAYS; i++)
+		pvg_witness_graph_replay(EXEC);
+	return NULL;
+}
+
+static const struct pvg_witness_entry *find_via(const struct pvg_witness_file *f, const char *name,
+						 uint32_t via)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->entries[i].via == via && f->entries[i].name.n == strlen(name) &&
+		    memcmp(f->entries[i].name.p, name, f->entries[i].name.n) == 0)
+			return &f->entries[i];
+	return NULL;
+}
+
+/* Replays counted from several threads while the exec's list is replaced and the file
+ * rewritten: every replay is counted once, in the list it found; a request is answered. */
+static void graph_replays_counted_while_lists_change(void)
+{
+	char gdir[] = "/tmp/pvg-witness-graphs.XXXXXX";
+	CHECK(mkdtemp(gdir) != NULL);
+	setenv("PROVGATE_WITNESS_INTERVAL_MS", "10", 1);
+	CHECK_INT(pvg_witness_start(gdir), 0);
+	pvg_witness_set_api(PVG_WITNESS_API_CUDA, "test", 1);
+	struct pvg_graph_kernel k[3] = {
+		{ .node = 1, .handle = 0xa, .grid = { 4, 1, 1 }, .block = { 64, 1, 1 }, .name = "_Z1av" },
+		{ .node = 2, .handle = 0xa, .grid = { 4, 1, 1 }, .block = { 64, 1, 1 }, .name = "_Z1av" },
+		{ .node = 3, .handle = 0xb, .grid = { 8, 1, 1 }, .block = { 32, 1, 1 }, .name = "_Z1bv" },
+	};
+	CHECK_INT(pvg_witness_graph_set(EXEC, k, 3, 0), 0);
+	pthread_t t[REPLAYERS];
+	for (long i = 0; i < REPLAYERS; i++)
+		pthread_create(&t[i], NULL, replayer, NULL);
+	/* node 3 now runs another kernel, a few times over; and a child graph marker is no kernel */
+	for (int u = 0; u < 20; u++) {
+		usleep(1000);
+		size_t n;
+		uint32_t flags;
+		struct pvg_graph_kernel *v = pvg_witness_graph_get(EXEC, &n, &flags);
+		CHECK(v && n == 3);
+		if (!v)
+			break;
+		v[2].handle = u % 2 ? 0xb : 0xc;
+		v[2].name = u % 2 ? "_Z1bv" : "_Z1cv";
+		CHECK_INT(pvg_witness_graph_set(EXEC, v, n, 0), 0);
+		free(v);
+	}
+	for (int i = 0; i < REPLAYERS; i++)
+		pthread_join(t[i], NULL);
+	/* then, with nothing running alongside: a list with d for node 3, replayed 7 times */
+	k[2].handle = 0xd;
+	k[2].name = "_Z1dv";
+	CHECK_INT(pvg_witness_graph_set(EXEC, k, 3, 0), 0);
+	for (int i = 0; i < 7; i++)
+		pvg_witness_graph_replay(EXEC);
+	/* an exec never seen instantiated: counted, not itemized */
+	pvg_witness_graph_replay(0xdead);
+
+	/* a request: answered by the helper thread with a file whose answered is the token */
+	char req[4300];
+	snprintf(req, sizeof(req), "%s/%s00000000deadbeef", gdir, PVG_WITNESS_REQUEST_PREFIX);
+	FILE *rf = fopen(req, "w");
+	CHECK(rf != NULL);
+	if (rf)
+		fclose(rf);
+	char gfile[4200] = "";
+	DIR *d = opendir(gdir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			snprintf(gfile, sizeof(gfile), "%s/%s", gdir, de->d_name);
+	if (d)
+		closedir(d);
+	struct pvg_witness_file f = { .entries = entries };
+	char *buf = NULL;
+	size_t len = 0;
+	int answered = 0;
+	for (int tries = 0; tries < 200 && !answered; tries++) {
+		free(buf);
+		buf = NULL;
+		if (pvg_read_file(gfile, PVG_WITNESS_MAX_FILE, &buf, &len) == 0 &&
+		    pvg_witness_parse((uint8_t *)buf, len, &f, NULL) == PVG_WITNESS_OK)
+			answered = f.h.answered == 0xdeadbeefu;
+		if (!answered)
+			usleep(10000);
+	}
+	CHECK(answered);
+	CHECK_INT(f.h.version, PVG_WITNESS_VERSION);
+	const uint64_t total = (uint64_t)REPLAYERS * REPLAYS + 7;
+	CHECK_INT(f.h.graph_launches, total + 1);
+	CHECK_INT(f.h.graph_replays_itemized, total);
+	CHECK_INT(f.h.graph_replays_opaque, 1);
+	CHECK(f.h.graph_opaque_why & PVG_WITNESS_OPAQUE_UNKNOWN);
+	CHECK_INT(f.h.graph_kernel_launches, 3 * total);
+	CHECK_INT(f.h.graph_execs, 22);
+	const struct pvg_witness_entry *a = find_via(&f, "_Z1av", PVG_WITNESS_VIA_GRAPH);
+	const struct pvg_witness_entry *b = find_via(&f, "_Z1bv", PVG_WITNESS_VIA_GRAPH);
+	const struct pvg_witness_entry *c = find_via(&f, "_Z1cv", PVG_WITNESS_VIA_GRAPH);
+	const struct pvg_witness_entry *dk = find_via(&f, "_Z1dv", PVG_WITNESS_VIA_GRAPH);
+	CHECK(a && dk);
+	if (a && dk) {
+		/* which of b and c a replay ran depends on when it came; each is counted once */
+		CHECK_INT(a->count, 2 * total);
+		CHECK_INT((b ? b->count : 0) + (c ? c->count : 0), total - 7);
+		CHECK_INT(dk->count, 7);
+		CHECK(a->grid[0] == 4 && dk->grid[0] == 8 && a->first_ns <= a->last_ns);
+	}
+	free(buf);
+	pvg_witness_stop();
+	unlink(req);
+	unlink(gfile);
+	rmdir(gdir);
+}
+
 int main(void)
 {
 	RUN(writer_counts_concurrent_launches_and_never_tears);
+	RUN(graph_replays_counted_while_lists_change);
 	TAP_EXIT();
 }

@@ -167,31 +167,37 @@ static void witness_refuses_every_cut_and_change(void)
 	memcpy(c, b, len);
 	c[0] = 'X';
 	CHECK_INT(parse_copy(c, len), PVG_WITNESS_E_MAGIC);
+	const size_t V1 = PVG_WITNESS_V1_HEADER_SIZE; /* the recorded file is version 1 */
 	struct pvg_witness_header h;
 	memcpy(c, b, len);
-	memcpy(&h, c, sizeof(h));
-	h.version = 2;
-	memcpy(c, &h, sizeof(h));
+	memcpy(&h, c, V1);
+	h.version = PVG_WITNESS_VERSION + 1;
+	memcpy(c, &h, V1);
 	CHECK_INT(parse_copy(c, len), PVG_WITNESS_E_VERSION);
+	/* version 2 with version 1's header size: its fields would be read from the records */
+	h.version = 2;
+	memcpy(c, &h, V1);
+	CHECK_INT(pvg_witness_seal(c, len), 0);
+	CHECK_INT(parse_copy(c, len), PVG_WITNESS_E_LAYOUT);
 	/* sealed but lying: a record whose name leaves the string area, a count of zero */
 	memcpy(c, b, len);
 	struct pvg_witness_record r;
-	memcpy(&r, c + sizeof(h), sizeof(r));
+	memcpy(&r, c + V1, sizeof(r));
 	r.name_off = h.strings_size + 1;
-	memcpy(c + sizeof(h), &r, sizeof(r));
+	memcpy(c + V1, &r, sizeof(r));
 	CHECK_INT(pvg_witness_seal(c, len), 0);
 	CHECK_INT(parse_copy(c, len), PVG_WITNESS_E_RECORD);
 	memcpy(c, b, len);
-	memcpy(&r, c + sizeof(h), sizeof(r));
+	memcpy(&r, c + V1, sizeof(r));
 	r.count = 0;
-	memcpy(c + sizeof(h), &r, sizeof(r));
+	memcpy(c + V1, &r, sizeof(r));
 	CHECK_INT(pvg_witness_seal(c, len), 0);
 	CHECK_INT(parse_copy(c, len), PVG_WITNESS_E_RECORD);
 	/* more records than the bound */
 	memcpy(c, b, len);
-	memcpy(&h, c, sizeof(h));
+	memcpy(&h, c, V1);
 	h.n_records = PVG_WITNESS_MAX_RECORDS + 1;
-	memcpy(c, &h, sizeof(h));
+	memcpy(c, &h, V1);
 	CHECK_INT(parse_copy(c, len), PVG_WITNESS_E_LAYOUT);
 	CHECK_INT(pvg_witness_seal(c, len), -EINVAL);
 }

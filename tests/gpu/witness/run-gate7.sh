@@ -14,6 +14,21 @@
 #      forbid pattern also match a PyTorch kernel the service runs on the selected path?
 #   04 fresh service, one rowscale call captured in a torch.cuda.CUDAGraph (no eager call)
 #      and replayed 5 times: certify; the engine's witness file shows what a graph replay leaves
+# With graph replays itemized and the request (STEPS="05 06 07 08"; the writer's own interval
+# is a minute here: the file is rewritten at once only in answer to gate 7's request):
+#   05 fresh service, a decode-like step (matmul, rowscale, softmax, add) warmed up once
+#      eagerly, captured in a torch.cuda.CUDAGraph and replayed 20 times; certified right
+#      after the request with a config requiring rowscale 20 times "via": "graph"
+#   06 fresh service, the same step with rowscale's input non-contiguous: the replays run the
+#      fallback; the same config                                  expected: refused (too few)
+#   07 fresh service, 3 eager (4, 4096) requests, certify 0.1 s after the last one returned
+#      (the file as it was just before is kept)                  expected: certified
+#   08 demo graph-bench: the cost of cuGraphLaunch with the witness detached, subscribed with
+#      no callback, with the launch callbacks of before, with all and replay counting off, and
+#      on, for graphs of 1, 10, 100 and 1000 kernel nodes (blocks of calls in turn)
+#   09 demo graph-pairs: replay counting switched on and off between two consecutive calls,
+#      the difference of each pair, for the same graphs
+# STEPS (default "01 02 03 04") picks the steps.
 # Everything (reports, witness files, logs) goes to $OUT/gate7-results.tgz.
 set -u
 STAGE=$(cd "$(dirname "$0")" && pwd)
@@ -52,11 +67,22 @@ done
 echo "cupti $cupti" >>"$RES/env.txt"
 cat "$RES/env.txt"
 export PROVGATE_WITNESS_CUPTI=$cupti
-export PROVGATE_WITNESS_INTERVAL_MS=200
+STEPS=${STEPS:-01 02 03 04}
+step() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+echo "steps $STEPS" >>"$RES/env.txt"
+# the steps of before the request settle() for the writer's 200 ms interval; the later ones
+# set it to a minute, so that only the answer to gate 7's request can show recent launches
+if step 01 || step 02 || step 03 || step 04; then
+	export PROVGATE_WITNESS_INTERVAL_MS=200
+else
+	export PROVGATE_WITNESS_INTERVAL_MS=60000
+fi
 cp -a "$STAGE/repo" "$W/repo"
 cd "$W"
 
 # ---- build, install (as run-h200.sh) --------------------------------------------------------
+# (not for the benchmarks alone)
+if step 01 || step 02 || step 03 || step 04 || step 05 || step 06 || step 07; then
 say "build (TORCH_CUDA_ARCH_LIST=9.0+PTX)"
 (cd "$W/repo" && TORCH_CUDA_ARCH_LIST="9.0+PTX" MAX_JOBS=8 python3 tools/build.py "$W/repo" "$W/build") \
 	>"$W/logs/build.log" 2>&1
@@ -67,6 +93,7 @@ say "install"
 mkdir -p "$W/site/pvgext"
 install -m 0644 "$W/repo/pvgext/__init__.py" "$W/site/pvgext/__init__.py"
 install -m 0755 "$W/build/_C.so" "$W/site/pvgext/_C.so"
+fi
 
 # ---- configs: no markers section; the witness section ---------------------------------------
 # (4, 4096) fp16: n2 = 8192 half2, 256 threads per block, 32 blocks (pvg_kern.cu)
@@ -164,12 +191,22 @@ for g in r["gates"]:
             print(f"      {p['code']}: {p.get('message', '')}")
         print(f"      graph_launches={w.get('graph_launches')} captured={w.get('captured_launches')} "
               f"kernels_total={w.get('kernels_total')} ignored={json.dumps(w.get('ignored_files'))}")
+        if "request" in w:
+            print(f"      request={json.dumps(w['request'])} graph_replays_itemized="
+                  f"{w.get('graph_replays_itemized')} graph_replays_opaque={w.get('graph_replays_opaque')}")
+            for f in w.get("live_files", []):
+                print(f"      live file {f['file']} fresh={f.get('fresh')} version={f.get('version')} "
+                      f"launches={f.get('launches')} written_at={f.get('written_at')}")
+            for q in w.get("required", []):
+                print(f"      required {json.dumps(q)}")
         for k in w.get("kernels", [])[:12]:
-            print(f"      kernel count={k['count']} grid={k['grid']} block={k['block']} {k['name'][:160]}")
+            print(f"      kernel count={k['count']} grid={k['grid']} block={k['block']} "
+                  f"{'via=graph ' if k.get('via') == 'graph' else ''}{k['name'][:160]}")
 PY
 }
 settle() { sleep 1.5; } # the library rewrites its file every PROVGATE_WITNESS_INTERVAL_MS
 
+if step 01; then
 # 01 the selected shape: gate 7 from the witness alone
 start_service
 request 4 4096
@@ -181,7 +218,9 @@ pg exec -c "$W/cfg-require.json" --witness "$WIT" >"$RES/exec-witness-live.txt" 
 echo "exec --witness (live service): exit $?" | tee -a "$RES/steps.txt"
 cat "$RES/exec-witness-live.txt"
 certify 01-selected-certified "$W/cfg-require.json" "certified, exit 0"
+fi
 
+if step 02; then
 # 02 only the fallback (non-contiguous input): required kernel missing; then forbid the fallback
 stop_all
 start_service
@@ -209,8 +248,11 @@ echo "fallback kernel pattern from 02a's witness evidence: '$PAT'" | tee -a "$RE
 [ -n "$PAT" ] || PAT="*MulFunctor*"
 write_cfg "$W/cfg-forbid.json" "[\"$PAT\"]"
 certify 02b-fallback-forbid "$W/cfg-forbid.json" "refused by gate 7: witness-forbidden (fallback named) and witness-too-few"
+fi
 
+if step 03; then
 # 03 the selected shape against the forbid config
+[ -f "$W/cfg-forbid.json" ] || write_cfg "$W/cfg-forbid.json" '["*MulFunctor*"]'
 stop_all
 start_service
 request 4 4096
@@ -219,7 +261,9 @@ request 4 4096
 settle
 engine_file 03-selected
 certify 03-selected-forbid "$W/cfg-forbid.json" "certified if the forbid pattern matches only the fallback; refused (forbidden) if the service's own check runs the same kernel"
+fi
 
+if step 04; then
 # 04 a CUDA graph: one rowscale call captured (no eager call), replayed 5 times
 stop_all
 start_service
@@ -227,5 +271,87 @@ request 4 4096 g 5
 settle
 engine_file 04-graph
 certify 04-graph-replay "$W/cfg-require.json" "what the witness shows of a graph replay (the kernel runs only inside it)"
+fi
+
+# ---- graph replays itemized, a fresh witness ------------------------------------------------
+REQUIRE='[{ "kernel": "pvg_rowscale_f16x2", "grid": [32], "block": [256], "min_count": 20, "via": "graph" }]'
+write_cfg "$W/cfg-graph.json" '[]'
+REQUIRE='[{ "kernel": "pvg_rowscale_f16x2", "grid": [32], "block": [256], "min_count": 3 }]'
+write_cfg "$W/cfg-require.json" '[]'
+dump_engine() { # NAME: the engine's file, read with the gate's parser
+	[ -f "$RES/$1.engine.pvgw" ] && "$STAGE/witness-tool" dump "$RES/$1.engine.pvgw" >"$RES/$1.engine.dump.txt" 2>&1
+	grep -e '^header' -e '^graphs' -e rowscale -e MulFunctor "$RES/$1.engine.dump.txt" 2>/dev/null | cut -c1-400
+}
+
+# STEP NAME REQUEST... EXPECTATION-ARGS: a fresh service, the requests, then at once (0.1 s
+# after the last one returned) the engine's file as it is, certify, and the file after
+fresh_step() {
+	local name=$1 cfg=$2 expect=$3
+	shift 3
+	stop_all
+	start_service
+	local r
+	for r in "$@"; do request $r; done
+	sleep 0.1
+	ENG=$(pgrep -P "$SVC_API" -f "role engine" | head -1)
+	local f
+	f=$(ls "$WIT"/witness-"$ENG"-*.pvgw 2>/dev/null | head -1)
+	[ -n "$f" ] && cp "$f" "$RES/$name-before.engine.pvgw" && dump_engine "$name-before"
+	certify "$name" "$cfg" "$expect"
+	engine_file "$name-after"
+	dump_engine "$name-after"
+}
+
+# 05 a decode-like step captured and replayed 20 times
+step 05 && fresh_step 05-decode-graph "$W/cfg-graph.json" \
+	"certified from replayed launches (via graph, 20)" "4 4096 d 20"
+# 06 the same step, rowscale's input non-contiguous: the replays run the fallback
+step 06 && fresh_step 06-decode-graph-fallback "$W/cfg-graph.json" \
+	"refused: witness-too-few (the replays ran the fallback)" "4 4096 t d 20"
+# 07 eager launches, certify 0.1 s after the last one
+step 07 && fresh_step 07-eager-certify-at-0.1s "$W/cfg-require.json" \
+	"certified: the answer to the request has the 3 launches" "4 4096" "4 4096" "4 4096"
 stop_all
+
+if step 08; then
+# 08 the cost of cuGraphLaunch with and without replay counting
+say "graph-bench"
+for nodes in 1 10 100 1000; do
+	launches=2000
+	[ $nodes = 100 ] && launches=1000
+	[ $nodes = 1000 ] && launches=200
+	mkdir -p "$W/bench-$nodes"
+	PROVGATE_WITNESS_DIR=$W/bench-$nodes CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness-bench.so \
+		$(command -v taskset >/dev/null && echo taskset -c 2) "$STAGE/demo" graph-bench $nodes $launches 10 2>&1 | tee -a "$RES/graph-bench.txt"
+	"$STAGE/witness-tool" dump "$W"/bench-$nodes/*.pvgw >"$RES/graph-bench-$nodes.dump.txt" 2>&1
+	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-bench-$nodes.dump.txt" | cut -c1-300 | tee -a "$RES/graph-bench.txt"
+done
+python3 - "$RES/graph-bench.txt" <<'PY' | tee "$RES/graph-bench-summary.txt"
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) > 3 and f[0] == "graph-bench" and not f[2].startswith("instantiate"):
+        rows.setdefault(f[1], {})[f[2]] = [float(x) for x in f[3:]]
+for nodes, m in rows.items():
+    med = " ".join(f"{k} {statistics.median(v):.0f}" for k, v in m.items())
+    d = [a - b for a, b in zip(m["count-on"], m["count-off"])]
+    print(f"{nodes}: median over blocks of the per-block median ns per cuGraphLaunch: {med}; "
+          f"count-on - count-off per round: median {statistics.median(d):+.0f} ns "
+          f"(min {min(d):+.0f}, max {max(d):+.0f})")
+PY
+fi
+if step 09; then
+say "graph-pairs"
+for nodes in 1 10 100 1000; do
+	pairs=10000
+	[ $nodes = 100 ] && pairs=4000
+	[ $nodes = 1000 ] && pairs=1500
+	mkdir -p "$W/pairs-$nodes"
+	PROVGATE_WITNESS_DIR=$W/pairs-$nodes CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness-bench.so \
+		$(command -v taskset >/dev/null && echo taskset -c 2) "$STAGE/demo" graph-pairs $nodes $pairs 2>&1 | tee -a "$RES/graph-pairs.txt"
+	"$STAGE/witness-tool" dump "$W"/pairs-$nodes/*.pvgw >"$RES/graph-pairs-$nodes.dump.txt" 2>&1
+	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-pairs-$nodes.dump.txt" | cut -c1-300 | tee -a "$RES/graph-pairs.txt"
+done
+fi
 say "done"

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: MIT
 """A two-process PyTorch service shaped like vLLM: an API server (comm PVG::APIServer) listens
-on a local TCP port and forwards each request "M N [t] [g R]" to its EngineCore child (comm
-PVG::EngineCore), which imports pvgext, runs pvgext.rowscale on an M x N fp16 CUDA tensor and
-checks the result ("t": a transposed, non-contiguous input; "g R": the call captured in a
-torch.cuda.CUDAGraph, without an eager call, and the graph replayed R times). Both log to stderr in vLLM's format:
+on a local TCP port and forwards each request "M N [t] [g R | d R]" to its EngineCore child
+(comm PVG::EngineCore), which imports pvgext, runs pvgext.rowscale on an M x N fp16 CUDA tensor
+and checks the result ("t": a transposed, non-contiguous input; "g R": the call captured in a
+torch.cuda.CUDAGraph, without an eager call, and the graph replayed R times; "d R": a
+decode-like step, run once eagerly as a warm-up (as vLLM does before it captures), then
+captured in a torch.cuda.CUDAGraph and replayed R times: h = x @ W (cuBLAS), rowscale(h, 2),
+softmax in fp32, + x; with "t" rowscale gets a non-contiguous view of h and falls back). Both
+log to stderr in vLLM's format:
     (EngineCore_DP0 pid=N) INFO MM-DD HH:MM:SS [file:line] message
 An EngineCore whose API server died keeps running and holding the GPU, as vLLM's orphans do.
 Usage: pvg_service.py --port P   (the API server; it starts the engine itself)"""
@@ -51,6 +55,37 @@ def engine():
                 x = torch.randn(n, m, dtype=torch.float16, device=dev).t()
             else:
                 x = torch.randn(m, n, dtype=torch.float16, device=dev)
+            if "d" in f[2:]:  # a decode-like step: warmed up eagerly, captured, replayed
+                replays = int(f[f.index("d") + 1]) if len(f) > f.index("d") + 1 else 1
+                w = torch.randn(n, n, dtype=torch.float16, device=dev) / n ** 0.5
+                xs = x.contiguous()
+
+                def step():
+                    h = xs @ w
+                    hin = h.t().contiguous().t() if "t" in f[2:] else h
+                    h = pvgext.rowscale(hin, 2.0)
+                    return torch.softmax(h.float(), dim=-1).half() + xs
+
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    step()  # the warm-up: one eager step
+                torch.cuda.current_stream().wait_stream(s)
+                torch.cuda.synchronize()
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    y = step()
+                for _ in range(replays):
+                    g.replay()
+                torch.cuda.synchronize()
+                ref = torch.softmax((xs @ w).float() * 2.0, dim=-1).half() + xs
+                ok = torch.allclose(y.float(), ref.float(), atol=2e-2, rtol=2e-2)
+                log(f"request shape=({m}, {n}): decode step captured in a CUDA graph, {replays} "
+                    f"replays, contiguous rowscale input={'t' not in f[2:]} result "
+                    f"{'ok' if ok else 'WRONG'}")
+                out.write(f"{'ok' if ok else 'wrong'} {m} {n} decode replays={replays}\n")
+                out.flush()
+                continue
             if "g" in f[2:]:  # one call captured in a CUDA graph (no eager call), replayed
                 replays = int(f[f.index("g") + 1]) if len(f) > f.index("g") + 1 else 1
                 torch.cuda.synchronize()
