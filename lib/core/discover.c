@@ -852,10 +852,9 @@ static bool in_service_tree(const char *procfs, const struct pvg_discovery *g, p
 	return false;
 }
 
-/* Every other shared object the picked log links is an artifact too when the service maps
- * an installed copy of it: proposed in artifacts[]; one it does not map is named in a todo,
- * never left out silently. */
-static void find_more_artifacts(struct pvg_discovery *g, const char *procfs)
+/* The other shared objects the picked log links, resolved on disk (g->more, not placed yet);
+ * one that is not on disk is a todo. */
+static void collect_outputs(struct pvg_discovery *g)
 {
 	if (!g->build_log || !g->artifact)
 		return;
@@ -877,10 +876,10 @@ static void find_more_artifacts(struct pvg_discovery *g, const char *procfs)
 						      ? pvg_path_join(st->dir, st->output)
 						      : pvg_strdup(st->output);
 		char *build = resolve_output(g->dir, g->build_log, joined);
-		const char *fname = pvg_basename(st->output);
 		if (!build) {
 			todo(g, "artifacts: the build log links %s too, which was not found on disk; "
-				"add an artifacts entry for it if the service loads it", fname);
+				"add an artifacts entry for it if the service loads it",
+			     pvg_basename(st->output));
 			continue;
 		}
 		bool dup = false;
@@ -897,13 +896,53 @@ static void find_more_artifacts(struct pvg_discovery *g, const char *procfs)
 		pvg_artifact_default_name(build, name, sizeof(name));
 		a->name = pvg_strdup(name);
 		a->build = build;
+	}
+	pvg_linkgraph_done(&lg);
+	pvg_buildlog_done(&l);
+}
+
+/* The log's last link output may be an extension the service does not load: then the first
+ * one it does map is the artifact the service is found by. */
+static void prefer_mapped_output(struct pvg_discovery *g, const char *procfs)
+{
+	if (!g->artifact || g->n_more == 0)
+		return;
+	struct pvg_probe_procs ms = { 0 };
+	bool mapped = pvg_probe_mappers(procfs, pvg_basename(g->artifact), &ms) == 0 && ms.n > 0;
+	pvg_probe_procs_clear(&ms);
+	for (size_t i = 0; !mapped && i < g->n_more; i++) {
+		mapped = pvg_probe_mappers(procfs, pvg_basename(g->more[i].build), &ms) == 0 &&
+			 ms.n > 0;
+		pvg_probe_procs_clear(&ms);
+		if (!mapped)
+			continue;
+		note(g, "artifact %s: no process maps the log's last link output %s, one maps %s",
+		     g->more[i].name, pvg_basename(g->artifact), pvg_basename(g->more[i].build));
+		char *b = g->artifact;
+		g->artifact = g->more[i].build;
+		g->more[i].build = b;
+		char name[128];
+		pvg_artifact_default_name(b, name, sizeof(name));
+		free(g->more[i].name);
+		g->more[i].name = pvg_strdup(name);
+	}
+}
+
+/* Every other shared object the log links is an artifact too when the service tree maps an
+ * installed copy of it: proposed in artifacts[]; one it does not map is named in a todo,
+ * never left out silently. */
+static void place_more_artifacts(struct pvg_discovery *g, const char *procfs)
+{
+	for (size_t i = 0; i < g->n_more; i++) {
+		struct pvg_discovered_artifact *a = &g->more[i];
+		const char *fname = pvg_basename(a->build);
 		struct pvg_probe_procs ms = { 0 };
 		if (g->service.pid && pvg_probe_mappers(procfs, fname, &ms) == 0) {
 			for (size_t k = 0; k < ms.n && !a->installed; k++) {
 				char real[PATH_MAX];
 				if (ms.p[k].deleted || !in_service_tree(procfs, g, ms.p[k].pid))
 					continue;
-				if (realpath(build, real) && strcmp(real, ms.p[k].mapped) == 0)
+				if (realpath(a->build, real) && strcmp(real, ms.p[k].mapped) == 0)
 					continue; /* the build tree's own copy */
 				a->installed = pvg_strdup(ms.p[k].mapped);
 			}
@@ -914,16 +953,14 @@ static void find_more_artifacts(struct pvg_discovery *g, const char *procfs)
 				"installed copy of it; install it and warm the service up, then add "
 				"{\"name\": \"%s\", \"build\": \"%s\", \"install\": ...} to artifacts, "
 				"or leave it out if no changed source goes into it (gate 1 says so)",
-			     fname, a->name, rel_to(g->dir, build));
+			     fname, a->name, rel_to(g->dir, a->build));
 			continue;
 		}
 		if (g->python_module)
 			a->python_module = module_of(a->installed);
 		note(g, "artifact %s: the log links %s too and the service maps %s", a->name,
-		     rel_to(g->dir, build), rel_to(g->dir, a->installed));
+		     rel_to(g->dir, a->build), rel_to(g->dir, a->installed));
 	}
-	pvg_linkgraph_done(&lg);
-	pvg_buildlog_done(&l);
 }
 
 void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
@@ -932,9 +969,11 @@ void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
 	g->dir = pvg_strdup(dir);
 	find_checkout(g);
 	find_build(g);
+	collect_outputs(g);
+	prefer_mapped_output(g, procfs ? procfs : pvg_procfs_root());
 	find_service(g, procfs ? procfs : pvg_procfs_root());
 	find_install(g);
-	find_more_artifacts(g, procfs ? procfs : pvg_procfs_root());
+	place_more_artifacts(g, procfs ? procfs : pvg_procfs_root());
 	find_arch(g);
 	classify_changes(g);
 	if (!g->service_log && !g->match)

@@ -152,4 +152,53 @@ test_init_says_what_it_could_not_find() {
 	assert_eq "$rc" 2
 }
 
+# Several extensions from one log (tests/fixtures/buildlog/multi: four real HIP libraries of
+# one CMake + ninja -v build): the service maps installed copies of three; init proposes those
+# three as artifacts and names the fourth, which nothing maps, in a TODO.
+test_init_proposes_every_extension_the_service_maps() {
+	need git jq /usr/bin/python3
+	local M="$FIXTURES/buildlog/multi"
+	git init -q -b main repo
+	mkdir -p repo/csrc build inst
+	echo "// x" >repo/csrc/x.cpp
+	git -C repo add -A
+	git -C repo -c user.name=t -c user.email=t@t commit -qm base
+	# the build folder ninja ran in (its outputs are relative to it)
+	: >build/build.ninja
+	for l in _a_C _b_C _c_C _d_C; do
+		cp "$M/$l.so" build/
+		cp build/$l.so inst/
+	done
+	cp "$M/ninja_log" build/.ninja_log
+	sleep 0.01
+	sed "s#/src/ext#$PWD/repo#g" "$M/ninja.log" >build.log
+	# a process that maps three of the four installed libraries, as Python's import would
+	/usr/bin/python3 -c '
+import mmap, os, sys, time
+fs = [open(p, "rb") for p in sys.argv[1:]]
+ms = [mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) for f in fs]
+open("ready", "w").write(str(os.getpid()))
+time.sleep(120)' "$PWD/inst/_a_C.so" "$PWD/inst/_b_C.so" "$PWD/inst/_c_C.so" &
+	local spid=$!
+	trap 'kill $spid 2>/dev/null' EXIT
+	for _ in $(seq 200); do [ -s ready ] && break; sleep 0.05; done
+	pg init
+	assert_eq "$rc" 0 "init ($err)"
+	echo "$out"
+	validate_config provgate.json
+	local j names
+	j=$(sed '/^\/\//d' provgate.json)
+	assert_eq "$(jq -r '.build.artifact // "none"' <<<"$j")" none "the single form is left out"
+	names=$(jq -r '[.artifacts[].name] | sort | join(",")' <<<"$j")
+	assert_eq "$names" "_a_C,_b_C,_c_C"
+	assert_eq "$(jq -r '.artifacts[] | select(.name == "_b_C") | .install' <<<"$j")" inst/_b_C.so
+	assert_eq "$(jq -r '.artifacts[] | select(.name == "_b_C") | .build' <<<"$j")" build/_b_C.so
+	assert_contains "$out" "_d_C.so too, but the service maps no installed copy of it"
+	# what it proposed is what the gates check: the four hashes, the three mappings
+	pg run --gates 3 --json r3.json
+	assert_eq "$(jq -r '.chain.artifacts | length' r3.json)" 3
+	assert_eq "$(jq -r '.gates[2].status' r3.json)" pass "gate 3 ($out)"
+	kill $spid 2>/dev/null
+}
+
 run_tests
