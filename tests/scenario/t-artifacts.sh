@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Several artifacts in one chain (SPEC §9) on a real build: a vLLM-like tree whose change
+# ("moe-align") touches csrc/moe/, hipified by PyTorch's hipify and built by CMake + ninja -v
+# with hipcc for gfx906 and gfx90a into _C, _moe_C and _rocm_C (tests/scenario/multi-ext.sh),
+# installed, and a service that dlopens them. Each test takes a copy of the generated
+# scenario (built once per build folder).
+source "$PVG_SRC/tests/lib.sh"
+
+# scenario: the generated "moe" scenario, copied here; the service is stopped on exit
+scenario() {
+	need hipcc cmake ninja git jq ss /usr/bin/python3
+	W=$PWD svc="$PVG_BUILD/tests/helpers/fake-service"
+	source "$PVG_SRC/tests/scenario/multi-ext.sh"
+	trap mx_stop EXIT
+	local dir
+	dir=$(mx_cache)/moe
+	mx_generate "$dir" moe || fail "the scenario's build failed"
+	mx_use "$dir" moe
+}
+
+ROCM_C=$(jq -nc '{name: "_rocm_C", build: "build/_rocm_C.abi3.so", install: "site/vllm/_rocm_C.abi3.so", require_kernels: ["wvSplitK"]}')
+MOE_C=$(jq -nc '{name: "_moe_C", build: "build/_moe_C.abi3.so", install: "site/vllm/_moe_C.abi3.so", require_kernels: ["moe_align_block_size_kernel", "topkGatingSoftmax"]}')
+C=$(jq -nc '{name: "_C", build: "build/_C.abi3.so", install: "site/vllm/_C.abi3.so", require_kernels: ["silu_and_mul_kernel"]}')
+
+# certify_json [FLAG...]: certify with the report in r.json (--keep-going: every gate
+# evaluated, so that one gate's verdict does not wait on the gates before it)
+certify_json() {
+	pg certify -c provgate.json --json r.json "$@"
+	validate r.json
+}
+# messages GATE: the gate's problem messages, one a line
+messages() { jq -r --argjson id "$1" '.gates[] | select(.id == $id) | .problems[].message' r.json; }
+# installed_sha NAME: the report's installed sha256 of artifact NAME
+installed_sha() { jq -r --arg n "$1" '.chain.artifacts[] | select(.name == $n) | .installed.sha256' r.json; }
+
+test_the_generated_build_is_what_the_scenarios_claim() {
+	scenario
+	# one log: hipify of the changed kernel, every object compiled for both archs, three links
+	assert_contains "$(cat logs/build.log)" "csrc/moe/moe_align_sum_kernels.hip [ok]"
+	assert_eq "$(grep -c -- '--offload-arch=gfx906 --offload-arch=gfx90a .* -c ' logs/build.log)" 4 "compile lines"
+	for n in _C _moe_C _rocm_C; do
+		grep -q -- "-shared .*-o $n.abi3.so CMakeFiles/$n.dir/" logs/build.log || fail "no link of $n"
+		[ build/$n.abi3.so -nt old/$n.abi3.so ] || fail "$n was not rebuilt"
+	done
+	# the change is in _moe_C only: the other two are the same bytes as the baseline's
+	cmp -s build/_moe_C.abi3.so old/_moe_C.abi3.so && fail "_moe_C did not change"
+	cmp -s build/_rocm_C.abi3.so old/_rocm_C.abi3.so || fail "_rocm_C changed"
+	pg inspect --json build/_moe_C.abi3.so
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | .arch] | unique | join(" ")' <<<"$out")" "gfx906 gfx90a"
+	mx_config "$ROCM_C" "$MOE_C" "$C"
+	/usr/bin/python3 "$PVG_SRC/tests/validate-config.py" provgate.json || fail "config does not validate"
+}
+
+test_all_three_fresh_and_mapped_is_certified() {
+	scenario
+	mx_install _C _moe_C _rocm_C
+	mx_start _C _moe_C _rocm_C
+	mx_request
+	mx_config "$ROCM_C" "$MOE_C" "$C"
+	certify_json
+	assert_eq "$rc" 0 "exit ($(jq -c '[.gates[] | select(.status != "pass") | {id, summary, problems}]' r.json))"
+	assert_eq "$(jq -r '[.chain.artifacts[].name] | join(" ")' r.json)" "_rocm_C _moe_C _C"
+	for n in _C _moe_C _rocm_C; do
+		assert_eq "$(installed_sha $n)" "$(sha256sum site/vllm/$n.abi3.so | cut -d' ' -f1)" "$n installed sha256"
+	done
+	# readers of earlier reports: chain.build / chain.installed keep the first entry
+	assert_eq "$(jq -r .chain.installed.path r.json)" "$PWD/site/vllm/_rocm_C.abi3.so"
+	# gates 3 and 6 say what they checked for each
+	assert_eq "$(jq -r '[.gates[2].evidence.artifacts[].name] | join(" ")' r.json)" "_rocm_C _moe_C _C"
+	assert_eq "$(jq -r '[.gates[5].evidence.artifacts[].name] | join(" ")' r.json)" "_rocm_C _moe_C _C"
+}
+
+# The false certification of the issue: the changed extension installed from an older build
+test_one_installed_from_an_older_build_fails_gate3_naming_it() {
+	scenario
+	mx_install _C old/_moe_C _rocm_C
+	mx_start _C _moe_C _rocm_C
+	mx_request
+	mx_config "$ROCM_C" "$MOE_C" "$C"
+	certify_json --keep-going
+	assert_eq "$rc" 1 "exit"
+	assert_eq "$(gate_status r.json 3)" fail "gate 3"
+	local m
+	m=$(messages 3)
+	assert_contains "$m" "_moe_C: "
+	assert_not_contains "$m" "_rocm_C: "
+	assert_not_contains "$m" "_C: differ" # only the stale one is named
+	assert_eq "$(jq -r '.certified' r.json)" false
+}
+
+test_one_not_mapped_by_the_service_fails_gate4_naming_it() {
+	scenario
+	mx_install _C _moe_C _rocm_C
+	mx_start _C _rocm_C
+	mx_request
+	mx_config "$ROCM_C" "$MOE_C" "$C"
+	certify_json --keep-going
+	assert_eq "$rc" 1 "exit"
+	assert_eq "$(gate_status r.json 3)" pass "gate 3 ($(messages 3))"
+	assert_eq "$(gate_status r.json 4)" fail "gate 4"
+	local m
+	m=$(messages 4)
+	assert_contains "$m" "_moe_C: "
+	assert_not_contains "$m" "_rocm_C: "
+}
+
+test_required_kernel_missing_from_the_second_fails_gate6_naming_it() {
+	scenario
+	mx_install _C _moe_C _rocm_C
+	mx_start _C _moe_C _rocm_C
+	mx_request
+	# wvSplitK is _rocm_C's kernel, not _moe_C's
+	mx_config "$ROCM_C" "$(jq -c '.require_kernels = ["moe_align_block_size_kernel", "wvSplitK"]' <<<"$MOE_C")" "$C"
+	certify_json --keep-going
+	assert_eq "$rc" 1 "exit"
+	assert_eq "$(gate_status r.json 6)" fail "gate 6"
+	local m
+	m=$(messages 6)
+	assert_contains "$m" "_moe_C: "
+	assert_contains "$m" "wvSplitK"
+	assert_not_contains "$m" "_rocm_C: "
+}
+
+# The single form means a list of one, and reports as before: no name in front of problems.
+test_single_form_is_unchanged() {
+	scenario
+	mx_install _C _moe_C _rocm_C
+	mx_start _C _moe_C _rocm_C
+	mx_request
+	mx_config
+	jq '.build.artifact = "build/_moe_C.abi3.so" | .install.artifact = "site/vllm/_moe_C.abi3.so"
+	    | .code_object.require_kernels = ["moe_align_block_size_kernel"]' provgate.json >p.json
+	mv p.json provgate.json
+	certify_json
+	assert_eq "$rc" 0 "exit ($(jq -c '[.gates[] | select(.status != "pass") | {id, problems}]' r.json))"
+	assert_eq "$(jq -r .chain.build.path r.json)" "$PWD/build/_moe_C.abi3.so"
+	assert_eq "$(jq -r .chain.installed.sha256 r.json)" "$(sha256sum site/vllm/_moe_C.abi3.so | cut -d' ' -f1)"
+	# the stale install, refused as before, its message without an artifact's name
+	mx_stop
+	mx_install old/_moe_C
+	mx_start _C _moe_C _rocm_C
+	certify_json
+	assert_eq "$(gate_status r.json 3)" fail "gate 3"
+	assert_not_contains "$(messages 3)" "_moe_C: "
+	# the flags still override the single form
+	pg run -c provgate.json --gates 3 --installed build/_moe_C.abi3.so --json r.json
+	assert_eq "$(gate_status r.json 3)" pass "gate 3 with --installed"
+}
+
+test_artifact_flags_are_refused_on_a_listed_config() {
+	scenario
+	mx_config "$ROCM_C" "$MOE_C"
+	pg run -c provgate.json --gates 3 --artifact build/_C.abi3.so
+	assert_eq "$rc" 2 "exit for --artifact"
+	assert_contains "$err" "the config lists \"artifacts\""
+	pg run -c provgate.json --gates 3 --installed site/vllm/_C.abi3.so
+	assert_eq "$rc" 2 "exit for --installed"
+	assert_contains "$err" "the config lists \"artifacts\""
+}
+
+# The change is linked into _moe_C, which no entry names: never proven by the others' hashes.
+test_change_linked_into_an_unconfigured_output_fails_gate1() {
+	scenario
+	mx_install _C _moe_C _rocm_C
+	mx_start _C _moe_C _rocm_C
+	mx_request
+	mx_config "$ROCM_C" "$C"
+	certify_json
+	assert_eq "$rc" 1 "exit"
+	assert_eq "$(gate_status r.json 1)" fail "gate 1"
+	assert_contains "$(problem_codes r.json 1)" build-log.unverified-artifact
+	local m
+	m=$(messages 1)
+	assert_contains "$m" "_moe_C.abi3.so"
+	assert_contains "$m" "csrc/moe/moe_align_sum_kernels.cu"
+	# and in the single form of another extension, the same
+	mx_config
+	certify_json
+	assert_eq "$(gate_status r.json 1)" fail "gate 1, single form of _rocm_C"
+	assert_contains "$(problem_codes r.json 1)" build-log.unverified-artifact
+}
+
+run_tests
