@@ -57,17 +57,42 @@ test_all_three_fresh_and_mapped_is_certified() {
 	mx_start _C _moe_C _rocm_C
 	mx_request
 	mx_config "$ROCM_C" "$MOE_C" "$C"
-	certify_json
-	assert_eq "$rc" 0 "exit ($(jq -c '[.gates[] | select(.status != "pass") | {id, summary, problems}]' r.json))"
+	# each gate on its own first, then the verdict
+	certify_json --keep-going
+	local id
+	for id in 2 3 4 5 6 7 1; do
+		assert_eq "$(gate_status r.json $id)" pass "gate $id ($(jq -c --argjson id $id '.gates[] | select(.id == $id) | [.summary, .problems]' r.json))"
+	done
 	assert_eq "$(jq -r '[.chain.artifacts[].name] | join(" ")' r.json)" "_rocm_C _moe_C _C"
 	for n in _C _moe_C _rocm_C; do
 		assert_eq "$(installed_sha $n)" "$(sha256sum site/vllm/$n.abi3.so | cut -d' ' -f1)" "$n installed sha256"
+		assert_eq "$(jq -r --arg n $n '.chain.artifacts[] | select(.name == $n) | .build.sha256' r.json)" \
+			"$(sha256sum build/$n.abi3.so | cut -d' ' -f1)" "$n build sha256"
+		assert_eq "$(jq -r --arg n $n '.chain.artifacts[] | select(.name == $n) | .processes | length' r.json)" 3 "$n's processes"
 	done
 	# readers of earlier reports: chain.build / chain.installed keep the first entry
 	assert_eq "$(jq -r .chain.installed.path r.json)" "$PWD/site/vllm/_rocm_C.abi3.so"
-	# gates 3 and 6 say what they checked for each
-	assert_eq "$(jq -r '[.gates[2].evidence.artifacts[].name] | join(" ")' r.json)" "_rocm_C _moe_C _C"
-	assert_eq "$(jq -r '[.gates[5].evidence.artifacts[].name] | join(" ")' r.json)" "_rocm_C _moe_C _C"
+	# gates 3, 4 and 6 say what they checked for each
+	for id in 3 4 6; do
+		assert_eq "$(jq -r --argjson id $id '[.gates[] | select(.id == $id) | .evidence.artifacts[] | "\(.name):\(.status)"] | join(" ")' r.json)" \
+			"_rocm_C:pass _moe_C:pass _C:pass" "gate $id evidence"
+	done
+	certify_json
+	assert_eq "$rc" 0 "exit"
+	assert_eq "$(jq -r .certified r.json)" true
+}
+
+# compiled globs per entry: gate 2 says which artifact the change goes into
+test_compiled_globs_name_the_artifact_of_a_change() {
+	scenario
+	mx_install _C _moe_C _rocm_C
+	mx_start _C _moe_C _rocm_C
+	mx_config "$(jq -c '.compiled = ["csrc/rocm/**"]' <<<"$ROCM_C")" \
+		"$(jq -c '.compiled = ["csrc/moe/**", "csrc/common.cuh"]' <<<"$MOE_C")" "$C"
+	pg run -c provgate.json --gates 2 --json r.json
+	assert_eq "$(gate_status r.json 2)" pass "gate 2"
+	assert_eq "$(jq -r '.gates[1].evidence.changes[] | select(.path == "csrc/moe/moe_align_sum_kernels.cu") | .artifact' r.json)" _moe_C
+	assert_contains "$(jq -r '.gates[1].summary' r.json)" "_moe_C 1"
 }
 
 # The false certification of the issue: the changed extension installed from an older build
@@ -145,6 +170,27 @@ test_single_form_is_unchanged() {
 	# the flags still override the single form
 	pg run -c provgate.json --gates 3 --installed build/_moe_C.abi3.so --json r.json
 	assert_eq "$(gate_status r.json 3)" pass "gate 3 with --installed"
+}
+
+# exec re-checks every artifact: the second one replaced while the benchmark runs
+test_exec_recheck_covers_every_artifact() {
+	scenario
+	mx_install _C _moe_C _rocm_C
+	mx_start _C _moe_C _rocm_C
+	mx_request
+	mx_config "$ROCM_C" "$MOE_C" "$C"
+	pg exec -c provgate.json --out r.json --run-anyway --keep-going -- \
+		sh -c 'install -m 755 old/_moe_C.abi3.so site/vllm/_moe_C.abi3.so'
+	validate r.json
+	assert_eq "$rc" 1 "exit ($out)"
+	assert_eq "$(jq -r '.gates[3].status' r.json)" pass "gate 4 before the command"
+	assert_eq "$(jq -r '.after.gates[2].status' r.json)" fail "gate 3 after the command"
+	assert_eq "$(jq -r '.after.gates[3].status' r.json)" fail "gate 4 after the command"
+	local m
+	m=$(jq -r '.after.gates[2].problems[].message, .after.gates[3].problems[].message' r.json)
+	assert_contains "$m" "_moe_C: "
+	assert_not_contains "$m" "_rocm_C: "
+	assert_eq "$(jq -r .certified r.json)" false
 }
 
 test_artifact_flags_are_refused_on_a_listed_config() {
