@@ -5,12 +5,12 @@
 # Built once per build folder: ninja after the change (both recompiled and relinked, _C
 # untouched), and `ninja _rocm_C.abi3.so` alone (_moe_C left as the baseline built it).
 source "$PVG_SRC/tests/lib.sh"
+source "$PVG_SRC/tests/scenario/multi-ext.sh"
 
 # scenario NAME: "header" or "header-partial", copied here; the service is stopped on exit
 scenario() {
 	need hipcc cmake ninja git jq ss /usr/bin/python3
 	W=$PWD svc="$PVG_BUILD/tests/helpers/fake-service"
-	source "$PVG_SRC/tests/scenario/multi-ext.sh"
 	trap mx_stop EXIT
 	local dir
 	dir=$(mx_cache)/header
@@ -18,8 +18,8 @@ scenario() {
 	mx_use "$dir" "$1"
 }
 
-ROCM_C=$(jq -nc '{name: "_rocm_C", build: "build/_rocm_C.abi3.so", install: "site/vllm/_rocm_C.abi3.so", require_kernels: ["wvSplitK"]}')
-MOE_C=$(jq -nc '{name: "_moe_C", build: "build/_moe_C.abi3.so", install: "site/vllm/_moe_C.abi3.so", require_kernels: ["moe_align_block_size_kernel"]}')
+ROCM_C=$(mx_entry _rocm_C wvSplitK)
+MOE_C=$(mx_entry _moe_C moe_align_block_size_kernel)
 
 certify_json() {
 	pg certify -c provgate.json --json r.json "$@"

@@ -5,12 +5,12 @@
 # installed, and a service that dlopens them. Each test takes a copy of the generated
 # scenario (built once per build folder).
 source "$PVG_SRC/tests/lib.sh"
+source "$PVG_SRC/tests/scenario/multi-ext.sh"
 
 # scenario: the generated "moe" scenario, copied here; the service is stopped on exit
 scenario() {
 	need hipcc cmake ninja git jq ss /usr/bin/python3
 	W=$PWD svc="$PVG_BUILD/tests/helpers/fake-service"
-	source "$PVG_SRC/tests/scenario/multi-ext.sh"
 	trap mx_stop EXIT
 	local dir
 	dir=$(mx_cache)/moe
@@ -18,9 +18,9 @@ scenario() {
 	mx_use "$dir" moe
 }
 
-ROCM_C=$(jq -nc '{name: "_rocm_C", build: "build/_rocm_C.abi3.so", install: "site/vllm/_rocm_C.abi3.so", require_kernels: ["wvSplitK"]}')
-MOE_C=$(jq -nc '{name: "_moe_C", build: "build/_moe_C.abi3.so", install: "site/vllm/_moe_C.abi3.so", require_kernels: ["moe_align_block_size_kernel", "topkGatingSoftmax"]}')
-C=$(jq -nc '{name: "_C", build: "build/_C.abi3.so", install: "site/vllm/_C.abi3.so", require_kernels: ["silu_and_mul_kernel"]}')
+ROCM_C=$(mx_entry _rocm_C wvSplitK)
+MOE_C=$(mx_entry _moe_C moe_align_block_size_kernel topkGatingSoftmax)
+C=$(mx_entry _C silu_and_mul_kernel)
 
 # certify_json [FLAG...]: certify with the report in r.json (--keep-going: every gate
 # evaluated, so that one gate's verdict does not wait on the gates before it)
