@@ -193,6 +193,36 @@ test_exec_recheck_covers_every_artifact() {
 	assert_eq "$(jq -r .certified r.json)" false
 }
 
+# An entry's python_module is resolved with install.python, as install.python_module is: a
+# venv whose path takes site/ (a .pth file), the module found without importing vllm.
+test_python_module_entry_is_resolved_per_artifact() {
+	scenario
+	/usr/bin/python3 -m venv --without-pip venv || fail "python3 -m venv failed"
+	local sp
+	sp=$(venv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+	echo "$PWD/site" >"$sp/mx-site.pth"
+	echo "raise SystemExit('vllm/__init__ was imported')" >repo/vllm/__init__.py
+	# (installed by mx_install: the resolver must not run it)
+	mx_install _C _moe_C _rocm_C
+	mx_start _C _moe_C _rocm_C
+	mx_request
+	mx_config "$ROCM_C" "$(jq -c 'del(.install) | .python_module = "vllm._moe_C"' <<<"$MOE_C")" "$C"
+	jq '.install.python = "venv/bin/python3"' provgate.json >p.json
+	mv p.json provgate.json
+	certify_json --keep-going
+	assert_eq "$(gate_status r.json 3)" pass "gate 3 ($(messages 3))"
+	assert_eq "$(gate_status r.json 4)" pass "gate 4 ($(messages 4))"
+	assert_eq "$(jq -r '.chain.artifacts[] | select(.name == "_moe_C") | .installed.path' r.json)" "$PWD/site/vllm/_moe_C.abi3.so"
+	# the older build installed where the module resolves: named as any other
+	mx_stop
+	mx_install old/_moe_C
+	mx_start _C _moe_C _rocm_C
+	certify_json --keep-going
+	assert_eq "$(gate_status r.json 3)" fail "gate 3"
+	assert_contains "$(messages 3)" "_moe_C: "
+	assert_not_contains "$(messages 3)" "_rocm_C: "
+}
+
 test_artifact_flags_are_refused_on_a_listed_config() {
 	scenario
 	mx_config "$ROCM_C" "$MOE_C"
