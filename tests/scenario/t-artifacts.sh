@@ -223,6 +223,31 @@ test_python_module_entry_is_resolved_per_artifact() {
 	assert_not_contains "$(messages 3)" "_rocm_C: "
 }
 
+# An entry's arch is its own: gate 6 looks for it in that artifact, gate 1 in the compile
+# lines of the sources linked into it (all built for gfx906 and gfx90a).
+test_an_entry_arch_is_checked_for_that_artifact() {
+	scenario
+	mx_install _C _moe_C _rocm_C
+	mx_config "$ROCM_C" "$MOE_C" "$(jq -c '.arch = "gfx906"' <<<"$C")"
+	pg run -c provgate.json --gates 6 --json r.json
+	assert_eq "$(gate_status r.json 6)" pass "gate 6, _C for gfx906 ($(messages 6))"
+	mx_config "$ROCM_C" "$MOE_C" "$(jq -c '.arch = "gfx908"' <<<"$C")"
+	pg run -c provgate.json --gates 6 --json r.json
+	assert_eq "$(gate_status r.json 6)" fail "gate 6, _C for gfx908"
+	assert_contains "$(messages 6)" "_C: "
+	assert_contains "$(messages 6)" "gfx908"
+	assert_not_contains "$(messages 6)" "_moe_C: "
+	# the changed source goes into _moe_C: compiled for gfx906 and gfx90a, not gfx908
+	mx_config "$ROCM_C" "$(jq -c '.arch = "gfx908"' <<<"$MOE_C")" "$C"
+	pg run -c provgate.json --gates 1 --json r.json
+	assert_eq "$(gate_status r.json 1)" fail "gate 1, _moe_C for gfx908"
+	assert_contains "$(problem_codes r.json 1)" build-log.wrong-arch
+	assert_contains "$(messages 1)" "_moe_C: "
+	mx_config "$ROCM_C" "$(jq -c '.arch = "gfx906"' <<<"$MOE_C")" "$C"
+	pg run -c provgate.json --gates 1 --json r.json
+	assert_eq "$(gate_status r.json 1)" pass "gate 1, _moe_C for gfx906 ($(messages 1))"
+}
+
 test_artifact_flags_are_refused_on_a_listed_config() {
 	scenario
 	mx_config "$ROCM_C" "$MOE_C"
