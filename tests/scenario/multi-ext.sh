@@ -222,12 +222,13 @@ mx_use() {
 	sed -i "s#$(cat "$1/done")#$W#g" "$W/logs/build.log"
 }
 
-# mx_cache: the folder the suite keeps generated scenarios in, one per version of this
-# script, hipcc and hipify, so that they are built once per build folder.
+# mx_cache: the folder the suite keeps generated scenarios in, one per version of the
+# functions that make them, hipcc and hipify, so that they are built once per build folder.
 mx_cache() {
 	local key
-	key=$({ cat "${BASH_SOURCE[0]}"; hipcc --version 2>&1; /usr/bin/python3 -c \
-		'import torch; print(torch.__version__)' 2>&1; echo "$MX_ARCHS"; } | sha256sum | cut -c1-16)
+	key=$({ declare -f mx_repo mx_hipify mx_build mx_build_full mx_generate; echo "$MX_ARCHS"
+		hipcc --version 2>&1; /usr/bin/python3 -c \
+		'import torch; print(torch.__version__)' 2>&1; } | sha256sum | cut -c1-16)
 	echo "${PVG_BUILD:-${TMPDIR:-/tmp}}/mx-scenarios/$key"
 }
 
@@ -258,7 +259,7 @@ mx_start() {
 		--pidfile "$W/run/serve.pid" --engine-pidfile "$W/run/engine.pid" \
 		--log "$W/logs/server.log" --tag "$mx_tag" &
 	mx_service_pid=$!
-	for _ in $(seq 200); do [ -s "$W/run/serve.pid" ] && break; sleep 0.05; done
+	for _ in $(seq 400); do [ -s "$W/run/serve.pid" ] && break; sleep 0.05; done
 	[ -s "$W/run/serve.pid" ] || { echo "the service did not start" >&2; return 1; }
 }
 
