@@ -51,7 +51,20 @@ PY
 		proc-text) cat /proc/self/maps >"$corpus/maps"; cat /proc/net/tcp >"$corpus/tcp"; cat /proc/self/mountinfo >"$corpus/mountinfo"
 			cat /proc/net/tcp6 >"$corpus/tcp6" 2>/dev/null || true ;;
 		config) cp "$src"/tests/fixtures/*/provgate*.json "$corpus/" 2>/dev/null || true
-			printf '{"name": "x", "build": {"artifact": "a"}} // c\n' >"$corpus/seed.json" ;;
+			printf '{"name": "x", "build": {"artifact": "a"}} // c\n' >"$corpus/seed.json"
+			# the several-artifacts form (SPEC 9), and the mistakes it refuses
+			cat >"$corpus/artifacts.json" <<'JSON'
+{"arch": "gfx90a", "build": {"log": "logs/build.log"}, "install": {"python": "/opt/venv/bin/python3"},
+ /* vLLM's extensions */
+ "artifacts": [
+  {"name": "_rocm_C", "build": "b/_rocm_C.abi3.so", "install": "/opt/site/vllm/_rocm_C.abi3.so",
+   "compiled": ["csrc/rocm/**"], "require_kernels": ["wvSplitK"]},
+  {"name": "_moe_C", "build": "b/_moe_C.abi3.so", "python_module": "vllm._moe_C", "arch": "gfx90a:xnack-"},
+  {"name": "_C", "build": "b-{node}/_C.abi3.so", "install": "/local/{node}/_C.abi3.so"}]}
+JSON
+			printf '{"artifacts": [{"name": "a", "build": "a.so"}, {"name": "a", "build": "a.so", "instal": 1}]}' >"$corpus/artifacts-dup.json"
+			printf '{"build": {"artifact": "a"}, "artifacts": [{"name": "a", "build": "b", "install": "c", "python_module": "d"}]}' >"$corpus/artifacts-both.json"
+			printf '{"artifacts": []}' >"$corpus/artifacts-empty.json" ;;
 		buildlog) cp "$src"/tests/fixtures/buildlog/*.log "$src"/tests/fixtures/buildlog/multi/*.log "$corpus/" ;;
 		ninja-deps) cp "$src"/tests/fixtures/buildlog/multi/ninja_deps "$src"/tests/fixtures/buildlog/multi/ninja_log "$corpus/"
 			find "$src"/tests/fixtures/buildlog/multi/make-deps -name '*.d' -exec cp {} "$corpus/" \; ;;

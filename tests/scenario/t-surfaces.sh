@@ -178,7 +178,12 @@ test_documented_configs_are_schema_valid_and_load() {
 	# and the schema refuses what provgate refuses
 	echo '{"bulid": {}}' >bad1.json
 	echo '{"service": {"port": 70000}}' >bad2.json
-	for f in bad1.json bad2.json; do
+	# several artifacts: both forms at once, an empty list, an entry with both installed forms
+	echo '{"build": {"artifact": "a.so"}, "artifacts": [{"name": "a", "build": "b.so"}]}' >bad3.json
+	echo '{"artifacts": []}' >bad4.json
+	echo '{"artifacts": [{"name": "a", "build": "b.so", "install": "/i.so", "python_module": "v.a"}]}' >bad5.json
+	echo '{"artifacts": [{"name": "a", "build": "b.so", "instal": "/i.so"}]}' >bad6.json
+	for f in bad1.json bad2.json bad3.json bad4.json bad5.json bad6.json; do
 		/usr/bin/python3 "$PVG_SRC/tests/validate-config.py" "$f" >/dev/null && fail "schema accepts $f"
 		pg run -c "$f" --gates 3
 		assert_eq "$rc" 2 "provgate refuses $f"

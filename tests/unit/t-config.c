@@ -249,6 +249,210 @@ static void placeholders_expand_per_node(void)
 	unsetenv("SLURMD_NODENAME");
 }
 
+/* "artifacts" (SPEC §9): several extensions of one tree, each entry checked as its own. */
+static void artifacts_list_loads(void)
+{
+	const char *text =
+		"{\"arch\": \"gfx90a\",\n"
+		" \"build\": {\"log\": \"logs/build.log\"},\n"
+		" \"install\": {\"python\": \"/opt/venv/bin/python3\"},\n"
+		" \"artifacts\": [\n"
+		"  {\"name\": \"_rocm_C\", \"build\": \"cmake-build-rocm/_rocm_C.abi3.so\",\n"
+		"   \"install\": \"/opt/venv/site/vllm/_rocm_C.abi3.so\", \"compiled\": [\"csrc/rocm/**\"],\n"
+		"   \"require_kernels\": [\"wvSplitK\"]},\n"
+		"  {\"name\": \"_moe_C\", \"build\": \"cmake-build-rocm/_moe_C.abi3.so\",\n"
+		"   \"python_module\": \"vllm._moe_C\", \"arch\": \"gfx90a:xnack-\"},\n"
+		"  {\"name\": \"_C\", \"build\": \"/b/_C.abi3.so\", \"install\": \"site/_C.abi3.so\"}]}\n";
+	struct pvg_config *cfg;
+	struct pvg_error err;
+	int r = parse(text, &cfg, &err);
+	CHECK_INT(r, 0);
+	if (r < 0) {
+		printf("#   %s\n", err.message);
+		return;
+	}
+	CHECK_INT(cfg->n_artifacts, 3);
+	size_t n = 0;
+	struct pvg_artifact *v = pvg_config_artifacts(cfg, &n);
+	CHECK_INT(n, 3);
+	if (n == 3) {
+		CHECK_STR(v[0].name, "_rocm_C");
+		/* relative paths are the config folder's, absolute ones stay */
+		CHECK_STR(v[0].build, "/exp/cmake-build-rocm/_rocm_C.abi3.so");
+		CHECK_STR(v[0].install, "/opt/venv/site/vllm/_rocm_C.abi3.so");
+		CHECK(v[0].python_module == NULL);
+		CHECK_INT(v[0].compiled.n, 1);
+		CHECK_STR(v[0].compiled.v[0], "csrc/rocm/**");
+		CHECK_INT(v[0].require_kernels.n, 1);
+		CHECK_STR(v[0].require_kernels.v[0], "wvSplitK");
+		CHECK_STR(pvg_artifact_arch(cfg, &v[0]), "gfx90a");
+		CHECK_STR(v[1].python_module, "vllm._moe_C");
+		CHECK(v[1].install == NULL);
+		CHECK_INT(v[1].compiled.n, 0);
+		CHECK_INT(v[1].require_kernels.n, 0);
+		CHECK_STR(pvg_artifact_arch(cfg, &v[1]), "gfx90a:xnack-");
+		CHECK_STR(v[2].build, "/b/_C.abi3.so");
+		CHECK_STR(v[2].install, "/exp/site/_C.abi3.so");
+	}
+	free(v);
+	/* a flag cannot say which entry it means */
+	CHECK(pvg_config_override(cfg, "build.artifact", "/x.so", &err) < 0);
+	CHECK(strstr(err.message, "the config lists \"artifacts\"") != NULL);
+	CHECK(pvg_config_override(cfg, "install.artifact", "/x.so", &err) < 0);
+	CHECK(pvg_config_override(cfg, "install.python_module", "a.b", &err) < 0);
+	CHECK(cfg->build.artifact == NULL && cfg->install.artifact == NULL);
+	/* the other flags still work */
+	CHECK_INT(pvg_config_override(cfg, "arch", "gfx906", &err), 0);
+	pvg_config_free(cfg);
+}
+
+/* The single form is a list of one; no artifact at all is a list of none. */
+static void single_form_is_a_list_of_one(void)
+{
+	struct pvg_config *cfg;
+	struct pvg_error err;
+	int r = parse("{\"build\": {\"artifact\": \"b/_rocm_C.abi3.so\"},\n"
+		      " \"install\": {\"python_module\": \"vllm._rocm_C\"},\n"
+		      " \"code_object\": {\"require_kernels\": [\"wvSplitK\", \"k2\"]}}",
+		      &cfg, &err);
+	CHECK_INT(r, 0);
+	if (r < 0)
+		return;
+	CHECK_INT(cfg->n_artifacts, 0);
+	size_t n = 0;
+	struct pvg_artifact *v = pvg_config_artifacts(cfg, &n);
+	CHECK_INT(n, 1);
+	if (n == 1) {
+		CHECK(v[0].name == NULL);
+		CHECK_STR(v[0].build, "/exp/b/_rocm_C.abi3.so");
+		CHECK(v[0].install == NULL);
+		CHECK_STR(v[0].python_module, "vllm._rocm_C");
+		CHECK_INT(v[0].require_kernels.n, 2);
+		CHECK(pvg_artifact_arch(cfg, &v[0]) == NULL);
+	}
+	free(v);
+	/* the single form still takes the flags */
+	CHECK_INT(pvg_config_override(cfg, "install.artifact", "/i/_rocm_C.abi3.so", &err), 0);
+	pvg_config_free(cfg);
+
+	char name[64];
+	pvg_artifact_default_name("/b/_rocm_C.abi3.so", name, sizeof(name));
+	CHECK_STR(name, "_rocm_C");
+	pvg_artifact_default_name("libx", name, sizeof(name));
+	CHECK_STR(name, "libx");
+	pvg_artifact_default_name(NULL, name, sizeof(name));
+	CHECK_STR(name, "artifact");
+
+	CHECK_INT(parse("{\"arch\": \"gfx90a\"}", &cfg, &err), 0);
+	v = pvg_config_artifacts(cfg, &n);
+	CHECK_INT(n, 0);
+	CHECK(v == NULL);
+	pvg_config_free(cfg);
+}
+
+static void artifacts_errors_name_the_entry(void)
+{
+	/* both forms at once: one of them would go unchecked */
+	expect_error("{\"build\": {\"artifact\": \"a.so\"}, \"artifacts\": [{\"name\": \"a\", \"build\": \"b.so\"}]}",
+		     "build.artifact: the config lists \"artifacts\"; move build.artifact into the artifacts[] entry");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"b.so\"}], \"install\": {\"artifact\": \"/i.so\"}}",
+		     "install.artifact: the config lists \"artifacts\"");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"b.so\"}], \"install\": {\"python_module\": \"v.a\"}}",
+		     "install.python_module: the config lists \"artifacts\"");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"b.so\"}], \"code_object\": {\"require_kernels\": [\"k\"]}}",
+		     "code_object.require_kernels: the config lists \"artifacts\"");
+	/* the keys every entry shares stay where they are */
+	struct pvg_config *cfg;
+	struct pvg_error err;
+	int r = parse("{\"build\": {\"log\": \"l\", \"max_unsupported_calls\": 1},\n"
+		      " \"install\": {\"python\": \"py\"}, \"code_object\": {},\n"
+		      " \"artifacts\": [{\"name\": \"a\", \"build\": \"b.so\"}]}", &cfg, &err);
+	CHECK_INT(r, 0);
+	if (r == 0)
+		pvg_config_free(cfg);
+	else
+		printf("#   %s\n", err.message);
+	/* an empty list, or not a list of objects */
+	expect_error("{\"artifacts\": []}", "artifacts: expected a non-empty array of objects");
+	expect_error("{\"artifacts\": []}", "got an empty array");
+	expect_error("{\"artifacts\": {\"name\": \"a\"}}", "artifacts: expected a non-empty array");
+	expect_error("{\"artifacts\": [\"_rocm_C.abi3.so\"]}", "artifacts[0]");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"b.so\"}],\n \"artifacts\": [{\"name\": \"c\", \"build\": \"d.so\"}]}",
+		     "key given twice");
+	/* what an entry needs */
+	expect_error("{\"artifacts\": [{\"build\": \"b.so\"}]}", "artifacts[0]: needs \"name\"");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\"}, {\"name\": \"b\"}]}",
+		     "artifacts[1]: needs \"build\"");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"install\": \"/i.so\",\n"
+		     " \"python_module\": \"v.a\"}]}",
+		     "artifacts[0]: both \"install\" and \"python_module\" name the installed file");
+	expect_error("{\"artifacts\": [{\"name\": \"\", \"build\": \"a.so\"}]}", "artifacts[0].name");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": 3}]}", "artifacts[0].build");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"arch\": \"gfx9OA\"}]}",
+		     "did you mean \"gfx90a\"?");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"require_kernels\": [\"k\", 1]}]}",
+		     "artifacts[0].require_kernels[1]");
+	/* every entry is another artifact: names, builds, installs and modules are unique */
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\"}, {\"name\": \"a\", \"build\": \"b.so\"}]}",
+		     "artifacts[1].name: the same as artifacts[0]'s (\"a\")");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"x/a.so\"}, {\"name\": \"b\", \"build\": \"/exp/x/a.so\"}]}",
+		     "artifacts[1].build: the same as artifacts[0]'s");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"install\": \"/s/a.so\"},\n"
+		     " {\"name\": \"b\", \"build\": \"b.so\"},\n"
+		     " {\"name\": \"c\", \"build\": \"c.so\", \"install\": \"/s/a.so\"}]}",
+		     "artifacts[2].install: the same as artifacts[0]'s");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"python_module\": \"v._C\"},\n"
+		     " {\"name\": \"b\", \"build\": \"b.so\", \"python_module\": \"v._C\"}]}",
+		     "artifacts[1].python_module: the same as artifacts[0]'s");
+	/* an unknown key inside an entry: its path, position and the closest key */
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\"},\n  {\"name\": \"b\", \"build\": \"b.so\", \"instal\": \"/i.so\"}]}",
+		     "t.json:2:34: unknown key \"artifacts[1].instal\", did you mean \"install\"?");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"require_kernel\": [\"k\"]}]}",
+		     "did you mean \"require_kernels\"?");
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"log\": \"l\"}]}",
+		     "unknown key \"artifacts[0].log\"");
+	/* a misspelt top-level key is pointed at "artifacts" */
+	expect_error("{\"artefacts\": []}", "did you mean \"artifacts\"?");
+}
+
+/* One config for every node: placeholders in each entry's build and installed file. */
+static void artifacts_placeholders_expand(void)
+{
+	setenv("SLURMD_NODENAME", "gpu03", 1);
+	struct pvg_config *cfg;
+	struct pvg_error err;
+	int r = parse("{\"artifacts\": [{\"name\": \"_moe_C\", \"build\": \"b-{node}/_moe_C.abi3.so\",\n"
+		      "  \"install\": \"/local/{node}/vllm/_moe_C.abi3.so\"},\n"
+		      " {\"name\": \"_C\", \"build\": \"b/_C.abi3.so\", \"install\": \"/local/{{x}}/_C.abi3.so\"}]}",
+		      &cfg, &err);
+	CHECK_INT(r, 0);
+	if (r == 0) {
+		CHECK_STR(cfg->artifacts[0].build, "/exp/b-gpu03/_moe_C.abi3.so");
+		CHECK_STR(cfg->artifacts[0].install, "/local/gpu03/vllm/_moe_C.abi3.so");
+		CHECK_STR(cfg->artifacts[1].install, "/local/{x}/_C.abi3.so");
+		pvg_config_free(cfg);
+	} else {
+		printf("#   %s\n", err.message);
+	}
+	/* the same per-node file on two entries is still one file */
+	expect_error("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"install\": \"/l/{node}.so\"},\n"
+		     " {\"name\": \"b\", \"build\": \"b.so\", \"install\": \"/l/gpu03.so\"}]}",
+		     "artifacts[1].install: the same as artifacts[0]'s");
+	r = parse("{\"artifacts\": [{\"name\": \"a\", \"build\": \"a.so\", \"install\": \"/l/{nodename}/a.so\"}]}",
+		  &cfg, &err);
+	CHECK_INT(r, -EINVAL);
+	CHECK(strstr(err.message, "artifacts[0].install") != NULL);
+	CHECK(strstr(err.message, "{nodename}") != NULL);
+	/* names are literal: a report calls the artifact what the config says */
+	r = parse("{\"artifacts\": [{\"name\": \"x{node}\", \"build\": \"a.so\"}]}", &cfg, &err);
+	CHECK_INT(r, 0);
+	if (r == 0) {
+		CHECK_STR(cfg->artifacts[0].name, "x{node}");
+		pvg_config_free(cfg);
+	}
+	unsetenv("SLURMD_NODENAME");
+}
+
 int main(void)
 {
 	RUN(full_spec_example_loads);
@@ -261,5 +465,9 @@ int main(void)
 	RUN(arch_names_are_checked_against_known_targets);
 	RUN(overrides_use_flag_semantics);
 	RUN(placeholders_expand_per_node);
+	RUN(artifacts_list_loads);
+	RUN(single_form_is_a_list_of_one);
+	RUN(artifacts_errors_name_the_entry);
+	RUN(artifacts_placeholders_expand);
 	TAP_EXIT();
 }
