@@ -179,8 +179,8 @@ fs = [open(p, "rb") for p in sys.argv[1:]]
 ms = [mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) for f in fs]
 open("ready", "w").write(str(os.getpid()))
 time.sleep(120)' "$PWD/inst/_a_C.so" "$PWD/inst/_b_C.so" "$PWD/inst/_c_C.so" &
-	local spid=$!
-	trap 'kill $spid 2>/dev/null' EXIT
+	init_spid=$!
+	trap 'kill $init_spid 2>/dev/null' EXIT
 	for _ in $(seq 200); do [ -s ready ] && break; sleep 0.05; done
 	pg init
 	assert_eq "$rc" 0 "init ($err)"
@@ -198,7 +198,7 @@ time.sleep(120)' "$PWD/inst/_a_C.so" "$PWD/inst/_b_C.so" "$PWD/inst/_c_C.so" &
 	pg run --gates 3 --json r3.json
 	assert_eq "$(jq -r '.chain.artifacts | length' r3.json)" 3
 	assert_eq "$(jq -r '.gates[2].status' r3.json)" pass "gate 3 ($out)"
-	kill $spid 2>/dev/null
+	kill $init_spid 2>/dev/null
 }
 
 run_tests
