@@ -1219,10 +1219,18 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 		pvg_summary(res, "no source.compiled file changed since the baseline; the log builds "
 				 "and links %s without errors%s",
 			    names, copy_note);
-	else if (st == PVG_PASS)
+	else if (st == PVG_PASS) {
+		/* each artifact's own arch: "gfx90a", or "gfx906, gfx90a" where entries differ */
+		struct pvg_strv archs = { 0 };
+		for (size_t i = 0; i < ctx->n_arts; i++)
+			pvg_strv_add_unique(&archs, pvg_artifact_arch(cfg, &ctx->arts[i].a));
+		_cleanup_free_ char *arch_list = pvg_strv_join_distinct(&archs, ", ");
+		pvg_strv_clear(&archs);
 		pvg_summary(res, "%zu changed source%s %s for %s; %s relinked%s", n_changed,
 			    n_changed == 1 ? "" : "s",
-			    req.cuda ? "compiled" : "hipified and compiled", arch, names, copy_note);
+			    req.cuda ? "compiled" : "hipified and compiled", arch_list, names,
+			    copy_note);
+	}
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
 	if (have_deps)
