@@ -303,6 +303,9 @@ struct pvg_pair_job {
 	pthread_t reader, hasher;
 	int hasher_cpu;  /* -1, or the CPU the hasher has to itself */
 	cpu_set_t rest;  /* the other CPUs, for the reader and the helper */
+	bool hasher_reads; /* the hasher reads the installed file; the other thread compares */
+	bool compare_done; /* hasher_reads: the comparing thread is through */
+	int fi, fb;        /* hasher_reads: the installed and the build fd (-1: none) */
 	bool threads; /* both threads run */
 	bool sync;    /* no thread could start: the work runs in join, reader first */
 
@@ -498,6 +501,121 @@ static void *pair_hasher(void *arg)
 	return NULL;
 }
 
+/* ---- the other hand-off (plan.hasher_reads): the hasher reads each chunk of the installed
+ * file and hashes it; the second thread then reads the same chunk of the build and compares.
+ * The hasher's core does what one openssl pass does; the read of the build, the comparison
+ * and everything else of the run share the other core. */
+
+static void *pair_read_hash(void *arg)
+{
+	struct pvg_pair_job *j = arg;
+	j->fi = open_identity(j->path_i, &j->i);
+	j->fb = j->path_b ? open_identity(j->path_b, &j->b) : -1;
+	uint64_t off = 0, last_report = pvg_now_ns();
+	while (j->fi >= 0) {
+		size_t k;
+		unsigned char *buf = pair_slot_free(j, &k);
+		if (!buf)
+			break;
+		ssize_t n = read_full(j->fi, buf, j->chunk);
+		if (n < 0) {
+			j->read_err = (int)n;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (j->md_ok && !EVP_DigestUpdate(j->md, buf, (size_t)n))
+			j->md_ok = false;
+		j->n_hashed += (uint64_t)n;
+		off += (uint64_t)n;
+		pair_push(j, k, (size_t)n, false);
+		if (progress_fn) {
+			uint64_t now = pvg_now_ns();
+			if (now - last_report > 100000000u) {
+				progress_fn(j->path_i, j->n_hashed, j->i.size);
+				last_report = now;
+			}
+		}
+	}
+	if (j->fi >= 0 && !j->read_err && (off != j->i.size || !unchanged(j->fi, &j->i))) {
+		j->i.err = -EAGAIN;
+		j->i.err_what = "changed while being read";
+	}
+	if (progress_fn && j->n_hashed)
+		progress_fn(j->path_i, j->n_hashed, j->i.size);
+	pair_push(j, 0, 0, true);
+	return NULL;
+}
+
+static void *pair_compare(void *arg)
+{
+	struct pvg_pair_job *j = arg;
+	_cleanup_free_ unsigned char *bbuf = pvg_xrealloc(NULL, 1, j->chunk);
+	bool compare = true, sized = false;
+	uint64_t off = 0;
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		while (j->filled == j->hashed && !j->eof) {
+			j->hasher_waits = true;
+			pthread_cond_wait(&j->cv_hasher, &j->mu);
+		}
+		j->hasher_waits = false;
+		bool done = j->filled == j->hashed && j->eof;
+		pthread_mutex_unlock(&j->mu);
+		if (!sized) {
+			/* the identities are read before the first chunk (or the end) is pushed */
+			sized = true;
+			compare = j->fi >= 0 && j->fb >= 0;
+			if (compare && j->b.size != j->i.size) {
+				compare = false;
+				pair_set_differs(j, UINT64_MAX); /* not read: the sizes already differ */
+			}
+		}
+		if (done)
+			break;
+		size_t k = j->hashed % j->ring;
+		size_t n = j->len[k];
+		if (compare && !__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+			ssize_t m = read_full(j->fb, bbuf, n);
+			if (m < 0) {
+				j->b.err = (int)m;
+				j->b.err_what = "read";
+				compare = false;
+			} else if ((size_t)m != n || memcmp(j->slot[k], bbuf, n) != 0) {
+				size_t x = 0, lim = (size_t)m < n ? (size_t)m : n;
+				while (x < lim && j->slot[k][x] == bbuf[x])
+					x++;
+				pair_set_differs(j, off + x);
+				compare = false;
+			}
+		}
+		off += n;
+		pthread_mutex_lock(&j->mu);
+		j->hashed++;
+		if (j->reader_waits && j->filled - j->hashed <= j->ring / 2)
+			pthread_cond_broadcast(&j->cv_reader);
+		pthread_mutex_unlock(&j->mu);
+	}
+	/* the build must end where the installed file ends, and be the file fstat'ed */
+	if (compare) {
+		unsigned char extra;
+		if (read_full(j->fb, &extra, 1) != 0) {
+			pair_set_differs(j, off);
+			compare = false;
+		} else if (!unchanged(j->fb, &j->b)) {
+			j->b.err = -EAGAIN;
+			j->b.err_what = "changed while being read";
+			compare = false;
+		}
+	}
+	j->compared = compare && off == j->i.size && !j->i.err && !j->read_err;
+	pthread_mutex_lock(&j->mu);
+	j->compare_done = true;
+	pthread_cond_broadcast(&j->cv_main);
+	pthread_mutex_unlock(&j->mu);
+	return NULL;
+}
+
 struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed)
 {
 	pthread_once(&sha256_once, fetch_sha256);
@@ -516,6 +634,19 @@ struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed)
 	j->md = EVP_MD_CTX_new();
 	j->md_ok = j->md && sha256_md && EVP_DigestInit_ex(j->md, sha256_md, NULL);
 	plan_cpus(j);
+	j->fi = j->fb = -1;
+	if (plan.split && plan.hasher_reads && j->path_b) {
+		j->hasher_reads = true;
+		if (pvg_thread_start(&j->hasher, pair_read_hash, j) == 0) {
+			j->threads = pvg_thread_start(&j->reader, pair_compare, j) == 0;
+			if (!j->threads) {
+				pair_compare(j); /* compare here; the hasher fills the ring */
+				pthread_join(j->hasher, NULL);
+			}
+			return j;
+		}
+		j->hasher_reads = false;
+	}
 	if (!plan.split || pvg_thread_start(&j->hasher, pair_hasher, j) < 0) {
 		/* no thread (or a plan without): the same work, one after the other, when joined */
 		j->sync = true;
@@ -538,7 +669,8 @@ bool pvg_pair_wait_differs(struct pvg_pair_job *j)
 {
 	if (j->threads) {
 		pthread_mutex_lock(&j->mu);
-		while (!__atomic_load_n(&j->differs, __ATOMIC_ACQUIRE) && !j->eof)
+		while (!__atomic_load_n(&j->differs, __ATOMIC_ACQUIRE) &&
+		       !(j->hasher_reads ? j->compare_done : j->eof))
 			pthread_cond_wait(&j->cv_main, &j->mu);
 		pthread_mutex_unlock(&j->mu);
 	}
@@ -552,6 +684,10 @@ const char *pvg_pair_installed(const struct pvg_pair_job *j)
 
 static void pair_free(struct pvg_pair_job *j)
 {
+	if (j->fi >= 0)
+		close(j->fi);
+	if (j->fb >= 0)
+		close(j->fb);
 	for (size_t k = 0; k < j->ring; k++)
 		free(j->slot[k]);
 	EVP_MD_CTX_free(j->md);

@@ -34,9 +34,13 @@ struct pvg_read_plan {
 	unsigned ring;
 	bool split; /* files of 64 MiB and more: read on one thread, hashed on another */
 	bool pin;
+	/* the pair job's hand-off: the hasher reads the installed file itself and the other
+	 * thread reads the build and compares (else that thread reads both, the hasher hashes) */
+	bool hasher_reads;
 };
 #define PVG_READ_RING_MAX 64u
-#define PVG_READ_PLAN_DEFAULT { .chunk = 64u << 10, .ring = 8, .split = true, .pin = false }
+#define PVG_READ_PLAN_DEFAULT                                                              \
+	{ .chunk = 64u << 10, .ring = 8, .split = true, .pin = false, .hasher_reads = false }
 /* NULL: the defaults again. Out-of-range sizes fall back to the default. */
 void pvg_read_plan_set(const struct pvg_read_plan *plan);
 const struct pvg_read_plan *pvg_read_plan_get(void);
