@@ -7,7 +7,8 @@
 # (compare-inspect.py); gate 3 on two 1 GiB files against openssl dgst -sha256; gates 4+5 with
 # 10,000 processes against ps -e and ss -ltnp.
 # Expects a stage folder made by tests/gpu/stage.sh, plus bin/provgate-before (the build
-# before, its libraries in lib/). Results: $OUT/floor-results.tgz.
+# before, its libraries in lib/) and, for the chunks part, bin/hash-sweep. Results:
+# $OUT/floor-results.tgz. PVG_FLOOR_PARTS picks parts: "gate6 inspect hash chunks procs" (all).
 set -u
 STAGE=$(cd "$(dirname "$0")" && pwd)
 W=${PVG_GPU_WORK:-/tmp/pvgf}
@@ -41,7 +42,11 @@ TORCH_LIB=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(tor
 LIB=$TORCH_LIB/libtorch_cuda.so
 echo "libtorch_cuda.so: $(stat -c %s "$LIB") bytes, sha256 $(sha256sum "$LIB" | cut -c1-64)" | tee -a "$RES/env.txt"
 
+parts=" ${PVG_FLOOR_PARTS:-gate6 inspect hash procs} "
+part() { case "$parts" in *" $1 "*) return 0 ;; esac; return 1; }
+
 # ---- gate 6 and inspect on libtorch_cuda.so, after (A) and before (B) in turn ------------------
+if part gate6; then
 say "gate 6 and inspect on libtorch_cuda.so"
 K=$(pg inspect --json --kernels "$LIB" | python3 -c '
 import json, sys
@@ -75,8 +80,10 @@ done
 m --label "inspect--kernels-after" -- $L "$STAGE/bin/provgate" inspect --kernels "$LIB" >>"$RES/timings.txt"
 m --label "cuobjdump--list-elf" -- cuobjdump --list-elf "$LIB" >>"$RES/timings.txt"
 cat "$RES/timings.txt"
+fi
 
 # ---- inspect against cuobjdump ------------------------------------------------------------------
+if part inspect; then
 say "inspect vs cuobjdump"
 mkdir -p "$RES/inspect"
 inspect_one() { # NAME FILE
@@ -96,21 +103,39 @@ for pat in 'libcurand.so*' 'libcusparse.so*' 'libcufft.so*' 'libnccl.so*'; do
 done
 python3 "$STAGE/compare-inspect.py" "$RES/inspect" | tee "$RES/inspect/comparison.txt"
 gzip -9 $(find "$RES/inspect" -size +1M -type f)
+fi
 
 # ---- gate 3: two 1 GiB files against one openssl dgst -sha256 -----------------------------------
+if part hash || part chunks; then
 say "gate 3 on 2 x 1 GiB"
 mkdir -p "$W/h" && cd "$W/h"
 head -c 1073741824 /dev/urandom >a.so && cp a.so b.so && cat a.so b.so >/dev/null
 echo '{"build": {"artifact": "a.so"}, "install": {"artifact": "b.so"}}' >two.json
-for r in 1 2 3 4 5; do
+part hash && for r in 1 2 3 4 5; do
 	m --label openssl-installed -- openssl dgst -sha256 b.so >>"$RES/timings-hash.txt"
 	m --label gate3-after -- $L "$STAGE/bin/provgate" run -c two.json --gates 3 -q >>"$RES/timings-hash.txt"
 	m --label gate3-before -- $L "$STAGE/bin/provgate-before" run -c two.json --gates 3 -q >>"$RES/timings-hash.txt"
 done
+if part chunks && [ -x "$STAGE/bin/hash-sweep" ]; then
+	# the pair job under each read plan, in turn with openssl and cat (tests/bench/chunks)
+	for r in 1 2 3; do
+		m --label openssl-installed -- openssl dgst -sha256 b.so >>"$RES/timings-chunks.txt"
+		m --label cat-both -- cat a.so b.so >>"$RES/timings-chunks.txt"
+		for c in 32 64 128 256 1024; do
+			m --label "pair-$c-KiB" -- $L "$STAGE/bin/hash-sweep" --chunk $c a.so b.so \
+				>>"$RES/timings-chunks.txt"
+		done
+		m --label "pair-64-KiB-hasher-reads" -- $L "$STAGE/bin/hash-sweep" --chunk 64 --hasher-reads \
+			a.so b.so >>"$RES/timings-chunks.txt"
+	done
+	cat "$RES/timings-chunks.txt"
+fi
 rm -f a.so b.so
 cat "$RES/timings-hash.txt"
+fi
 
 # ---- gates 4+5 with 10,000 processes -------------------------------------------------------------
+if part procs; then
 say "gates 4+5 with 10,000 processes"
 mkdir -p "$W/p" && cd "$W/p"
 cp "$STAGE/libpvgfixture.so" build.so && sleep 0.05 && cp build.so inst.so && sleep 0.05 # times a clock tick apart
@@ -136,4 +161,5 @@ for r in $(seq 10); do
 	m --label ss-ltnp -- ss -ltnp >>"$RES/timings-procs.txt"
 done
 cat "$RES/timings-procs.txt"
+fi
 say "done"
