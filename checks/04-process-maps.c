@@ -651,7 +651,7 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 	if (r < 0) {
 		pvg_summary(res, "cannot list processes: %s", strerror(-r));
 		pvg_problem(res, "process-maps.scan-failed", "is /proc mounted?",
-			    "listing processes through libproc2 failed: %s", strerror(-r));
+			    "reading the process list in /proc failed: %s", strerror(-r));
 		return PVG_UNVERIFIABLE;
 	}
 	for (size_t ai = 0; ai < n_arts; ai++)

@@ -90,6 +90,7 @@ struct live_read {
 	int host_r;
 	struct pvg_tcp_table host_listeners; /* provgate's namespace, when own_netns */
 	struct pvg_fd_scan fs;
+	const struct pvg_strv *devices; /* the device globs matched; NULL: no GPU driver here */
 };
 
 static void live_read_free(void *p)
@@ -141,7 +142,10 @@ static struct live_read *read_live(struct pvg_ctx *ctx, const struct pvg_targets
 		for (size_t i = 0; i < lr->host_listeners.n; i++)
 			inodes[n_inodes++] = lr->host_listeners.s[i].inode;
 	}
-	pvg_fd_scan(ctx->procfs, t, inodes, n_inodes, pvg_gpu_device_globs(), &lr->fs);
+	/* no GPU driver, no GPU holder: the fds are then read for the port alone (or not at all) */
+	lr->devices = pvg_gpu_device_globs_live(ctx->procfs);
+	if (n_inodes || lr->devices)
+		pvg_fd_scan(ctx->procfs, t, inodes, n_inodes, lr->devices, &lr->fs);
 	return lr;
 }
 
@@ -340,6 +344,7 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 		cJSON_AddItemToArray(dj, pvg_json_string(devices->v[i]));
 	const struct pvg_fd_scan fs = lr->fs;
 	pvg_json_add_int(res->evidence, "fd_tables_scanned", (int)fs.n_scanned);
+	pvg_json_add_bool(res->evidence, "gpu_drivers_registered", lr->devices != NULL);
 
 	if (cfg->service.port > 0 && pv.read_ok) {
 		size_t in_tree = 0, foreign = 0;
@@ -583,7 +588,7 @@ static enum pvg_status run_stale_service(struct pvg_ctx *ctx, struct pvg_result 
 	if (r < 0) {
 		pvg_summary(res, "cannot list processes: %s", strerror(-r));
 		pvg_problem(res, "stale-service.scan-failed", "is /proc mounted?",
-			    "listing processes through libproc2 failed: %s", strerror(-r));
+			    "reading the process list in /proc failed: %s", strerror(-r));
 		return PVG_UNVERIFIABLE;
 	}
 	if (ctx->phase == PVG_PHASE_PRESTART)

@@ -64,7 +64,8 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 				print_clean(f, "      error: ", co->error);
 			if (co->mismatch)
 				print_clean(f, "      mismatch: ", co->mismatch);
-			if (!co->kernels_known && co->kernels_why && co->kind != PVG_CO_HOST)
+			if (!co->kernels_known && co->kernels_why && co->kind != PVG_CO_HOST &&
+			    !co->not_decoded)
 				fprintf(f, "      kernels unknown: %s\n", co->kernels_why);
 			if (kernels && co->kernels)
 				for (size_t k = 0; k < co->n_kernels; k++) {
@@ -79,9 +80,15 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 		_cleanup_free_ char *where = pvg_asprintf("  problem: %s: ", set->issues[i].where);
 		print_clean(f, where, set->issues[i].message);
 	}
-	size_t dev = 0;
-	for (size_t i = 0; i < set->n_objs; i++)
+	size_t dev = 0, not_decoded = 0;
+	for (size_t i = 0; i < set->n_objs; i++) {
 		dev += set->objs[i].kind != PVG_CO_HOST;
+		not_decoded += set->objs[i].not_decoded;
+	}
+	if (not_decoded)
+		fprintf(f, "  %zu compressed entr%s read from %s headers only: kernels '?' "
+			   "(--kernels decodes them whole)\n",
+			not_decoded, not_decoded == 1 ? "y" : "ies", not_decoded == 1 ? "its" : "their");
 	if (dev == 0)
 		fprintf(f, "  no device code objects\n");
 }
@@ -186,8 +193,9 @@ const struct cli_verb verb_inspect = {
 		"(plain or CCOB-compressed, every bundle of the section), CUDA fatbins in\n"
 		".nv_fatbin / __nv_relfatbin. Columns: SECTION, BUNDLE (container index in the\n"
 		"section), ENTRY, ID (bundle entry id), ARCH (target id), CO (code object version),\n"
-		"SIZE ('z': from a compressed container), KERNELS (count, '?' unknown).\n"
+		"SIZE ('z': from a compressed container), KERNELS (count, '?' unknown or, for a\n"
+		"compressed CUDA entry, not decoded: only its ELF header is, without --kernels).\n"
 		"  --json      one JSON document\n"
-		"  --kernels   list kernel names too\n"
+		"  --kernels   list kernel names too (decodes every compressed entry whole)\n"
 		"Exit: 0 device code found and readable, 1 none found or damaged, 2 usage.\n",
 };

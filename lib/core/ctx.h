@@ -128,8 +128,8 @@ struct pvg_check {
 	 * (ctx->prepare_later) */
 	void (*prepare)(struct pvg_ctx *ctx);
 	/* optional: the part of the preparation that must stay on the evaluating thread (it is
-	 * called there just before the helper thread starts): libproc2 keeps read buffers per
-	 * thread, and a finished thread leaks them */
+	 * called there just before the helper thread starts): the process snapshot, which starts
+	 * threads of its own and which every later gate reads */
 	void (*prepare_here)(struct pvg_ctx *ctx);
 	/* optional: remembers what its re-check must find again (pvg_run_pin): 0 or -errno */
 	int (*pin)(struct pvg_ctx *ctx);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "formats/markers.h"
+#include "util/hash.h"
 
 /* ---- marker fields --------------------------------------------------------------------------- */
 
@@ -842,27 +843,30 @@ static void begin_overlong(struct pvg_marker_scan *s, const char *start, const c
 	memset(s->cont_forbid_seen, 0, (s->n_forbid + 1) * sizeof(bool));
 }
 
+/* The log is read in chunks of the read plan (util/hash.h: what stays in the reading core's
+ * cache) and the complete lines of each chunk scanned while they are still there; the block
+ * only decides what an overlong line is and how much is kept between reads. */
 static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_t mem_len)
 {
 	prepare(s);
 	_cleanup_free_ char *buf = pvg_xcalloc(PVG_MARKER_BUF, 1);
-	size_t have = 0, mem_off = 0;
+	size_t chunk = pvg_read_plan_get()->chunk;
+	size_t have = 0, done = 0, mem_off = 0;
 	uint64_t base = 0; /* file offset of buf[0] */
 	bool eof = false;
-	while (!eof || have) {
+	while (!eof || done < have) {
 		if (!eof) {
+			size_t want = PVG_MARKER_BUF - have < chunk ? PVG_MARKER_BUF - have : chunk;
 			ssize_t r;
 			if (fd >= 0) {
-				r = read(fd, buf + have, PVG_MARKER_BUF - have);
+				r = read(fd, buf + have, want);
 				if (r < 0) {
 					if (errno == EINTR)
 						continue;
 					return -errno;
 				}
 			} else {
-				size_t n = mem_len - mem_off;
-				if (n > PVG_MARKER_BUF - have)
-					n = PVG_MARKER_BUF - have;
+				size_t n = mem_len - mem_off < want ? mem_len - mem_off : want;
 				memcpy(buf + have, mem + mem_off, n);
 				mem_off += n;
 				r = (ssize_t)n;
@@ -871,16 +875,15 @@ static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_
 				eof = true;
 			have += (size_t)r;
 			s->bytes += (uint64_t)r;
-			if (!eof && have < PVG_MARKER_BUF)
-				continue; /* fill the block: fewer, larger scans */
 		}
-		const char *nl = memrchr(buf, '\n', have);
-		size_t done;
-		if (nl || eof) {
-			done = nl && !eof ? (size_t)(nl - buf) + 1 : have;
-			scan_lines(s, buf, buf + done, s->cont, base);
+		/* the complete lines read so far (all of it at the end) */
+		const char *nl = have > done ? memrchr(buf + done, '\n', have - done) : NULL;
+		if (nl || (eof && have > done)) {
+			size_t upto = nl && !eof ? (size_t)(nl - buf) + 1 : have;
+			scan_lines(s, buf + done, buf + upto, s->cont, base + done);
 			s->cont = false;
-		} else {
+			done = upto;
+		} else if (have == PVG_MARKER_BUF && done == 0) {
 			/* a full block without a line end: an overlong line */
 			if (!s->cont)
 				begin_overlong(s, buf, buf + have);
@@ -888,10 +891,20 @@ static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_
 			/* keep the last bytes so a pattern across the cut is still seen */
 			size_t keep = s->max_pattern > 1 ? s->max_pattern - 1 : 0;
 			done = have - keep;
+			memmove(buf, buf + done, have - done);
+			have -= done;
+			base += done;
+			done = 0;
+			continue;
 		}
-		memmove(buf, buf + done, have - done);
-		have -= done;
-		base += done;
+		/* room for the next read: move the unfinished line to the front */
+		if (have == PVG_MARKER_BUF || (have - done < chunk && have + chunk > PVG_MARKER_BUF) ||
+		    (eof && done == have)) {
+			memmove(buf, buf + done, have - done);
+			have -= done;
+			base += done;
+			done = 0;
+		}
 		if (eof && have == 0)
 			break;
 	}

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Process discovery through libproc2 (procps-ng 4.0). One reap per run: every later question
- * (which process is the target, which are its descendants, who is a stale service process) is
- * answered from that snapshot, so that every question sees one view of the system.
- * libproc2 always reads the real /proc; the text readers take a procfs root.
+ * Process discovery: one pass over /proc per run (each process's stat and command line, read
+ * on as many threads as the CPUs), and every later question (which process is the target,
+ * which are its descendants, who is a stale service process) is answered from that snapshot,
+ * so that every question sees one view of the system. The snapshot lists the real /proc;
+ * the text readers take a procfs root.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,27 +12,14 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
-#include <libproc2/pids.h>
-
+#include "formats/proc-stat.h"
 #include "sys/maps.h"
 #include "sys/procs.h"
 #include "util/thread.h"
 
-/* Only items from stat and cmdline: asking for a uid makes libproc2 read status too, a
- * third file per process; the uid is taken from /proc/<pid> for the few processes reported. */
-enum { I_PID, I_PPID, I_BEGAN, I_STATE, I_CMD, I_CMDLINE };
-static enum pids_item items[] = { PIDS_ID_PID, PIDS_ID_PPID, PIDS_TICS_BEGAN,
-				  PIDS_STATE,  PIDS_CMD,     PIDS_CMDLINE };
-
-/* The processes libproc2 lists are those of the real /proc, whatever pvg_procfs_root() says:
- * what is read about them to complete the snapshot (owner, executable) comes from there too. */
-#define LIBPROC2_ROOT "/proc"
-
-static void pids_unrefp(struct pids_info **i)
-{
-	if (*i)
-		procps_pids_unref(i);
-}
+/* The processes listed are those of the real /proc, whatever pvg_procfs_root() says: what is
+ * read about them to complete the snapshot (owner, executable) comes from there too. */
+#define SNAPSHOT_ROOT "/proc"
 
 static int cmp_proc(const void *a, const void *b)
 {
@@ -131,17 +119,106 @@ static bool is_provgate(const struct pvg_proc *p, const struct stat *self_exe,
 		return false;
 	char path[64];
 	struct stat st;
-	snprintf(path, sizeof(path), LIBPROC2_ROOT "/%d/exe", (int)p->pid);
+	snprintf(path, sizeof(path), SNAPSHOT_ROOT "/%d/exe", (int)p->pid);
 	return stat(path, &st) == 0 && st.st_dev == self_exe->st_dev &&
 	       st.st_ino == self_exe->st_ino;
 }
 
+/* ---- the snapshot: one pass over /proc, every process's stat and cmdline -------------------- */
+
+/* What one process's stat and cmdline say; a process that exited meanwhile reads as gone. */
+struct proc_read {
+	int procfd;
+	char buf[4096];
+};
+
+/* Reads a small /proc file (relative to procfd) into buf: its length, or -errno. */
+static ssize_t read_small(int procfd, const char *name, char *buf, size_t size)
+{
+	int fd = openat(procfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	size_t got = 0;
+	while (got < size) {
+		ssize_t r = read(fd, buf + got, size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+		/* procfs hands over the whole of a short file in one read; only a full buffer
+		 * may have more behind it */
+		if (got < size)
+			break;
+	}
+	close(fd);
+	return (ssize_t)got;
+}
+
+static void read_proc(struct proc_read *rd, struct pvg_proc *p)
+{
+	char name[32];
+	struct pvg_proc_stat st;
+	snprintf(name, sizeof(name), "%d/stat", (int)p->pid);
+	ssize_t n = read_small(rd->procfd, name, rd->buf, sizeof(rd->buf));
+	if (n <= 0 || pvg_proc_stat_parse(rd->buf, (size_t)n, &st) < 0) {
+		p->pid = 0; /* exited since the listing */
+		return;
+	}
+	memcpy(p->comm, st.comm, sizeof(p->comm));
+	p->zombie = st.state == 'Z';
+	p->ppid = st.ppid;
+	p->start_ticks = st.start_ticks;
+	snprintf(name, sizeof(name), "%d/cmdline", (int)p->pid);
+	n = read_small(rd->procfd, name, rd->buf, sizeof(rd->buf));
+	if (n == (ssize_t)sizeof(rd->buf)) {
+		/* a long command line: read it whole */
+		_cleanup_free_ char *path = pvg_asprintf(SNAPSHOT_ROOT "/%s", name);
+		_cleanup_free_ char *whole = NULL;
+		size_t len = 0;
+		if (pvg_read_file(path, 1u << 20, &whole, &len) == 0)
+			p->cmdline = pvg_cmdline_text(whole, len);
+		return;
+	}
+	if (n > 0)
+		p->cmdline = pvg_cmdline_text(rd->buf, (size_t)n);
+}
+
+struct snapshot_job {
+	int procfd;
+	struct pvg_proc *procs;
+	size_t from, to;
+};
+
+static void snapshot_range(void *arg)
+{
+	struct snapshot_job *job = arg;
+	struct proc_read *rd = pvg_xcalloc(1, sizeof(*rd));
+	rd->procfd = job->procfd;
+	for (size_t i = job->from; i < job->to; i++)
+		read_proc(rd, &job->procs[i]);
+	free(rd);
+}
+
+/* How many threads a pass over n processes gets: reading /proc is system time spent in the
+ * kernel per file, which spreads over the CPUs; a few hundred processes are not worth one. */
+static size_t pass_threads(size_t n)
+{
+	size_t k = pvg_cpus_usable();
+	if (k > PVG_MAX_JOB_THREADS)
+		k = PVG_MAX_JOB_THREADS;
+	if (k > n / 512 + 1)
+		k = n / 512 + 1;
+	return k;
+}
+
 static int snapshot(struct pvg_targets *t)
 {
-	_cleanup_(pids_unrefp) struct pids_info *info = NULL;
-	int r = procps_pids_new(&info, items, (int)ARRAY_SIZE(items));
-	if (r < 0)
-		return r;
 	struct timespec rt, bt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_BOOTTIME, &bt);
@@ -151,36 +228,49 @@ static int snapshot(struct pvg_targets *t)
 		hz = 100;
 	t->tick_ns = 1000000000L / hz;
 
-	struct pids_fetch *f = procps_pids_reap(info, PIDS_FETCH_TASKS_ONLY);
-	if (!f)
-		return errno ? -errno : -EIO;
-	int total = f->counts ? f->counts->total : 0;
-	t->procs = pvg_xcalloc(total > 0 ? (size_t)total : 1, sizeof(*t->procs));
-	for (int i = 0; i < total; i++) {
-		struct pids_stack *s = f->stacks[i];
-		struct pvg_proc *p = &t->procs[t->n];
-		p->pid = PIDS_VAL(I_PID, s_int, s, info);
-		p->ppid = PIDS_VAL(I_PPID, s_int, s, info);
-		p->uid = (uid_t)-1;
-		p->start_ticks = PIDS_VAL(I_BEGAN, ull_int, s, info);
-		p->zombie = PIDS_VAL(I_STATE, s_ch, s, info) == 'Z';
-		if (p->pid <= 0)
+	_cleanup_close_ int procfd = open(SNAPSHOT_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (procfd < 0)
+		return -errno;
+	DIR *d = fdopendir(dup(procfd));
+	if (!d)
+		return -errno;
+	size_t cap = 1024;
+	t->procs = pvg_xcalloc(cap, sizeof(*t->procs));
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || pid <= 0)
 			continue;
+		if (t->n == cap) {
+			t->procs = pvg_xrealloc(t->procs, cap * 2, sizeof(*t->procs));
+			memset(t->procs + cap, 0, cap * sizeof(*t->procs));
+			cap *= 2;
+		}
+		t->procs[t->n].pid = (pid_t)pid;
+		t->procs[t->n].uid = (uid_t)-1;
+		t->n++;
+	}
+	closedir(d);
+
+	size_t n_jobs = pass_threads(t->n);
+	struct snapshot_job jobs[PVG_MAX_JOB_THREADS];
+	for (size_t j = 0; j < n_jobs; j++)
+		jobs[j] = (struct snapshot_job){ procfd, t->procs, t->n * j / n_jobs,
+						 t->n * (j + 1) / n_jobs };
+	pvg_run_jobs(snapshot_range, jobs, n_jobs, sizeof(jobs[0]));
+
+	size_t k = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		if (p->pid <= 0)
+			continue; /* exited while it was read */
 		int64_t ns = boot_ns + (int64_t)(p->start_ticks * (uint64_t)t->tick_ns);
 		p->start.tv_sec = (time_t)(ns / 1000000000);
 		p->start.tv_nsec = (long)(ns % 1000000000);
-		/* strings are NULL for a process that exited while it was read */
-		const char *comm = PIDS_VAL(I_CMD, str, s, info);
-		const char *cmdline = PIDS_VAL(I_CMDLINE, str, s, info);
-		if (comm)
-			snprintf(p->comm, sizeof(p->comm), "%s", comm);
-		/* libproc2 shows "-" or the bracketed comm when there is no command line */
-		if (cmdline && cmdline[0] && strcmp(cmdline, "-") != 0 &&
-		    !(cmdline[0] == '[' && comm && strlen(cmdline) == strlen(comm) + 2 &&
-		      strncmp(cmdline + 1, comm, strlen(comm)) == 0))
-			p->cmdline = pvg_strdup(cmdline);
-		t->n++;
+		t->procs[k++] = *p;
 	}
+	t->n = k;
 	qsort(t->procs, t->n, sizeof(*t->procs), cmp_proc);
 	return 0;
 }
@@ -269,7 +359,7 @@ static void fill_uids(struct pvg_targets *t)
 		struct pvg_proc *p = &t->procs[i];
 		if (!(p->family || p->matched || p->in_tree))
 			continue;
-		snprintf(path, sizeof(path), LIBPROC2_ROOT "/%d", (int)p->pid);
+		snprintf(path, sizeof(path), SNAPSHOT_ROOT "/%d", (int)p->pid);
 		if (stat(path, &st) == 0)
 			p->uid = st.st_uid;
 	}
@@ -387,8 +477,9 @@ static struct pvg_proc *resolve_pidfile(struct pvg_targets *t, pid_t pid, const 
 static void select_targets(const struct pvg_service_spec *svc, struct pvg_targets *t)
 {
 	struct stat self_exe_st;
-	bool have_self = stat(LIBPROC2_ROOT "/self/exe", &self_exe_st) == 0;
-	const struct pvg_proc *me = pvg_targets_find(t, getpid());
+	bool have_self = stat(SNAPSHOT_ROOT "/self/exe", &self_exe_st) == 0;
+	pid_t self = getpid();
+	const struct pvg_proc *me = pvg_targets_find(t, self);
 	const char *self_comm = me ? me->comm : "";
 
 	for (size_t i = 0; i < t->n; i++) {
@@ -401,7 +492,7 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 			p->self = true;
 			fam = false;
 		}
-		if (p->pid == getpid())
+		if (p->pid == self)
 			p->self = true;
 		p->family = fam;
 	}
@@ -549,6 +640,39 @@ const struct pvg_strv *pvg_gpu_device_globs(void)
 	return &from_env;
 }
 
+const struct pvg_strv *pvg_gpu_device_globs_live(const char *procfs)
+{
+	const struct pvg_strv *globs = pvg_gpu_device_globs();
+	const char *env = getenv("PROVGATE_GPU_DEVICES");
+	if (env && env[0])
+		return globs;
+	_cleanup_free_ char *path = pvg_asprintf("%s/devices", procfs);
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	if (pvg_read_file(path, 64u << 10, &text, &len) < 0)
+		return globs; /* cannot tell: match them */
+	bool chr = false, listed = false;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (strncmp(line, "Character devices:", 18) == 0) {
+			chr = listed = true;
+			continue;
+		}
+		if (strncmp(line, "Block devices:", 14) == 0)
+			chr = false;
+		unsigned major;
+		char name[64];
+		if (!chr || sscanf(line, " %u %63s", &major, name) != 2)
+			continue;
+		if (strncmp(name, "nvidia", 6) == 0 || strcmp(name, "kfd") == 0 ||
+		    strcmp(name, "drm") == 0)
+			return globs;
+	}
+	return listed ? NULL : globs; /* no list of drivers at all: cannot tell */
+}
+
 static bool device_matches(const struct pvg_strv *devices, const char *path)
 {
 	for (size_t i = 0; i < devices->n; i++)
@@ -593,22 +717,40 @@ int pvg_proc_fds(const char *procfs, pid_t pid, pvg_fd_fn fn, void *opaque)
 {
 	char dir[512];
 	char link[4096];
+	/* getdents64 on the folder itself: opendir would fstat it and read in pieces */
+	union {
+		struct dirent64 d;
+		char b[8192];
+	} ents;
 	snprintf(dir, sizeof(dir), "%s/%d/fd", procfs, (int)pid);
-	DIR *d = opendir(dir);
-	if (!d)
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return -errno;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+	for (;;) {
+		ssize_t n = getdents64(dfd, ents.b, sizeof(ents.b));
+		if (n < 0 && errno == EINTR)
 			continue;
-		ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = '\0';
-		if (!fn(opaque, dirfd(d), atoi(de->d_name), link))
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *de = (struct dirent64 *)(ents.b + off);
+			off += de->d_reclen;
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			ssize_t l = readlinkat(dfd, de->d_name, link, sizeof(link) - 1);
+			if (l <= 0)
+				continue;
+			link[l] = '\0';
+			if (!fn(opaque, dfd, atoi(de->d_name), link))
+				return 0;
+		}
+		/* procfs fills the buffer with every descriptor that fits: room left over for
+		 * several more entries means the listing is complete (an entry is <= 32 bytes) */
+		if ((size_t)n + 256 <= sizeof(ents.b))
 			break;
 	}
-	closedir(d);
 	return 0;
 }
 
@@ -662,10 +804,9 @@ static void fd_scan_range(void *arg)
 int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
 		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out)
 {
-	/* readlink per fd of every process is the cost: a few threads overlap the syscalls */
-	enum { MAX_THREADS = 4 };
-	struct fd_scan_job jobs[MAX_THREADS];
-	size_t n_jobs = t->n < 256 ? 1 : MAX_THREADS;
+	/* readlink per fd of every process is the cost, system time that spreads over the CPUs */
+	struct fd_scan_job jobs[PVG_MAX_JOB_THREADS];
+	size_t n_jobs = pass_threads(t->n);
 	memset(out, 0, sizeof(*out));
 	for (size_t j = 0; j < n_jobs; j++) {
 		jobs[j] = (struct fd_scan_job){

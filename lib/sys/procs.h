@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Processes, through libproc2: one snapshot of every process per run, the service's targets
+ * Processes: one snapshot of every process per run (one pass over /proc), the service's targets
  * selected from it (service.pid, service.pidfile or service.match), and the service tree.
  * Callers share one snapshot per evaluation (checks/facts.h caches it).
  */
@@ -98,6 +98,11 @@ struct pvg_fd_scan {
 /* The device globs: $PROVGATE_GPU_DEVICES (':'-separated) or /dev/kfd, /dev/dri/renderD*,
  * /dev/nvidia*. Returns a static string list owned by the function. */
 const struct pvg_strv *pvg_gpu_device_globs(void);
+/* The globs worth matching against every process's fds: NULL when they are the built-in
+ * ones and procfs/devices registers none of their character drivers (nvidia*, kfd, drm):
+ * no process holds such a device then, since a node of an unregistered major cannot be
+ * opened and a driver with open files cannot be unloaded. */
+const struct pvg_strv *pvg_gpu_device_globs_live(const char *procfs);
 /* Scans fds of every process of t but provgate itself: socket:[inode] for each of inodes,
  * and (when devices is non-NULL) paths matching a device glob (hits of the tree's own
  * processes have in_tree set). */

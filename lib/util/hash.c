@@ -12,7 +12,11 @@
 #include "util/hash.h"
 #include "util/thread.h"
 
-#define HASH_CHUNK (1u << 20)
+/* How files are read (tests/bench/chunks measures the choices against `openssl dgst` and
+ * `cat` in one run): chunks that stay in the reading core's cache (copying 256 KiB chunks out
+ * of the page cache cost twice the system time of 64-128 KiB ones on a 1 MiB-L2 EPYC), a
+ * ring deep enough that the hasher seldom waits for the reader. */
+static struct pvg_read_plan plan = PVG_READ_PLAN_DEFAULT;
 
 static EVP_MD *sha256_md;
 static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
@@ -29,6 +33,21 @@ void pvg_hash_set_progress(pvg_progress_fn fn)
 	progress_fn = fn;
 }
 
+void pvg_read_plan_set(const struct pvg_read_plan *p)
+{
+	struct pvg_read_plan d = PVG_READ_PLAN_DEFAULT;
+	plan = p ? *p : d;
+	if (plan.chunk < 4096 || plan.chunk > (64u << 20))
+		plan.chunk = d.chunk;
+	if (plan.ring < 2 || plan.ring > PVG_READ_RING_MAX)
+		plan.ring = d.ring;
+}
+
+const struct pvg_read_plan *pvg_read_plan_get(void)
+{
+	return &plan;
+}
+
 static int hash_fd_impl(int fd, int64_t len, unsigned char digest[32], uint64_t *nread,
 			const char *path, uint64_t total)
 {
@@ -39,14 +58,15 @@ static int hash_fd_impl(int fd, int64_t len, unsigned char digest[32], uint64_t 
 	if (!md)
 		return -ENOMEM;
 	int ret = 0;
-	unsigned char *buf = malloc(HASH_CHUNK);
+	size_t chunk = plan.chunk;
+	unsigned char *buf = malloc(chunk);
 	if (!buf || !EVP_DigestInit_ex(md, sha256_md, NULL)) {
 		ret = buf ? -EIO : -ENOMEM;
 		goto out;
 	}
 	uint64_t done = 0, last_report = pvg_now_ns();
 	for (;;) {
-		size_t want = HASH_CHUNK;
+		size_t want = chunk;
 		if (len >= 0 && (uint64_t)len - done < want)
 			want = (size_t)((uint64_t)len - done);
 		if (want == 0)
@@ -194,7 +214,7 @@ int pvg_hash_file(const char *path, struct pvg_file_id *out)
 	_cleanup_close_ int fd = open_identity(path, out);
 	if (fd < 0)
 		return fd;
-	if (out->size < SPLIT_MIN || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	if (out->size < SPLIT_MIN || sysconf(_SC_NPROCESSORS_ONLN) < 2 || !plan.split)
 		return hash_identified(fd, path, out);
 	/* the pair job opens the file itself and records the identity it reads */
 	struct pvg_file_id none;
@@ -260,8 +280,7 @@ int pvg_hash_files(const char *const *paths, size_t n, struct pvg_file_id *out)
  * the comparison are of the same bytes, read from the fds whose identity was recorded.
  */
 
-#define PAIR_CHUNK (256u << 10)
-#define PAIR_RING 8 /* 2 MiB; the reader is woken when half of it is free */
+/* the reader is woken when half of the ring is free */
 
 struct pvg_pair_job {
 	char *path_b, *path_i;
@@ -274,14 +293,19 @@ struct pvg_pair_job {
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv_reader, cv_hasher, cv_main; /* room in the ring, a chunk, news */
-	unsigned char *slot[PAIR_RING];
-	size_t len[PAIR_RING];
+	size_t chunk;   /* bytes a slot */
+	unsigned ring;  /* slots */
+	unsigned char *slot[PVG_READ_RING_MAX];
+	size_t len[PVG_READ_RING_MAX];
 	uint64_t filled, hashed; /* chunks pushed by the reader, taken by the hasher */
 	bool eof;
 	bool reader_waits, hasher_waits; /* wake a thread only when it sleeps: each wake costs */
 	pthread_t reader, hasher;
 	int hasher_cpu;  /* -1, or the CPU the hasher has to itself */
 	cpu_set_t rest;  /* the other CPUs, for the reader and the helper */
+	bool hasher_reads; /* the hasher reads the installed file; the other thread compares */
+	bool compare_done; /* hasher_reads: the comparing thread is through */
+	int fi, fb;        /* hasher_reads: the installed and the build fd (-1: none) */
 	bool threads; /* both threads run */
 	bool sync;    /* no thread could start: the work runs in join, reader first */
 
@@ -307,7 +331,7 @@ static unsigned char *pair_slot_free(struct pvg_pair_job *j, size_t *k)
 		return __atomic_load_n(&j->cancel, __ATOMIC_RELAXED) ? NULL : j->slot[0];
 	}
 	pthread_mutex_lock(&j->mu);
-	while (j->filled - j->hashed == PAIR_RING && !__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+	while (j->filled - j->hashed == j->ring && !__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
 		j->reader_waits = true;
 		pthread_cond_wait(&j->cv_reader, &j->mu);
 	}
@@ -315,7 +339,7 @@ static unsigned char *pair_slot_free(struct pvg_pair_job *j, size_t *k)
 	pthread_mutex_unlock(&j->mu);
 	if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED))
 		return NULL;
-	*k = j->filled % PAIR_RING;
+	*k = j->filled % j->ring;
 	return j->slot[*k];
 }
 
@@ -334,16 +358,18 @@ static void pair_push(struct pvg_pair_job *j, size_t k, size_t len, bool eof)
 	pthread_mutex_unlock(&j->mu);
 }
 
-/* With 2 or 3 CPUs our own threads (hasher, reader, the helper preparing later gates, the
- * main thread) compete, and the scheduler shares a core between the hasher and the others
- * often enough to cost 5-10% of the run: the hasher gets a CPU of its own (not the one
- * the caller runs on) and the reader and helper keep off it. With more CPUs nothing is
- * pinned; each pinned thread ends with the job. */
+/* With plan.pin, on 2 or 3 CPUs, the hasher gets a CPU of its own (not the one the caller
+ * runs on) and the reader and helper keep off it, so that our own threads do not share the
+ * hasher's core. Off by default: on a machine that others load too, a pinned hasher waits
+ * whenever another process holds its CPU, and the scheduler cannot move it (tests/bench/chunks
+ * at a load of 10 on 2 CPUs: 2.4x openssl's wall time pinned, 1.3x not). Each pinned thread
+ * ends with the job. */
 static void plan_cpus(struct pvg_pair_job *j)
 {
 	cpu_set_t cs;
 	j->hasher_cpu = -1;
-	if (sched_getaffinity(0, sizeof(cs), &cs) < 0 || CPU_COUNT(&cs) < 2 || CPU_COUNT(&cs) > 3)
+	if (!plan.pin || sched_getaffinity(0, sizeof(cs), &cs) < 0 || CPU_COUNT(&cs) < 2 ||
+	    CPU_COUNT(&cs) > 3)
 		return;
 	int here = sched_getcpu();
 	for (int c = 0; c < CPU_SETSIZE; c++) {
@@ -374,20 +400,20 @@ static void *pair_reader(void *arg)
 		pair_set_differs(j, UINT64_MAX); /* not read: the sizes already differ */
 	}
 	if (compare)
-		bbuf = pvg_xrealloc(NULL, 1, PAIR_CHUNK);
+		bbuf = pvg_xrealloc(NULL, 1, j->chunk);
 	uint64_t off = 0;
 	while (fi >= 0) {
 		size_t k;
 		unsigned char *buf = pair_slot_free(j, &k);
 		if (!buf)
 			break;
-		ssize_t n = read_full(fi, buf, PAIR_CHUNK);
+		ssize_t n = read_full(fi, buf, j->chunk);
 		if (n < 0) {
 			j->read_err = (int)n;
 			break;
 		}
 		if (compare) {
-			ssize_t m = read_full(fb, bbuf, PAIR_CHUNK);
+			ssize_t m = read_full(fb, bbuf, j->chunk);
 			if (m < 0) {
 				j->b.err = (int)m;
 				j->b.err_what = "read";
@@ -453,13 +479,13 @@ static void *pair_hasher(void *arg)
 		pthread_mutex_unlock(&j->mu);
 		if (done)
 			break;
-		size_t k = j->hashed % PAIR_RING;
+		size_t k = j->hashed % j->ring;
 		if (j->md_ok && !EVP_DigestUpdate(j->md, j->slot[k], j->len[k]))
 			j->md_ok = false;
 		j->n_hashed += j->len[k];
 		pthread_mutex_lock(&j->mu);
 		j->hashed++;
-		if (j->reader_waits && j->filled - j->hashed <= PAIR_RING / 2)
+		if (j->reader_waits && j->filled - j->hashed <= j->ring / 2)
 			pthread_cond_broadcast(&j->cv_reader);
 		pthread_mutex_unlock(&j->mu);
 		if (progress_fn) {
@@ -475,6 +501,121 @@ static void *pair_hasher(void *arg)
 	return NULL;
 }
 
+/* ---- the other hand-off (plan.hasher_reads): the hasher reads each chunk of the installed
+ * file and hashes it; the second thread then reads the same chunk of the build and compares.
+ * The hasher's core does what one openssl pass does; the read of the build, the comparison
+ * and everything else of the run share the other core. */
+
+static void *pair_read_hash(void *arg)
+{
+	struct pvg_pair_job *j = arg;
+	j->fi = open_identity(j->path_i, &j->i);
+	j->fb = j->path_b ? open_identity(j->path_b, &j->b) : -1;
+	uint64_t off = 0, last_report = pvg_now_ns();
+	while (j->fi >= 0) {
+		size_t k;
+		unsigned char *buf = pair_slot_free(j, &k);
+		if (!buf)
+			break;
+		ssize_t n = read_full(j->fi, buf, j->chunk);
+		if (n < 0) {
+			j->read_err = (int)n;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (j->md_ok && !EVP_DigestUpdate(j->md, buf, (size_t)n))
+			j->md_ok = false;
+		j->n_hashed += (uint64_t)n;
+		off += (uint64_t)n;
+		pair_push(j, k, (size_t)n, false);
+		if (progress_fn) {
+			uint64_t now = pvg_now_ns();
+			if (now - last_report > 100000000u) {
+				progress_fn(j->path_i, j->n_hashed, j->i.size);
+				last_report = now;
+			}
+		}
+	}
+	if (j->fi >= 0 && !j->read_err && (off != j->i.size || !unchanged(j->fi, &j->i))) {
+		j->i.err = -EAGAIN;
+		j->i.err_what = "changed while being read";
+	}
+	if (progress_fn && j->n_hashed)
+		progress_fn(j->path_i, j->n_hashed, j->i.size);
+	pair_push(j, 0, 0, true);
+	return NULL;
+}
+
+static void *pair_compare(void *arg)
+{
+	struct pvg_pair_job *j = arg;
+	_cleanup_free_ unsigned char *bbuf = pvg_xrealloc(NULL, 1, j->chunk);
+	bool compare = true, sized = false;
+	uint64_t off = 0;
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		while (j->filled == j->hashed && !j->eof) {
+			j->hasher_waits = true;
+			pthread_cond_wait(&j->cv_hasher, &j->mu);
+		}
+		j->hasher_waits = false;
+		bool done = j->filled == j->hashed && j->eof;
+		pthread_mutex_unlock(&j->mu);
+		if (!sized) {
+			/* the identities are read before the first chunk (or the end) is pushed */
+			sized = true;
+			compare = j->fi >= 0 && j->fb >= 0;
+			if (compare && j->b.size != j->i.size) {
+				compare = false;
+				pair_set_differs(j, UINT64_MAX); /* not read: the sizes already differ */
+			}
+		}
+		if (done)
+			break;
+		size_t k = j->hashed % j->ring;
+		size_t n = j->len[k];
+		if (compare && !__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+			ssize_t m = read_full(j->fb, bbuf, n);
+			if (m < 0) {
+				j->b.err = (int)m;
+				j->b.err_what = "read";
+				compare = false;
+			} else if ((size_t)m != n || memcmp(j->slot[k], bbuf, n) != 0) {
+				size_t x = 0, lim = (size_t)m < n ? (size_t)m : n;
+				while (x < lim && j->slot[k][x] == bbuf[x])
+					x++;
+				pair_set_differs(j, off + x);
+				compare = false;
+			}
+		}
+		off += n;
+		pthread_mutex_lock(&j->mu);
+		j->hashed++;
+		if (j->reader_waits && j->filled - j->hashed <= j->ring / 2)
+			pthread_cond_broadcast(&j->cv_reader);
+		pthread_mutex_unlock(&j->mu);
+	}
+	/* the build must end where the installed file ends, and be the file fstat'ed */
+	if (compare) {
+		unsigned char extra;
+		if (read_full(j->fb, &extra, 1) != 0) {
+			pair_set_differs(j, off);
+			compare = false;
+		} else if (!unchanged(j->fb, &j->b)) {
+			j->b.err = -EAGAIN;
+			j->b.err_what = "changed while being read";
+			compare = false;
+		}
+	}
+	j->compared = compare && off == j->i.size && !j->i.err && !j->read_err;
+	pthread_mutex_lock(&j->mu);
+	j->compare_done = true;
+	pthread_cond_broadcast(&j->cv_main);
+	pthread_mutex_unlock(&j->mu);
+	return NULL;
+}
+
 struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed)
 {
 	pthread_once(&sha256_once, fetch_sha256);
@@ -486,13 +627,28 @@ struct pvg_pair_job *pvg_pair_start(const char *build, const char *installed)
 	pthread_cond_init(&j->cv_reader, NULL);
 	pthread_cond_init(&j->cv_hasher, NULL);
 	pthread_cond_init(&j->cv_main, NULL);
-	for (size_t k = 0; k < PAIR_RING; k++)
-		j->slot[k] = pvg_xrealloc(NULL, 1, PAIR_CHUNK);
+	j->chunk = plan.chunk;
+	j->ring = plan.ring;
+	for (size_t k = 0; k < j->ring; k++)
+		j->slot[k] = pvg_xrealloc(NULL, 1, j->chunk);
 	j->md = EVP_MD_CTX_new();
 	j->md_ok = j->md && sha256_md && EVP_DigestInit_ex(j->md, sha256_md, NULL);
 	plan_cpus(j);
-	if (pvg_thread_start(&j->hasher, pair_hasher, j) < 0) {
-		/* no thread: the same work, one after the other, when joined */
+	j->fi = j->fb = -1;
+	if (plan.split && plan.hasher_reads && j->path_b) {
+		j->hasher_reads = true;
+		if (pvg_thread_start(&j->hasher, pair_read_hash, j) == 0) {
+			j->threads = pvg_thread_start(&j->reader, pair_compare, j) == 0;
+			if (!j->threads) {
+				pair_compare(j); /* compare here; the hasher fills the ring */
+				pthread_join(j->hasher, NULL);
+			}
+			return j;
+		}
+		j->hasher_reads = false;
+	}
+	if (!plan.split || pvg_thread_start(&j->hasher, pair_hasher, j) < 0) {
+		/* no thread (or a plan without): the same work, one after the other, when joined */
 		j->sync = true;
 		return j;
 	}
@@ -513,7 +669,8 @@ bool pvg_pair_wait_differs(struct pvg_pair_job *j)
 {
 	if (j->threads) {
 		pthread_mutex_lock(&j->mu);
-		while (!__atomic_load_n(&j->differs, __ATOMIC_ACQUIRE) && !j->eof)
+		while (!__atomic_load_n(&j->differs, __ATOMIC_ACQUIRE) &&
+		       !(j->hasher_reads ? j->compare_done : j->eof))
 			pthread_cond_wait(&j->cv_main, &j->mu);
 		pthread_mutex_unlock(&j->mu);
 	}
@@ -527,7 +684,11 @@ const char *pvg_pair_installed(const struct pvg_pair_job *j)
 
 static void pair_free(struct pvg_pair_job *j)
 {
-	for (size_t k = 0; k < PAIR_RING; k++)
+	if (j->fi >= 0)
+		close(j->fi);
+	if (j->fb >= 0)
+		close(j->fb);
+	for (size_t k = 0; k < j->ring; k++)
 		free(j->slot[k]);
 	EVP_MD_CTX_free(j->md);
 	pthread_mutex_destroy(&j->mu);

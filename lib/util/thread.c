@@ -1,6 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* Threads: started here only, joined by whoever started them. */
+#include <sched.h>
+
 #include "util/thread.h"
+
+unsigned pvg_cpus_usable(void)
+{
+	cpu_set_t cs;
+	if (sched_getaffinity(0, sizeof(cs), &cs) == 0 && CPU_COUNT(&cs) > 0)
+		return (unsigned)CPU_COUNT(&cs);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
 
 int pvg_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
@@ -30,7 +41,7 @@ int pvg_run_on_thread(void (*fn)(void *arg), void *arg)
 	return r;
 }
 
-enum { MAX_JOB_THREADS = 16 };
+enum { MAX_JOB_THREADS = PVG_MAX_JOB_THREADS };
 
 void pvg_run_jobs(void (*fn)(void *job), void *jobs, size_t n, size_t stride)
 {

@@ -10,6 +10,10 @@
 
 #include "util/util.h"
 
+/* The CPUs this process may run on (its affinity mask), at least 1. */
+unsigned pvg_cpus_usable(void);
+/* The most threads pvg_run_jobs starts for one call (the calling thread included). */
+#define PVG_MAX_JOB_THREADS 16u
 /* Starts fn(arg) on a thread of its own: 0, or -errno (the caller then does the work). */
 int pvg_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 /* Runs fn(arg) on a thread of its own and waits for it: for work that must not share this

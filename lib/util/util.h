@@ -71,7 +71,7 @@ int pvg_open_regular(const char *path, struct stat *st);
 int pvg_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Where /proc text is read from: "/proc", or $PROVGATE_PROCFS (a fixture tree in tests, a
  * host /proc mounted elsewhere). The one seam: every reader of /proc text takes this root.
- * libproc2's process list always comes from the real /proc. */
+ * The process snapshot (sys/procs.h) always lists the real /proc. */
 const char *pvg_procfs_root(void);
 /* Where /sys is read from (the environment's amdgpu version and KFD topology): "/sys", or
  * $PROVGATE_SYSFS, the same way. */

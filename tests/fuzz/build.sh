@@ -25,7 +25,7 @@ done < <(find "$src/lib" "$src/checks" -name '*.c' -not -path "$src/lib/witness/
 targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
-		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lproc2 -lpthread
+		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lpthread
 done
 echo "built: ${targets[*]/#/$out/fuzz-}"
 
@@ -48,7 +48,7 @@ PY
 		;;
 		cuda-fatbin) cp "$fx"/cuda*.fatbin "$corpus/" ;;
 		elf-sections) cp "$fx"/hip-gfx906.so "$fx"/cuda.so "$fx"/ccob-v3-zstd.bin "$corpus/" ;;
-		proc-text) cat /proc/self/maps >"$corpus/maps"; cat /proc/net/tcp >"$corpus/tcp"; cat /proc/self/mountinfo >"$corpus/mountinfo"
+		proc-text) cat /proc/self/maps >"$corpus/maps"; cat /proc/net/tcp >"$corpus/tcp"; cat /proc/self/mountinfo >"$corpus/mountinfo"; cat /proc/self/stat >"$corpus/stat"
 			cat /proc/net/tcp6 >"$corpus/tcp6" 2>/dev/null || true ;;
 		config) cp "$src"/tests/fixtures/*/provgate*.json "$corpus/" 2>/dev/null || true
 			printf '{"name": "x", "build": {"artifact": "a"}} // c\n' >"$corpus/seed.json"

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer target: /proc/<pid>/maps, /proc/net/tcp{,6}, the NSpid line of status and
- * /proc/<pid>/cgroup and /proc/<pid>/mountinfo text on arbitrary bytes. */
+/* libFuzzer target: /proc/<pid>/maps, /proc/net/tcp{,6}, the NSpid line of status,
+ * /proc/<pid>/cgroup, /proc/<pid>/mountinfo, /proc/<pid>/stat and cmdline text on arbitrary
+ * bytes. */
 /* Built by tests/fuzz/build.sh. */
 #include "formats/container.h"
 #include "formats/maps.h"
 #include "formats/net-tcp.h"
+#include "formats/proc-stat.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -30,5 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pvg_mountinfo_root((const char *)data, size, &fs) > 0 && !fs.source)
 		__builtin_trap(); /* a found root always has its source */
 	pvg_rootfs_clear(&fs);
+	struct pvg_proc_stat st;
+	if (pvg_proc_stat_parse((const char *)data, size, &st) == 0 && strlen(st.comm) > 15)
+		__builtin_trap(); /* the name is always cut to the kernel's 15 bytes */
+	free(pvg_cmdline_text((const char *)data, size));
 	return 0;
 }

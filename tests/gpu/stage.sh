@@ -18,7 +18,8 @@ ldd "$bin" | awk '$3 ~ /^\// {print $3}' | while read -r l; do
 	*) cp -L "$l" "$stage/lib/" ;;
 	esac
 done
-cp "$here/run-h200.sh" "$here/run-h200-ab.sh" "$here/compare-inspect.py" "$stage/"
+cp "$here/run-h200.sh" "$here/run-h200-ab.sh" "$here/run-floor.sh" "$here/compare-inspect.py" \
+	"$here/../bench/measure.py" "$here/../fixtures/procs/libpvgfixture.so" "$stage/"
 mkdir -p "$stage/cuda-rdc"
 cp "$here/../fixtures/cuda-rdc/make.sh" "$here/../fixtures/cuda-rdc/"*.cu "$stage/cuda-rdc/"
 

@@ -328,14 +328,59 @@ test_gate_unreadable_kernels_are_unverifiable() {
 }
 
 test_bad_damaged_lz4_entry() {
+	# the damage is in the first sequence: even the ELF header does not decode
 	pg inspect "$CO/cuda-lz4-bad.fatbin"
 	assert_eq "$rc" 1
-	assert_contains "$out" "LZ4-compressed entry does not decode to its declared 5592 bytes"
+	assert_contains "$out" "LZ4-compressed entry does not decode to its first 64 bytes"
 	gate6 "$CO/cuda-lz4-bad.fatbin" sm_90 wvSplitK
 	assert_eq "$rc" 1
 	local st
 	st=$(gate_status report.json 6)
 	[ "$st" = fail ] || [ "$st" = unverifiable ] || fail "gate 6 is $st"
+}
+
+# A compressed entry is decompressed whole only where its kernel names are asked for (inspect
+# --kernels, gate 6's arch); elsewhere its ELF header, from the first bytes of the stream, is
+# read. Damage past the header: found where the entry is decoded, not where it is not.
+test_compressed_entries_decoded_where_asked_for() {
+	cp "$CO/cuda-lz4.fatbin" late.fatbin
+	/usr/bin/python3 - late.fatbin <<'PY'
+import struct, sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+hs, = struct.unpack_from("<H", d, 6)
+fs, = struct.unpack_from("<Q", d, 8)
+e = hs
+while e < hs + fs:
+    kind, = struct.unpack_from("<H", d, e)
+    ehs, = struct.unpack_from("<I", d, e + 4)
+    ps, = struct.unpack_from("<Q", d, e + 8)
+    sm, = struct.unpack_from("<I", d, e + 28)
+    if kind == 2 and sm == 90:
+        # the block's recorded length 100 bytes short: the stream ends before its last
+        # sequences (the header, at its start, still decodes)
+        cs, = struct.unpack_from("<I", d, e + 16)
+        struct.pack_into("<I", d, e + 16, cs - 100)
+        break
+    e += ehs + ps
+open(p, "wb").write(d)
+PY
+	pg inspect --json late.fatbin
+	assert_eq "$rc" 0 "headers only: the damage is not read"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | "\(.arch):\(.kernels_known)"] | join(" ")' <<<"$out")" \
+		"sm_80:false sm_90:false compute_90:false"
+	assert_contains "$(jq -r '.files[0].code_objects[1].kernels_unknown_because' <<<"$out")" \
+		"decoded only when asked for"
+	pg inspect --kernels late.fatbin
+	assert_eq "$rc" 1
+	assert_contains "$out" "LZ4-compressed entry does not decode to its declared 5592 bytes"
+	gate6 "$PWD/late.fatbin" sm_90
+	assert_eq "$(gate_status report.json 6)" fail "the configured arch's entry is decoded whole"
+	assert_contains "$(problem_codes report.json 6)" code-object.malformed
+	assert_contains "$(jq -r '.gates[5].problems[0].message' report.json)" "does not decode to its declared 5592 bytes"
+	gate6 "$PWD/late.fatbin" sm_80 wvSplitK
+	assert_eq "$(gate_status report.json 6)" pass "another arch's entry: header only"
+	assert_eq "$(jq -r '.gates[5].evidence.code_objects[1].kernels_known' report.json)" false
 }
 
 test_gate_fails_on_an_artifact_without_device_code() {

@@ -256,13 +256,29 @@ int main(void)
 	RUN(fifo_is_refused_without_blocking);
 	RUN(directory_and_missing);
 	RUN(concurrent_hashing_matches_sequential);
-	RUN(pair_equal_shares_the_digest);
-	RUN(pair_difference_is_located);
-	RUN(pair_sizes_differ);
-	RUN(pair_missing_sides);
-	RUN(pair_file_that_lies_about_its_size);
-	RUN(pair_wait_and_cancel);
-	RUN(big_file_split_matches_one_loop);
+	/* every read plan gives the same answers: both hand-offs, small chunks that wrap the
+	 * ring many times, and no second thread at all */
+	const struct pvg_read_plan plans[] = {
+		PVG_READ_PLAN_DEFAULT,
+		{ .chunk = 64u << 10, .ring = 8, .split = true, .hasher_reads = true },
+		{ .chunk = 4096, .ring = 2, .split = true, .hasher_reads = true },
+		{ .chunk = 4096, .ring = 3, .split = true },
+		{ .chunk = 128u << 10, .ring = 8, .split = false },
+	};
+	for (size_t p = 0; p < ARRAY_SIZE(plans); p++) {
+		pvg_read_plan_set(&plans[p]);
+		printf("# plan: chunk %zu, ring %u, split %d, hasher reads %d\n", plans[p].chunk,
+		       plans[p].ring, plans[p].split, plans[p].hasher_reads);
+		RUN(pair_equal_shares_the_digest);
+		RUN(pair_difference_is_located);
+		RUN(pair_sizes_differ);
+		RUN(pair_missing_sides);
+		RUN(pair_file_that_lies_about_its_size);
+		if (plans[p].split) /* without threads nothing is known before join */
+			RUN(pair_wait_and_cancel);
+		RUN(big_file_split_matches_one_loop);
+	}
+	pvg_read_plan_set(NULL);
 	char *cmd = pvg_asprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Process discovery through libproc2, with real child processes. */
+/* Process discovery (the snapshot of /proc), with real child processes. */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -7,7 +7,37 @@
 #include <sys/wait.h>
 
 #include "core/config.h"
+#include "formats/proc-stat.h"
 #include "tap.h"
+
+static void stat_and_cmdline_text(void)
+{
+	struct pvg_proc_stat st;
+	const char *line = "4242 (a) b) (c) S 17 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 "
+			   "987654 12345678 250 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 "
+			   "1 0 0 0 0 0\n";
+	CHECK_INT(pvg_proc_stat_parse(line, strlen(line), &st), 0);
+	CHECK_STR(st.comm, "a) b) (c");
+	CHECK_INT(st.state, 'S');
+	CHECK_INT(st.ppid, 17);
+	CHECK_INT(st.start_ticks, 987654);
+	const char *longname = "1 (0123456789abcdefXYZ) R 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 77";
+	CHECK_INT(pvg_proc_stat_parse(longname, strlen(longname), &st), 0);
+	CHECK_STR(st.comm, "0123456789abcde");
+	CHECK_INT(st.start_ticks, 77);
+	/* cut before the start time, no comm, nothing after the name */
+	const char *cut = "1 (x) S 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0";
+	CHECK_INT(pvg_proc_stat_parse(cut, strlen(cut), &st), -EBADMSG);
+	CHECK_INT(pvg_proc_stat_parse("1 x S 0", 7, &st), -EBADMSG);
+	CHECK_INT(pvg_proc_stat_parse("1 (x)", 5, &st), -EBADMSG);
+	CHECK_INT(pvg_proc_stat_parse("", 0, &st), -EBADMSG);
+	char cl[] = "python3\0-m\0vllm\tserve\0\0";
+	char *t = pvg_cmdline_text(cl, sizeof(cl) - 1);
+	CHECK_STR(t, "python3 -m vllm?serve");
+	free(t);
+	CHECK(pvg_cmdline_text("\0\0", 2) == NULL);
+	CHECK(pvg_cmdline_text("", 0) == NULL);
+}
 
 static void pattern_matches_cut_comm(void)
 {
@@ -171,13 +201,78 @@ static void pidfile_older_than_process_is_reuse(void)
 	waitpid(c, NULL, 0);
 }
 
+/* stat's comm is counted from its last ')': a name with spaces and parentheses does not
+ * shift the ppid or the start time; the command line's NULs are spaces, control bytes '?' */
+static void odd_names_and_command_lines_are_read(void)
+{
+	int rel;
+	pid_t g;
+	pid_t c = spawn_tree("a) (b) Z 1 2", &rel, &g);
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.pid = c;
+	struct pvg_targets *t = NULL;
+	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
+	const struct pvg_proc *p = pvg_targets_find(t, c);
+	const struct pvg_proc *me = pvg_targets_find(t, getpid());
+	CHECK(p != NULL && me != NULL);
+	if (p && me) {
+		CHECK_STR(p->comm, "a) (b) Z 1 2");
+		CHECK_INT(p->ppid, getpid());
+		CHECK(!p->zombie);
+		CHECK(p->start_ticks >= me->start_ticks);
+		/* the forked child's command line is this test's: its own argv[0] */
+		CHECK(me->cmdline && strstr(me->cmdline, "t-procs"));
+		CHECK(p->cmdline && me->cmdline && strcmp(p->cmdline, me->cmdline) == 0);
+	}
+	pvg_targets_free(t);
+	pvg_config_free(cfg);
+	close(rel);
+	waitpid(c, NULL, 0);
+}
+
+/* No GPU driver in procfs/devices: the built-in device globs need not be matched. */
+static void gpu_globs_only_where_a_driver_is_registered(void)
+{
+	char dir[] = "/tmp/pvg-t-procs.XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char *path = pvg_asprintf("%s/devices", dir);
+	unsetenv("PROVGATE_GPU_DEVICES");
+	CHECK(pvg_gpu_device_globs_live(dir) != NULL); /* no list: cannot tell */
+	FILE *f = fopen(path, "w");
+	fputs("Character devices:\n  1 mem\n  4 tty\n 10 misc\n\nBlock devices:\n  8 sd\n", f);
+	fclose(f);
+	CHECK(pvg_gpu_device_globs_live(dir) == NULL);
+	const char *drivers[] = { "195 nvidia-frontend", "511 nvidia-uvm", "226 drm", "237 kfd" };
+	for (size_t i = 0; i < ARRAY_SIZE(drivers); i++) {
+		f = fopen(path, "w");
+		fprintf(f, "Character devices:\n  1 mem\n%s\n\nBlock devices:\n  8 sd\n", drivers[i]);
+		fclose(f);
+		CHECK(pvg_gpu_device_globs_live(dir) == pvg_gpu_device_globs());
+	}
+	/* a block device of that name is no GPU */
+	f = fopen(path, "w");
+	fputs("Character devices:\n  1 mem\n\nBlock devices:\n226 drm\n", f);
+	fclose(f);
+	CHECK(pvg_gpu_device_globs_live(dir) == NULL);
+	/* the user's own globs are always matched */
+	setenv("PROVGATE_GPU_DEVICES", "/tmp/gpu*", 1);
+	CHECK(pvg_gpu_device_globs_live(dir) != NULL);
+	unsetenv("PROVGATE_GPU_DEVICES");
+	unlink(path);
+	rmdir(dir);
+	free(path);
+}
+
 int main(void)
 {
 	RUN(pattern_matches_cut_comm);
+	RUN(stat_and_cmdline_text);
 	RUN(selects_by_pid_and_builds_tree);
 	RUN(dead_pid_is_not_running);
 	RUN(self_is_never_a_target);
 	RUN(match_picks_newest_and_marks_family);
 	RUN(pidfile_older_than_process_is_reuse);
+	RUN(odd_names_and_command_lines_are_read);
+	RUN(gpu_globs_only_where_a_driver_is_registered);
 	TAP_EXIT();
 }

@@ -79,6 +79,7 @@ struct pvg_code_object {
 	char *id_target;    /* target id taken from the bundle entry id */
 
 	bool kernels_known; /* false: compressed and not decoded, or no metadata */
+	bool not_decoded;   /* compressed: only its header was decoded (names not asked for) */
 	bool names_dropped; /* kernels counted in n_kernels, names not kept (kernels NULL) */
 	char *kernels_why;  /* why kernels_known is false */
 	struct pvg_kernel *kernels;
@@ -106,6 +107,14 @@ struct pvg_codeobj_opts {
 	const char *names_arch;   /* or only those of objects matching this arch */
 };
 
+/* A compressed CUDA entry whose decoding waits for the end of the walk, when every one is
+ * decoded in parallel (pvg_cuda_decode_deferred): the object's index and where its bytes are. */
+struct pvg_co_deferred {
+	size_t obj;
+	uint64_t payload, clen, usize;
+	bool lz4;
+};
+
 struct pvg_codeobj_set {
 	char *path;
 	struct pvg_codeobj_opts opts;
@@ -119,6 +128,8 @@ struct pvg_codeobj_set {
 	size_t n_issues;
 	bool issues_truncated;
 	bool objs_truncated;
+	struct pvg_co_deferred *deferred;
+	size_t n_deferred;
 	unsigned n_wrappers;         /* .hipFatBinSegment / .nvFatBinSegment records */
 	unsigned n_wrappers_located; /* whose pointer names a container that was found */
 };
@@ -126,6 +137,9 @@ struct pvg_codeobj_set {
 struct pvg_codeobj_set *pvg_codeobj_set_new(const char *path, const struct pvg_codeobj_opts *opts);
 /* Called once an object is complete: drops kernel names the options do not ask for. */
 void pvg_co_finish(struct pvg_codeobj_set *set, struct pvg_code_object *co);
+/* Do the options ask for co's kernel names (every object's, or those of names_arch)? A
+ * compressed entry is decompressed whole only then; otherwise its headers are enough. */
+bool pvg_co_names_wanted(const struct pvg_codeobj_set *set, const struct pvg_code_object *co);
 void pvg_codeobj_set_free(struct pvg_codeobj_set *set);
 void pvg_codeobj_set_freep(void *p); /* for pvg_ctx_set_slot */
 void pvg_co_issue(struct pvg_codeobj_set *set, const char *where, const char *fmt, ...)
@@ -261,6 +275,12 @@ void pvg_cuda_scan_section(struct pvg_codeobj_set *set, const struct pvg_src *sr
  * from the symbol table (STO_CUDA_ENTRY functions). Problems go to co->error. */
 void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 		     struct pvg_code_object *co);
+/* Decodes the compressed entries the walk deferred, in parallel on the usable CPUs (at most
+ * PVG_CO_DECODE_BUDGET bytes of buffers at a time, or one entry when it alone is more): each
+ * one's ELF header (arch, e_flags) from the first bytes of its stream, and the whole entry
+ * (kernels, and that it decodes to its declared size) where pvg_co_names_wanted says so. */
+#define PVG_CO_DECODE_BUDGET (128ull << 20)
+void pvg_cuda_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src *src);
 /* Kernel names from PTX text (".entry NAME"). */
 void pvg_ptx_kernels(const char *text, size_t n, struct pvg_code_object *co);
 

@@ -14,9 +14,11 @@
  */
 #include <limits.h>
 #include <lz4.h>
+#include <pthread.h>
 #include <zstd.h>
 
 #include "formats/codeobj/codeobj.h"
+#include "util/thread.h"
 
 #define FATBIN_KIND_PTX 1
 #define FATBIN_KIND_ELF 2
@@ -53,21 +55,17 @@ void pvg_ptx_kernels(const char *text, size_t n, struct pvg_code_object *co)
 	co->kernels_known = true;
 }
 
-void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
-		     struct pvg_code_object *co)
+/* The cubin's ELF header (64 bytes): the SM from e_flags, and that its section headers lie
+ * inside its size bytes. 0, or -1 with co->error set. */
+static int cubin_header(const uint8_t *eh, uint64_t size, struct pvg_code_object *co)
 {
-	uint8_t eh[64];
-	if (size < sizeof(eh) || pvg_src_read(src, off, eh, sizeof(eh)) < 0) {
-		pvg_co_set_error(co, "cubin is too short for an ELF header");
-		return;
-	}
 	if (memcmp(eh, "\177ELF", 4) != 0 || eh[4] != 2 || eh[5] != 1) {
 		pvg_co_set_error(co, "cubin is not a little-endian ELF64 file");
-		return;
+		return -1;
 	}
 	if (r16(eh + 18) != PVG_EM_CUDA) {
 		pvg_co_set_error(co, "cubin has e_machine %u, not CUDA (190)", r16(eh + 18));
-		return;
+		return -1;
 	}
 	co->osabi = eh[7];
 	co->abi_version = eh[8];
@@ -89,14 +87,22 @@ void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 		free(co->arch);
 		co->arch = pvg_strdup(arch);
 	}
-
-	/* kernels: STO_CUDA_ENTRY (0x10) functions of the symbol table */
 	uint64_t shoff = r64(eh + 40);
 	uint16_t shentsize = r16(eh + 58), shnum = r16(eh + 60);
 	if (shnum == 0 || shentsize != 64 || shoff > size || (uint64_t)shnum * 64 > size - shoff) {
 		pvg_co_set_error(co, "cubin section headers lie outside it");
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+/* Kernels: STO_CUDA_ENTRY (0x10) functions of the symbol table, for a cubin whose header
+ * cubin_header accepted. */
+static void cubin_kernels(const struct pvg_src *src, uint64_t off, uint64_t size,
+			  const uint8_t *eh, struct pvg_code_object *co)
+{
+	uint64_t shoff = r64(eh + 40);
+	uint16_t shnum = r16(eh + 60);
 	_cleanup_free_ uint8_t *sh = malloc((size_t)shnum * 64);
 	if (!sh)
 		abort();
@@ -147,6 +153,18 @@ void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 	}
 }
 
+void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
+		     struct pvg_code_object *co)
+{
+	uint8_t eh[64];
+	if (size < sizeof(eh) || pvg_src_read(src, off, eh, sizeof(eh)) < 0) {
+		pvg_co_set_error(co, "cubin is too short for an ELF header");
+		return;
+	}
+	if (cubin_header(eh, size, co) == 0)
+		cubin_kernels(src, off, size, eh, co);
+}
+
 static void add_entry(struct pvg_codeobj_set *set, const struct pvg_src *src, uint64_t eoff,
 		      const uint8_t *h, uint32_t hsize, uint64_t payload, uint64_t psize,
 		      const char *section, unsigned idx, unsigned ei)
@@ -181,13 +199,7 @@ static void add_entry(struct pvg_codeobj_set *set, const struct pvg_src *src, ui
 	co->id = pvg_strdup(id);
 	(void)eoff;
 
-	const struct pvg_src *from = src;
-	struct pvg_src mem;
-	_cleanup_free_ uint8_t *plain = NULL;
-	uint64_t poff = payload, plen = psize;
 	if (flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD)) {
-		bool lz4 = flags & FATBIN_FLAG_LZ4;
-		const char *codec = lz4 ? "LZ4" : "zstd";
 		co->compressed = true;
 		co->size = usize;
 		if ((flags & FATBIN_FLAG_LZ4) && (flags & FATBIN_FLAG_ZSTD)) {
@@ -195,51 +207,32 @@ static void add_entry(struct pvg_codeobj_set *set, const struct pvg_src *src, ui
 					 "compression", flags);
 			return;
 		}
-		uint64_t clen = csize && csize <= psize ? csize : psize;
 		if (usize == 0 || usize > PVG_CO_MAX_UNCOMPRESSED) {
 			pvg_co_set_error(co, "compressed entry declares %" PRIu64 " bytes", usize);
 			return;
 		}
-		_cleanup_free_ uint8_t *comp = malloc(clen ? clen : 1);
-		plain = malloc(usize);
-		if (!comp || !plain)
-			abort();
-		if (pvg_src_read(src, payload, comp, clen) < 0) {
-			pvg_co_set_error(co, "compressed entry cannot be read");
+		if (co->kind == PVG_CO_OTHER) {
+			co->kernels_why = pvg_strdup("entry kind is not decoded");
 			return;
 		}
-		if (lz4) {
-			_Static_assert(PVG_CO_MAX_UNCOMPRESSED <= INT_MAX, "LZ4 sizes are ints");
-			int r = clen > (uint64_t)INT_MAX ? -1 :
-				LZ4_decompress_safe((const char *)comp, (char *)plain, (int)clen,
-						    (int)usize);
-			if (r < 0 || (uint64_t)r != usize) {
-				pvg_co_set_error(co, "%s-compressed entry does not decode to its "
-						 "declared %" PRIu64 " bytes: %s", codec, usize,
-						 r < 0 ? "corrupt block" : "short");
-				return;
-			}
-		} else {
-			unsigned long long fs = ZSTD_getFrameContentSize(comp, clen);
-			if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != ZSTD_CONTENTSIZE_ERROR &&
-			    fs != usize) {
-				pvg_co_set_error(co, "zstd frame holds %llu bytes but the entry "
-						 "declares %" PRIu64, fs, usize);
-				return;
-			}
-			size_t r = ZSTD_decompress(plain, usize, comp, clen);
-			if (ZSTD_isError(r) || r != usize) {
-				pvg_co_set_error(co, "%s-compressed entry does not decode to its "
-						 "declared %" PRIu64 " bytes: %s", codec, usize,
-						 ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
-				return;
-			}
-		}
-		mem = (struct pvg_src){ .mem = plain, .fd = -1, .size = usize };
-		from = &mem;
-		poff = 0;
-		plen = usize;
+		/* decoded with the others once the walk is done (pvg_cuda_decode_deferred) */
+		uint64_t clen = csize && csize <= psize ? csize : psize;
+		if (set->n_deferred == 0 || (set->n_deferred >= 8 &&
+					     (set->n_deferred & (set->n_deferred - 1)) == 0))
+			set->deferred = pvg_xrealloc(set->deferred,
+						     set->n_deferred ? set->n_deferred * 2 : 8,
+						     sizeof(*set->deferred));
+		set->deferred[set->n_deferred++] = (struct pvg_co_deferred){
+			.obj = (size_t)(co - set->objs),
+			.payload = payload,
+			.clen = clen,
+			.usize = usize,
+			.lz4 = (flags & FATBIN_FLAG_LZ4) != 0,
+		};
+		return;
 	}
+	const struct pvg_src *from = src;
+	uint64_t poff = payload, plen = psize;
 	if (co->kind == PVG_CO_CUBIN) {
 		pvg_cubin_parse(from, poff, plen, co);
 	} else if (co->kind == PVG_CO_PTX) {
@@ -331,4 +324,198 @@ void pvg_cuda_scan_section(struct pvg_codeobj_set *set, const struct pvg_src *sr
 		if (pos > size)
 			break;
 	}
+}
+
+/* ---- the deferred entries, decoded in parallel ------------------------------------------------ */
+
+/* Enough input for an ELF header's worth of output from either codec, most of the time. */
+#define PREFIX_INPUT (64u << 10)
+
+struct decode_pool {
+	struct pvg_codeobj_set *set;
+	const struct pvg_src *src;
+	size_t next; /* the next deferred entry to take (atomic) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t in_use; /* bytes of whole-entry buffers held by the workers */
+};
+
+/* Waits until n more bytes fit in the budget (or nothing else is held). */
+static void budget_take(struct decode_pool *p, uint64_t n)
+{
+	pthread_mutex_lock(&p->mu);
+	while (p->in_use && p->in_use + n > PVG_CO_DECODE_BUDGET)
+		pthread_cond_wait(&p->cv, &p->mu);
+	p->in_use += n;
+	pthread_mutex_unlock(&p->mu);
+}
+
+static void budget_give(struct decode_pool *p, uint64_t n)
+{
+	pthread_mutex_lock(&p->mu);
+	p->in_use -= n;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static const char *codec_of(const struct pvg_co_deferred *d)
+{
+	return d->lz4 ? "LZ4" : "zstd";
+}
+
+/* The first n bytes the entry decodes to, from as little input as will do. 0, or -1 with
+ * the error set. */
+static int decode_prefix(const struct pvg_src *src, const struct pvg_co_deferred *d, uint8_t *out,
+			 size_t n, struct pvg_code_object *co)
+{
+	uint64_t have = d->clen < PREFIX_INPUT ? d->clen : PREFIX_INPUT;
+	for (;;) {
+		_cleanup_free_ uint8_t *in = malloc(have ? have : 1);
+		if (!in)
+			abort();
+		if (pvg_src_read(src, d->payload, in, have) < 0) {
+			pvg_co_set_error(co, "compressed entry cannot be read");
+			return -1;
+		}
+		size_t got = 0;
+		if (d->lz4) {
+			int r = LZ4_decompress_safe_partial((const char *)in, (char *)out, (int)have,
+							    (int)n, (int)n);
+			got = r > 0 ? (size_t)r : 0;
+		} else {
+			ZSTD_DCtx *z = ZSTD_createDCtx();
+			if (!z)
+				abort();
+			ZSTD_outBuffer o = { out, n, 0 };
+			ZSTD_inBuffer i = { in, have, 0 };
+			while (o.pos < n) {
+				size_t r = ZSTD_decompressStream(z, &o, &i);
+				if (ZSTD_isError(r) || r == 0 || (i.pos == i.size && o.pos < n))
+					break;
+			}
+			got = o.pos;
+			ZSTD_freeDCtx(z);
+		}
+		if (got == n)
+			return 0;
+		if (have < d->clen) {
+			have = d->clen; /* the header needs more of the stream than the prefix */
+			continue;
+		}
+		pvg_co_set_error(co, "%s-compressed entry does not decode to its first %zu bytes",
+				 codec_of(d), n);
+		return -1;
+	}
+}
+
+/* The whole entry into plain (usize bytes): 0, or -1 with the error set. */
+static int decode_whole(const uint8_t *comp, uint64_t clen, uint8_t *plain,
+			const struct pvg_co_deferred *d, struct pvg_code_object *co)
+{
+	uint64_t usize = d->usize;
+	if (d->lz4) {
+		_Static_assert(PVG_CO_MAX_UNCOMPRESSED <= INT_MAX, "LZ4 sizes are ints");
+		int r = clen > (uint64_t)INT_MAX ? -1 :
+			LZ4_decompress_safe((const char *)comp, (char *)plain, (int)clen, (int)usize);
+		if (r < 0 || (uint64_t)r != usize) {
+			pvg_co_set_error(co, "LZ4-compressed entry does not decode to its declared "
+					 "%" PRIu64 " bytes: %s", usize, r < 0 ? "corrupt block" : "short");
+			return -1;
+		}
+		return 0;
+	}
+	unsigned long long fs = ZSTD_getFrameContentSize(comp, clen);
+	if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != ZSTD_CONTENTSIZE_ERROR && fs != usize) {
+		pvg_co_set_error(co, "zstd frame holds %llu bytes but the entry declares %" PRIu64,
+				 fs, usize);
+		return -1;
+	}
+	size_t r = ZSTD_decompress(plain, usize, comp, clen);
+	if (ZSTD_isError(r) || r != usize) {
+		pvg_co_set_error(co, "zstd-compressed entry does not decode to its declared "
+				 "%" PRIu64 " bytes: %s", usize,
+				 ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
+		return -1;
+	}
+	return 0;
+}
+
+static void decode_one(struct decode_pool *p, const struct pvg_co_deferred *d)
+{
+	struct pvg_code_object *co = &p->set->objs[d->obj];
+	uint8_t eh[64];
+	if (co->kind == PVG_CO_CUBIN) {
+		if (d->usize < sizeof(eh)) {
+			pvg_co_set_error(co, "cubin is too short for an ELF header");
+			return;
+		}
+		if (decode_prefix(p->src, d, eh, sizeof(eh), co) < 0 ||
+		    cubin_header(eh, d->usize, co) < 0)
+			return;
+	}
+	if (!pvg_co_names_wanted(p->set, co)) {
+		co->not_decoded = true;
+		co->kernels_why = pvg_asprintf("%s-compressed entry: kernel names are decoded only "
+					       "when asked for (provgate inspect --kernels, or the "
+					       "configured arch)", codec_of(d));
+		return;
+	}
+	uint64_t held = d->clen + d->usize + 1;
+	budget_take(p, held);
+	uint8_t *comp = malloc(d->clen ? d->clen : 1), *plain = malloc(d->usize + 1);
+	if (!comp || !plain)
+		abort();
+	if (pvg_src_read(p->src, d->payload, comp, d->clen) < 0) {
+		pvg_co_set_error(co, "compressed entry cannot be read");
+	} else if (decode_whole(comp, d->clen, plain, d, co) == 0) {
+		free(comp);
+		comp = NULL;
+		if (co->kind == PVG_CO_CUBIN) {
+			struct pvg_src mem = { .mem = plain, .fd = -1, .size = d->usize };
+			cubin_kernels(&mem, 0, d->usize, eh, co);
+		} else {
+			plain[d->usize] = 0;
+			pvg_ptx_kernels((const char *)plain, d->usize, co);
+		}
+	}
+	free(comp);
+	free(plain);
+	budget_give(p, held);
+}
+
+static void decode_worker(void *arg)
+{
+	struct decode_pool *p = *(struct decode_pool **)arg;
+	for (;;) {
+		size_t k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+		if (k >= p->set->n_deferred)
+			break;
+		const struct pvg_co_deferred *d = &p->set->deferred[k];
+		decode_one(p, d);
+		pvg_co_finish(p->set, &p->set->objs[d->obj]);
+	}
+}
+
+void pvg_cuda_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src *src)
+{
+	if (!set->n_deferred)
+		return;
+	struct decode_pool pool = { .set = set, .src = src };
+	pthread_mutex_init(&pool.mu, NULL);
+	pthread_cond_init(&pool.cv, NULL);
+	/* a thread per CPU, but not for a handful of entries */
+	size_t n = pvg_cpus_usable();
+	if (n > PVG_MAX_JOB_THREADS)
+		n = PVG_MAX_JOB_THREADS;
+	if (n > set->n_deferred / 8 + 1)
+		n = set->n_deferred / 8 + 1;
+	struct decode_pool *workers[PVG_MAX_JOB_THREADS];
+	for (size_t i = 0; i < n; i++)
+		workers[i] = &pool;
+	pvg_run_jobs(decode_worker, workers, n, sizeof(workers[0]));
+	pthread_mutex_destroy(&pool.mu);
+	pthread_cond_destroy(&pool.cv);
+	free(set->deferred);
+	set->deferred = NULL;
+	set->n_deferred = 0;
 }

@@ -57,14 +57,17 @@ static void drop_names(struct pvg_code_object *co)
 	co->names_dropped = co->n_kernels > 0;
 }
 
+bool pvg_co_names_wanted(const struct pvg_codeobj_set *set, const struct pvg_code_object *co)
+{
+	return set->opts.kernel_names ||
+	       (set->opts.names_arch && !co->error &&
+		pvg_codeobj_matches_arch(co, set->opts.names_arch));
+}
+
 void pvg_co_finish(struct pvg_codeobj_set *set, struct pvg_code_object *co)
 {
-	if (set->opts.kernel_names || !co->kernels)
-		return;
-	if (set->opts.names_arch && !co->error &&
-	    pvg_codeobj_matches_arch(co, set->opts.names_arch))
-		return;
-	drop_names(co);
+	if (co->kernels && !pvg_co_names_wanted(set, co))
+		drop_names(co);
 }
 
 static void code_object_clear(struct pvg_code_object *co)
@@ -92,6 +95,7 @@ void pvg_codeobj_set_free(struct pvg_codeobj_set *set)
 		free(set->issues[i].message);
 	}
 	free(set->issues);
+	free(set->deferred);
 	for (size_t i = 0; i < set->n_sections; i++)
 		free(set->sections[i].name);
 	free(set->sections);
