@@ -214,6 +214,19 @@ static bool any_globs(const struct view *v)
 }
 
 /* The last link line of artifact i in the log, 0 when there is none. */
+/* Does a changed source match the artifact's own compiled globs? */
+static bool globs_name_a_change(const struct pvg_buildlog_request *req,
+				const struct pvg_buildlog_artifact *a)
+{
+	if (!a->compiled)
+		return false;
+	for (size_t c = 0; c < req->n_changed; c++)
+		for (size_t k = 0; k < a->compiled->n; k++)
+			if (pvg_glob_match(a->compiled->v[k], req->changed[c]))
+				return true;
+	return false;
+}
+
 static size_t art_link_line(const struct view *v, size_t i)
 {
 	const struct pvg_link_step *l = v->arts[i].file ? pvg_linkgraph_output(v->g, v->arts[i].file)
@@ -730,6 +743,9 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 			    "build.artifact is not set: the link step cannot be found");
 		st = worse(st, PVG_UNVERIFIABLE);
 	}
+	bool any_linked = false;
+	for (size_t i = 0; i < v.n_arts; i++)
+		any_linked |= v.arts[i].file && art_link_line(&v, i) != 0;
 	for (size_t i = 0; i < v.n_arts; i++) {
 		const struct pvg_buildlog_artifact *a = &v.arts[i];
 		cJSON *ae = NULL;
@@ -747,6 +763,15 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 			pvg_problem(res, "build-log.not-configured", "set the artifact's build file",
 				    "%sno build file is set: the link step cannot be found", al);
 			st = worse(st, PVG_UNVERIFIABLE);
+		} else if (!link_line && v.multi && any_linked && !globs_name_a_change(req, a)) {
+			/* an incremental build relinks only what changed: an artifact that no changed
+			 * source goes into need not be relinked (each changed source must still be
+			 * linked into a configured artifact relinked after it, below) */
+			if (ae) {
+				pvg_json_add_bool(ae, "relinked", false);
+				pvg_json_add_str(ae, "why", "not relinked by this build; no changed "
+							    "source goes into it");
+			}
 		} else if (!link_line) {
 			pvg_problem(res, "build-log.no-link",
 				    "rebuild (the artifact was not relinked by this build; \"ninja: no "

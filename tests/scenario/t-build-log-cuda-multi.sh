@@ -84,4 +84,33 @@ test_cuda_extensions_of_one_log_each_proven() {
 	assert_contains "$codes" build-log.wrong-arch
 }
 
+# An incremental build relinks only what changed: the artifact no changed source goes into
+# needs no link step in this log; a changed source of an artifact the build skipped is still
+# refused.
+test_incremental_build_relinks_only_the_changed_extension() {
+	setup_cuda_tree
+	# the baseline build first, then only the change rebuilt by ninja
+	git -C repo stash -q 2>/dev/null || true
+	git -C repo checkout -q base
+	(cd build && ninja -v -j1) >first.log 2>&1 || { cat first.log; fail "first build"; }
+	git -C repo checkout -q main
+	touch repo/csrc/moe/align.cu
+	sleep 1
+	(cd build && ninja -v -j1) >build.log 2>&1 || { cat build.log; fail "second build"; }
+	grep -q "_gemm_C.so" build.log && fail "the second build relinked _gemm_C too"
+	grep -q "_moe_C.so" build.log || fail "the second build did not relink _moe_C"
+	cp build/_gemm_C.so build/_moe_C.so inst/
+	config "$(entry _gemm_C), $(entry _moe_C)"
+	gate1
+	assert_eq "$status" pass "incremental build ($codes)"
+	assert_eq "$(jq -r '.gates[0].evidence.artifacts[] | select(.name == "_gemm_C") | .relinked' report.json)" false
+	# a change to _gemm_C's source that this build did not compile is refused
+	echo "// also" >>repo/csrc/gemm/gemm.cu
+	git -C repo -c user.name=t -c user.email=t@t commit -qam "gemm too"
+	touch -d '1 minute ago' repo/csrc/gemm/gemm.cu
+	gate1
+	assert_eq "$status" fail
+	assert_contains "$codes" build-log.no-compile-line
+}
+
 run_tests

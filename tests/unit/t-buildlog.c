@@ -657,12 +657,22 @@ static void changed_source_in_an_unconfigured_output_fails(void)
 static void every_configured_artifact_needs_its_link_step(void)
 {
 	_cleanup_free_ char *t = multi_text("ninja.log", NULL);
-	/* the log without _b_C's link */
+	/* the log without _b_C's link: an incremental build that changed only _a_C's source
+	 * need not relink _b_C */
 	_cleanup_free_ char *cut = replace(t, "-o _b_C.so", "-o _other.so");
 	const char *const changed[] = { "csrc/a/a_kern.hip" };
 	struct outcome o = decide_multi(cut, ab, 2, changed, 1, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_PASS);
+	/* but a changed source of _b_C is then linked into no configured artifact */
+	const char *const both[] = { "csrc/a/a_kern.hip", "csrc/b/b_kern.hip" };
+	o = decide_multi(cut, ab, 2, both, 2, NULL, NULL, NULL);
 	CHECK_INT(o.status, PVG_FAIL);
-	CHECK_STR(o.codes, "build-log.no-link");
+	CHECK(strstr(o.codes, "build-log.unverified-artifact") != NULL);
+	/* and a log that links none of the artifacts is no build of them */
+	_cleanup_free_ char *none = replace(cut, "-o _a_C.so", "-o _another.so");
+	o = decide_multi(none, ab, 2, changed, 1, NULL, NULL, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK(strstr(o.codes, "build-log.no-link") != NULL);
 	/* a source compiled after its artifact's last link */
 	_cleanup_free_ char *late = pvg_asprintf(
 		"%s[12/12] /usr/bin/hipcc -x hip --offload-arch=gfx90a -o "
