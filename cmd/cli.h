@@ -20,6 +20,12 @@ extern const struct cli_verb verb_verify_attestation;
 extern const struct cli_verb verb_compare;
 extern const struct cli_verb verb_init;
 
+/* The relocatable bundle's start and its part of --version (cmd/dist/bundle.c): linked into
+ * the bundle's program only, NULL in the installed one. cli_bundle_start returns 0 or an
+ * exit status. */
+int cli_bundle_start(void) __attribute__((weak));
+void cli_bundle_version(FILE *f) __attribute__((weak));
+
 /* Colour escape codes, or "" when stdout is not a terminal or NO_COLOR is set. */
 struct cli_style {
 	const char *pass, *fail, *warn, *dim, *bold, *reset;

@@ -7,7 +7,7 @@
  */
 #include <limits.h>
 
-#include "pvg-version.h"
+#include "util/own-files.h"
 #include "sys/procs.h"
 #include "exec-witness.h"
 #include "sys/witness.h"
@@ -19,7 +19,7 @@ static const char *witness_library(const struct pvg_config *cfg)
 		return env;
 	if (cfg && cfg->witness.library)
 		return cfg->witness.library;
-	return PVG_WITNESS_LIB;
+	return pvg_own_witness_library();
 }
 
 /* which variable loads the library: witness.api, else the arch, else both are printed */

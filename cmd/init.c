@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "pvg-version.h"
 #include "core/discover.h"
+#include "util/own-files.h"
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
@@ -145,8 +145,9 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 
 static const char *schema_path(void)
 {
-	/* where meson installs it; an editor only needs a name to find it by */
-	return PVG_DATADIR "/provgate/config.schema.json";
+	/* where meson installs it (in a bundle: the bundle's); an editor only needs a name to
+	 * find it by */
+	return pvg_own_data_file("config.schema.json");
 }
 
 static int init_main(int argc, char **argv)

@@ -37,6 +37,11 @@ struct sigaction cli_sigpipe_inherited;
 
 int main(int argc, char **argv)
 {
+	if (cli_bundle_start) {
+		int r = cli_bundle_start();
+		if (r)
+			return r;
+	}
 	/* A reader that goes away (provgate certify | head) must not kill provgate before the
 	 * report files are written: stdout then fails with EPIPE instead. exec gives its
 	 * command the disposition provgate inherited. */
@@ -54,6 +59,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(verb, "--version") == 0 || strcmp(verb, "-V") == 0) {
 		printf("provgate %s\n", pvg_version());
+		if (cli_bundle_version)
+			cli_bundle_version(stdout);
 		return EXIT_OK;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
