@@ -8,49 +8,42 @@
 #     the demo's service run by Debian 11's python3, inspects real HIP libraries, and the
 #     witness loads into Debian 11's Python and writes its file
 #   - the bundle copied into a running container (podman cp) certifies as the inside view does
-#   - the package installed into a clean Debian 12 (mmdebstrap bookworm with its Depends):
-#     --version, man provgate, the demo's certify
+#   - the package installed by apt into a clean Debian 12 (mmdebstrap bookworm): its Depends
+#     bring what it loads; --version, man provgate, the demo's certify
 # The build is kept in $PVG_BUILD/t-bundle; the root file systems in $PVG_TEST_CACHE
-# (default /var/tmp/provgate-test-cache), made once and reused (delete them to refresh). A fresh
-# machine makes both and the build (about 5 minutes, most of it downloading):
+# (default /var/tmp/provgate-test-cache), made once and reused (delete them to refresh); on a
+# fresh machine the download takes minutes (.ci/run starts it before the suite):
 # timeout: 900
 source "$PVG_SRC/tests/lib.sh"
 source "$PVG_SRC/tests/helpers/podman.sh"
 
 DIST=$PVG_BUILD/t-bundle
-CACHE=${PVG_TEST_CACHE:-/var/tmp/provgate-test-cache}
 VERSION=$(sed -n "s/^  version : '\(.*\)',$/\1/p" "$PVG_SRC/meson.build" | head -n1)
 NAME=provgate-$VERSION-x86_64-linux
 ROCSPARSE=$(ls /usr/lib/x86_64-linux-gnu/librocsparse.so.0.* 2>/dev/null | head -n1)
 
-# rootfs NAME SUITE PACKAGES: $CACHE/NAME.tar, made by mmdebstrap once (under a lock: the
-# first test that needs it makes it, in the background while the build runs)
-rootfs() {
-	local tar=$CACHE/$1.tar
-	mkdir -p "$CACHE"
-	(
-		flock 9
-		[ -s "$tar" ] && exit 0
-		mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/eatmydata \
-			--include="$3" "$2" "$CACHE/$1.part.tar" >"$CACHE/$1.log" 2>&1 ||
-			{ tail -20 "$CACHE/$1.log" >&2; exit 1; }
-		mv "$CACHE/$1.part.tar" "$tar"
-	) 9>"$CACHE/$1.lock"
-}
-BULLSEYE_PACKAGES=python3
+# the root file systems (tests/helpers/rootfs.sh; .ci/run starts them before the suite)
+BULLSEYE=(bullseye-python3 bullseye python3)
+BOOKWORM=(bookworm-python3-man bookworm python3,man-db)
+rootfs() { "$PVG_SRC/tests/helpers/rootfs.sh" "$@"; }
 
-# dist: the plain build, its bundle and package (incremental after the first time)
+# dist: the plain build, its bundle and package (incremental after the first time; made
+# once a run of this file), and the root file systems started in the background meanwhile
 dist() {
 	need meson ninja mmdebstrap podman dpkg-deb dpkg-shlibdeps lintian man setarch flock
 	mkdir -p "$DIST"
+	( rootfs "${BULLSEYE[@]}" >/dev/null 2>&1 & rootfs "${BOOKWORM[@]}" >/dev/null 2>&1 & )
 	(
 		flock 9
+		[ -f "$DIST/made.$$" ] && exit 0
+		rm -f "$DIST"/made.*
 		if [ ! -f "$DIST/build/build.ninja" ]; then
 			meson setup "$DIST/build" "$PVG_SRC" --prefix=/usr -Dman=enabled >"$DIST/setup.log" 2>&1 ||
 				{ cat "$DIST/setup.log" >&2; exit 1; }
 		fi
 		meson compile -C "$DIST/build" bundle deb >"$DIST/compile.log" 2>&1 ||
 			{ tail -40 "$DIST/compile.log" >&2; exit 1; }
+		touch "$DIST/made.$$"
 	) 9>"$DIST/lock" || fail "building the bundle and the package failed"
 	TARBALL=$DIST/build/$NAME.tar.gz DEB=$DIST/build/provgate_${VERSION}_amd64.deb
 	[ -s "$TARBALL" ] || fail "no $TARBALL"
@@ -120,8 +113,6 @@ show() { jq -r '.gates[] | "\(.id) \(.status) \([.problems[].code] | join(","))"
 # ---- the bundle and the package as made ---------------------------------------------------
 
 test_bundle_runs_from_any_folder_and_says_what_it_holds() {
-	# the Debian 11 root file system is made meanwhile, for the next test
-	( rootfs bullseye-python3 bullseye "$BULLSEYE_PACKAGES" >/dev/null 2>&1 & )
 	dist
 	unpack "$T/some where"
 	mkdir elsewhere && cd elsewhere
@@ -234,8 +225,8 @@ test_debian11_bundle_certifies_inspects_and_loads_the_witness() {
 	dist
 	[ -f "$ROCSPARSE" ] || fail "no librocsparse.so.0 (librocsparse0)"
 	ctr_setup
-	rootfs bullseye-python3 bullseye "$BULLSEYE_PACKAGES" || fail "mmdebstrap bullseye failed"
-	podman_ import -q "$CACHE/bullseye-python3.tar" "localhost/pvg-bullseye-$CTR_TAG:1" >/dev/null ||
+	local tar; tar=$(rootfs "${BULLSEYE[@]}") || fail "mmdebstrap bullseye failed"
+	podman_ import -q "$tar" "localhost/pvg-bullseye-$CTR_TAG:1" >/dev/null ||
 		fail "podman import"
 	unpack "$T/b"
 	demo_chain
@@ -322,11 +313,10 @@ test_bundle_copied_into_a_running_container_certifies_as_inside() {
 test_package_installs_into_a_clean_debian12() {
 	dist
 	ctr_setup
-	# a minimal bookworm with what the package says it needs, and nothing else of this host
-	local deps; deps=$(dpkg-deb -f "$DEB" Depends | sed 's/ *([^)]*)//g; s/ *, */,/g')
-	local key; key=$(printf '%s' "$deps" | sha256sum | cut -c1-12)
-	rootfs "bookworm-$key" bookworm "python3,man-db,$deps" || fail "mmdebstrap bookworm failed"
-	podman_ import -q "$CACHE/bookworm-$key.tar" "localhost/pvg-bookworm-$CTR_TAG:1" >/dev/null || fail "podman import"
+	# a minimal bookworm (python3 and man-db for the demo's service and man), where apt
+	# installs the package with what its Depends name, from the Debian archive
+	local tar; tar=$(rootfs "${BOOKWORM[@]}") || fail "mmdebstrap bookworm failed"
+	podman_ import -q "$tar" "localhost/pvg-bookworm-$CTR_TAG:1" >/dev/null || fail "podman import"
 	demo_chain
 	local c=deb12-$CTR_TAG
 	podman_ run -d --name "$c" --label "pvg-test=$CTR_TAG" --network host --cap-add SYS_PTRACE -v "$T:$T" \
@@ -334,8 +324,25 @@ test_package_installs_into_a_clean_debian12() {
 	in_ctr "$c" /bin/sh -c 'command -v provgate || echo none'
 	assert_eq "$out" none "provgate before the install"
 	podman_ cp "$DEB" "$c:/tmp/provgate.deb"
-	in_ctr "$c" dpkg -i /tmp/provgate.deb
-	assert_eq "$rc" 0 "dpkg -i ($out $err)"
+	in_ctr -e DEBIAN_FRONTEND=noninteractive "$c" /bin/sh -c \
+		'apt-get update -qq && apt-get install -y -qq --no-install-recommends /tmp/provgate.deb'
+	assert_eq "$rc" 0 "apt-get install ./provgate.deb ($out $err)"
+	# each library provgate and libprovgate name (DT_NEEDED) belongs to a package of Depends
+	dpkg-deb -x "$DEB" x
+	local needed soname path p deps; deps=$(dpkg-deb -f "$DEB" Depends)
+	needed=$(for f in x/usr/bin/provgate x/usr/lib/*/libprovgate.so.*.*; do readelf -d "$f"; done |
+		sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u)
+	[ -n "$needed" ] || fail "no DT_NEEDED read"
+	in_ctr "$c" ldd /usr/bin/provgate /usr/lib/x86_64-linux-gnu/libprovgate.so.0
+	local ldd_out=$out
+	for soname in $needed; do
+		path=$(awk -v s="$soname" '$1 == s && $3 ~ /^\// {print $3; exit}' <<<"$ldd_out")
+		[ -n "$path" ] || fail "$soname is not found in the container: $ldd_out"
+		in_ctr "$c" /bin/sh -c "dpkg -S '$path' 2>/dev/null || dpkg -S \"\$(readlink -f '$path')\""
+		p=${out%%:*}
+		[ -n "$p" ] || fail "no package holds $path"
+		assert_contains "$deps" "$p" "Depends (provgate needs $soname of $p)"
+	done
 	in_ctr "$c" provgate --version
 	assert_eq "$out" "provgate $VERSION" "--version of the package"
 	in_ctr "$c" env MANWIDTH=80 man provgate
@@ -352,6 +359,8 @@ test_package_installs_into_a_clean_debian12() {
 	assert_contains "$out" "CERTIFIED: all seven gates passed"
 	in_ctr "$c" dpkg -r provgate
 	assert_eq "$rc" 0 "dpkg -r"
+	in_ctr "$c" /bin/sh -c 'command -v provgate || echo none'
+	assert_eq "$out" none "provgate after dpkg -r"
 }
 
 run_tests
