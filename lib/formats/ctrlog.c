@@ -642,13 +642,14 @@ size_t pvg_ctrlog_finish(struct pvg_ctrlog *d, char *out_buf, size_t cap)
 {
 	struct out o = { out_buf, 0, cap };
 	/* a last record without its '\n' (the runtime may be writing it now): what it decoded
-	 * stays, as the log's last line; a docker record cut before its time has none */
-	bool started = d->st == C_BODY || d->st == RAW || d->open || d->buf_n ||
+	 * stays, as the log's last line; a docker record cut before its time has none. A line
+	 * left open by a last part (CRI P, docker's cut) just ends with the log. */
+	bool started = (d->st == C_HEAD && d->buf_n) || d->st == C_BODY || d->st == RAW ||
 		       (d->kind == PVG_CTRLOG_DOCKER && d->st != J_START);
 	if (!started || cap < PVG_CTRLOG_SLACK)
 		return 0;
 	d->records++;
-	if (d->kind == PVG_CTRLOG_DOCKER && d->st == J_TRAIL) {
+	if (d->st == J_TRAIL) {
 		if (d->time_n && pvg_rfc3339_ns(d->time_text, d->time_n, &d->rec_time) == 0)
 			stamp_record(d);
 	} else if (d->st == C_HEAD) {
@@ -662,11 +663,8 @@ size_t pvg_ctrlog_finish(struct pvg_ctrlog *d, char *out_buf, size_t cap)
 		d->malformed++;
 	}
 	flush_high(d, &o);
-	if (d->pending_nl)
-		line_end(d, &o);
 	d->buf_n = 0;
 	d->st = RAW;
-	d->open = false;
 	return o.w;
 }
 

@@ -172,6 +172,13 @@ int pvg_proc_zone_read(const char *procfs, pid_t pid, struct pvg_proc_zone *out)
 		return 0;
 	}
 	int fr = zone_file(rootfd, "/etc/localtime", &out->tz);
+	struct stat lst;
+	if (fr == -ENOENT && fstatat(rootfd, "etc/localtime", &lst, AT_SYMLINK_NOFOLLOW) == 0) {
+		set_unknown(out, HINT_TZ,
+			    pvg_strdup("no TZ in its environment, and /etc/localtime in its root is a "
+				       "link to a file that root does not have"));
+		return 0;
+	}
 	if (fr == -ENOENT) {
 		set_known(out, "UTC", pvg_strdup("no TZ in its environment and no /etc/localtime in "
 						 "its root: the C library's default"));
