@@ -38,8 +38,9 @@ int pvg_rfc3339_ns(const char *s, size_t len, int64_t *ns)
 		return -EINVAL;
 	int year = num(s, 4), mon = num(s + 5, 2), mday = num(s + 8, 2);
 	int hour = num(s + 11, 2), min = num(s + 14, 2), sec = num(s + 17, 2);
-	if (year < 1970 || mon < 1 || mon > 12 || mday < 1 || mday > 31 || hour > 23 || min > 59 ||
-	    sec > 60)
+	/* nanoseconds since 1970 in 64 bits reach into 2262 */
+	if (year < 1970 || year > 2261 || mon < 1 || mon > 12 || mday < 1 || mday > 31 ||
+	    hour > 23 || min > 59 || sec > 60)
 		return -EINVAL;
 	size_t p = 19;
 	int64_t frac = 0;
