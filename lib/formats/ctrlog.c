@@ -348,6 +348,9 @@ static void record_end(struct pvg_ctrlog *d, struct out *o)
 	record_begin(d, d->in_pos + 1);
 }
 
+/* The bytes that end a run of plain characters in a JSON string. */
+static const bool json_stop[256] = { ['"'] = true, ['\\'] = true, ['\n'] = true };
+
 static bool is_ws(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r';
@@ -572,11 +575,13 @@ size_t pvg_ctrlog_decode(struct pvg_ctrlog *d, const char *in, size_t n, char *o
 				       (d->st == J_LOG && c != '"' && c != '\\' && !d->u_high))) {
 			need_line(d);
 			size_t room = o.cap - o.w - PVG_CTRLOG_SLACK + 1, k = 0;
-			while (k < room && i + k < n) {
-				char x = in[i + k];
-				if (x == '\n' || (d->st == J_LOG && (x == '"' || x == '\\')))
-					break;
-				k++;
+			size_t lim = n - i < room ? n - i : room;
+			if (d->st != J_LOG) {
+				const char *nl = memchr(in + i, '\n', lim);
+				k = nl ? (size_t)(nl - (in + i)) : lim;
+			} else {
+				while (k < lim && !json_stop[(unsigned char)in[i + k]])
+					k++;
 			}
 			memcpy(o.p + o.w, in + i, k);
 			o.w += k;
@@ -584,6 +589,22 @@ size_t pvg_ctrlog_decode(struct pvg_ctrlog *d, const char *in, size_t n, char *o
 			d->in_pos += k;
 			i += k;
 			continue;
+		}
+		if (d->st == C_HEAD && d->buf_n == 0) {
+			/* the whole head in the input: copied at once (the loop below reads it a
+			 * byte at a time when it comes in pieces) */
+			size_t lim = n - i < 80 ? n - i : 80, sp = 0, k = 0;
+			for (; k < lim && in[i + k] != '\n'; k++)
+				if (in[i + k] == ' ' && ++sp == 3)
+					break;
+			if (sp == 3 && k > 0) {
+				memcpy(d->buf, in + i, k);
+				d->buf_n = k;
+				d->spaces = 2;
+				d->in_pos += k;
+				i += k;
+				continue; /* the third space is handled below */
+			}
 		}
 		if (d->st == C_HEAD) {
 			if (c == ' ' && d->spaces == 2) {
@@ -631,6 +652,41 @@ size_t pvg_ctrlog_decode(struct pvg_ctrlog *d, const char *in, size_t n, char *o
 		}
 		if (d->st == J_START && c == '{' && d->open)
 			d->joined++;
+		/* docker's own layout, taken at once: {"log":" and ,"stream":"stdout","time":" */
+		if (d->st == J_START && n - i >= 8 && memcmp(in + i, "{\"log\":\"", 8) == 0) {
+			d->any_key = true;
+			d->key = 1;
+			d->st = J_LOG;
+			i += 8;
+			d->in_pos += 8;
+			continue;
+		}
+		if (d->st == J_AFTER && n - i >= 27 && memcmp(in + i, ",\"stream\":\"std", 14) == 0 &&
+		    (memcmp(in + i + 14, "out\",\"time\":\"", 13) == 0 ||
+		     memcmp(in + i + 14, "err\",\"time\":\"", 13) == 0)) {
+			d->rec_stream = in[i + 14] == 'o' ? 1 : 2;
+			d->key = 3;
+			d->buf_n = 0;
+			d->esc = false;
+			d->st = J_CAP;
+			i += 27;
+			d->in_pos += 27;
+			continue;
+		}
+		if (d->st == J_CAP && !d->esc) {
+			/* a captured value without escapes, up to its quote */
+			size_t lim = n - i < sizeof(d->buf) - d->buf_n ? n - i : sizeof(d->buf) - d->buf_n;
+			size_t k = 0;
+			while (k < lim && in[i + k] != '"' && in[i + k] != '\\' && in[i + k] != '\n')
+				k++;
+			if (k > 0) {
+				memcpy(d->buf + d->buf_n, in + i, k);
+				d->buf_n += k;
+				i += k;
+				d->in_pos += k;
+				continue;
+			}
+		}
 		docker_byte(d, &o, c);
 		i++;
 		d->in_pos++;
