@@ -153,8 +153,6 @@ struct pvg_marker_scan {
 	time_t now;
 	const struct pvg_line_format *format; /* the user's own log format, or NULL */
 	const struct pvg_line_zone *zone;     /* the writer's zone, or NULL: provgate's */
-	bool as_plain; /* read the log as the service's own lines even where it looks like a
-			* container runtime's (tests) */
 
 	/* results */
 	uint64_t bytes;
