@@ -12,12 +12,6 @@ static void closedirp(DIR **d)
 		closedir(*d);
 }
 
-static void push(struct pvg_strv *v, const char *s)
-{
-	v->v = pvg_xrealloc(v->v, v->n + 1, sizeof(*v->v));
-	v->v[v->n++] = pvg_strdup(s);
-}
-
 /* root + path, for reading engine state from the host's view or a fixture tree */
 static char *rooted(const char *root, const char *path)
 {
@@ -136,9 +130,9 @@ static void docker_roots(const char *procfs, const char *root, struct pvg_strv *
 			const char *next = a + strlen(a) + 1;
 			if ((strcmp(a, "--data-root") == 0 || strcmp(a, "-g") == 0 ||
 			     strcmp(a, "--graph") == 0) && next < cmd + len)
-				push(out, next);
+				pvg_strv_push(out, pvg_strdup(next));
 			else if (strncmp(a, "--data-root=", 12) == 0)
-				push(out, a + 12);
+				pvg_strv_push(out, pvg_strdup(a + 12));
 		}
 	}
 	_cleanup_free_ char *conf = rooted(root, "/etc/docker/daemon.json");
@@ -149,9 +143,9 @@ static void docker_roots(const char *procfs, const char *root, struct pvg_strv *
 		if (!cJSON_IsString(dr))
 			dr = cJSON_GetObjectItemCaseSensitive(j, "graph");
 		if (cJSON_IsString(dr) && dr->valuestring[0] == '/')
-			push(out, dr->valuestring);
+			pvg_strv_push(out, pvg_strdup(dr->valuestring));
 	}
-	push(out, "/var/lib/docker");
+	pvg_strv_push(out, pvg_strdup("/var/lib/docker"));
 }
 
 static cJSON *read_json(const char *path)

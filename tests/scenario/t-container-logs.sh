@@ -280,4 +280,34 @@ test_docker_json_file_restarted_container_and_split_lines() {
 	docker stop -t 2 "svc-$CTR_TAG" >/dev/null
 }
 
+# ---- provgate init on a containerized service ----------------------------------------------
+
+# A real hipcc build log and its library (tests/fixtures), the library installed and loaded by
+# the service in a podman container that logs to stdout: init names the container's log, and
+# reads the marker prefix from the runtime's records.
+test_init_names_the_containers_log() {
+	setup
+	mkdir -p node/logs node/site/ext
+	cp "$FIXTURES/buildlog/hip-gfx936.log" node/logs/build.log
+	cp "$FIXTURES/codeobj/hip-multi.so" node/_ext_C.abi3.so
+	cp node/_ext_C.abi3.so node/site/ext/_ext_C.abi3.so
+	: >node/site/ext/__init__.py
+	printf 'def use_kernel(m, n):\n    return True\n' >node/site/ext/ops.py
+	ctr_run --name "svc-$CTR_TAG" --network none -v "$T:$T" -v "$PVG_SRC:$PVG_SRC:ro" \
+		--log-driver k8s-file -- /usr/bin/python3 "$PVG_SRC/tests/helpers/py-service.py" \
+		--tag "$tag" --site "$T/node/site" --package ext --module ops \
+		--lib "$T/node/site/ext/_ext_C.abi3.so" --log /dev/stdout --pidfile "$T/svc.pid" \
+		--format "$VLLM_FMT" --datefmt "$VLLM_DATE" >/dev/null
+	wait_pidfile
+	pg init node -o node/cfg.json
+	assert_eq "$rc" 0 "init ($err)"
+	echo "$out"
+	local j
+	j=$(sed '/^\/\//d' node/cfg.json)
+	assert_eq "$(jq -r .markers.log <<<"$j")" container
+	assert_eq "$(jq -r .markers.prefix <<<"$j")" DCU_KERNEL_DIAG
+	assert_contains "$out" "markers.log container: the log podman keeps of the service's container"
+	/usr/bin/python3 "$PVG_SRC/tests/validate-config.py" node/cfg.json || fail "config does not validate"
+}
+
 run_tests
