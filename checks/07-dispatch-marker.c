@@ -13,9 +13,15 @@
 #include "07-witness.h"
 #include "checks.h"
 #include "facts.h"
+#include "sys/container-log.h"
+#include "sys/zone.h"
+
+struct marker_read;
+static const char *undecided_why(const struct marker_read *m);
+static const char *undecided_hint(const struct marker_read *m);
 
 /* What was seen about a line that does not count (see attribution in provgate(1)). */
-static const char *attr_name(enum pvg_attribution a, bool btime_known)
+static const char *attr_name(enum pvg_attribution a, const struct marker_read *m, bool btime_known)
 {
 	switch (a) {
 	case PVG_ATTR_LIVE:
@@ -31,13 +37,17 @@ static const char *attr_name(enum pvg_attribution a, bool btime_known)
 				     "creation time)"
 				   : "no pid or timestamp in the line, and the file system does not "
 				     "record when the log was created";
+	case PVG_ATTR_UNDECIDED:
+		return undecided_why(m);
 	}
 	return "?";
 }
 
 /* The one thing that makes such lines count. */
-static const char *attr_hint(enum pvg_attribution a)
+static const char *attr_hint(enum pvg_attribution a, const struct marker_read *m)
 {
+	if (a == PVG_ATTR_UNDECIDED)
+		return undecided_hint(m);
 	if (a == PVG_ATTR_UNKNOWN)
 		return "lines without a pid or timestamp count only in a log created after the "
 		       "service started: remove the log (rm, not truncate) before starting the "
@@ -95,8 +105,27 @@ struct marker_read {
 	char *elsewhere;
 	bool elsewhere_done;
 	struct pvg_line_format format; /* markers.pid_pattern / time_pattern, compiled */
+	char *log_path;   /* the log read: markers.log, or the container's log file */
+	bool container;   /* markers.log is "container" */
+	struct pvg_container_log clog; /* where the container's log was looked for */
+	struct pvg_proc_zone zone;     /* the service's time zone */
+	struct pvg_line_zone line_zone;
+	char *undecided;  /* why a time can be before or after the start */
 	struct pvg_marker_scan scan;
 };
+
+static const char *undecided_why(const struct marker_read *m)
+{
+	return m->undecided ? m->undecided : "its time may be before or after the service's start";
+}
+
+static const char *undecided_hint(const struct marker_read *m)
+{
+	if (!m->zone.known && m->zone.why.hint)
+		return m->zone.why.hint;
+	return "write timestamps with their zone offset (Python logging: %z), or remove the log "
+	       "(rm, not truncate) before starting the service";
+}
 
 static void marker_read_free(void *p)
 {
@@ -105,6 +134,10 @@ static void marker_read_free(void *p)
 		return;
 	free(m->view_why);
 	free(m->elsewhere);
+	free(m->log_path);
+	free(m->undecided);
+	pvg_container_log_clear(&m->clog);
+	pvg_proc_zone_clear(&m->zone);
 	cJSON_Delete(m->ev);
 	pvg_marker_scan_done(&m->scan);
 	pvg_line_format_clear(&m->format);
@@ -186,8 +219,58 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	pvg_json_add_int(sv, "pid", (int)view.root);
 	cJSON_AddStringToObject(sv, "start_time", t);
 
+	/* the writer's zone, for times written without an offset */
+	if (pvg_proc_zone_read(ctx->procfs, view.root, &m->zone) == 0 && m->zone.known) {
+		m->line_zone.tz = &m->zone.tz;
+		cJSON *z = cJSON_AddObjectToObject(sv, "time_zone");
+		pvg_json_add_str(z, "zone", m->zone.name);
+		pvg_json_add_str(z, "source", m->zone.source);
+	} else {
+		m->line_zone.unknown = true;
+		cJSON *z = cJSON_AddObjectToObject(sv, "time_zone");
+		pvg_json_add_str(z, "zone", NULL);
+		pvg_json_add_str(z, "unknown", m->zone.why.text ? m->zone.why.text
+								 : "the service exited");
+		m->undecided = pvg_asprintf(
+			"its timestamp has no zone offset, and the service's time zone cannot be "
+			"known (%s): in any zone from UTC-12 to UTC+14 it may be before or after the "
+			"service's start", m->zone.why.text ? m->zone.why.text : "the service exited");
+	}
+	if (!m->undecided)
+		m->undecided = pvg_asprintf(
+			"its timestamp has no zone offset and falls in the hour that repeats when "
+			"the clocks of the service's zone (%s) go back: it may be before or after the "
+			"service's start", m->zone.name);
+
+	m->container = strcmp(cfg->markers.log, PVG_LOG_CONTAINER) == 0;
+	if (m->container) {
+		const struct pvg_targets *t;
+		pid_t primary = pvg_targets_get(ctx, &t) == 0 && !t->err ? t->primary : view.root;
+		cJSON *cl = cJSON_AddObjectToObject(m->ev, "container_log");
+		if (pvg_container_log_find(ctx->procfs, "/", primary, &m->clog) < 0) {
+			m->log_err = ESRCH;
+			pvg_service_view_release(&view);
+			return m;
+		}
+		if (m->clog.in_container) {
+			pvg_json_add_str(cl, "engine", m->clog.container.engine);
+			pvg_json_add_str(cl, "id", m->clog.container.id);
+		}
+		pvg_json_add_int(cl, "pid", (int)primary);
+		pvg_json_add_str(cl, "driver", m->clog.driver);
+		pvg_json_add_str(cl, "found_in", m->clog.how);
+		if (!m->clog.path) {
+			m->log_err = m->clog.no_file ? ENOTSUP : ENOENT;
+			pvg_service_view_release(&view);
+			return m;
+		}
+		m->log_path = pvg_strdup(m->clog.path);
+	} else {
+		m->log_path = pvg_strdup(cfg->markers.log);
+	}
+
 	struct stat st;
-	_cleanup_close_ int fd = pvg_open_regular(cfg->markers.log, &st);
+	_cleanup_close_ int fd = pvg_open_regular(m->log_path, &st);
 	if (fd < 0) {
 		m->log_err = -fd;
 		pvg_service_view_release(&view);
@@ -214,6 +297,7 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	scan->view = &view;
 	scan->file_after_start = m->after;
 	scan->now = time(NULL);
+	scan->zone = &m->line_zone;
 	m->scan_r = pvg_marker_scan_fd(scan, fd);
 	scan->view = NULL;
 	pvg_service_view_release(&view);
@@ -226,7 +310,7 @@ static const char *note_elsewhere(struct marker_read *m, const struct pvg_ctx *c
 	if (!m->elsewhere_done) {
 		m->elsewhere_done = true;
 		bool log = m->log_err == 0;
-		m->elsewhere = output_elsewhere(ctx->procfs, m->root, log ? ctx->cfg->markers.log : NULL,
+		m->elsewhere = output_elsewhere(ctx->procfs, m->root, log ? m->log_path : NULL,
 						log ? &m->log_st : NULL);
 		if (m->elsewhere)
 			pvg_json_add_str(ev, "service_output_elsewhere", m->elsewhere);
@@ -283,6 +367,18 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 						 : strerror(-r));
 		return PVG_UNVERIFIABLE;
 	}
+	if (m->container)
+		pvg_json_add_str(ev, "log_file", m->log_path);
+	if (m->container && !m->log_path) {
+		const struct pvg_container_log *cl = &m->clog;
+		pvg_summary(res, "%s", m->log_err == ESRCH ? "the service exited during the check"
+							: cl->why.text);
+		pvg_problem(res, "dispatch-marker.container-log",
+			    m->log_err == ESRCH ? "start the service and check again" : cl->why.hint,
+			    "markers.log is \"container\": %s",
+			    m->log_err == ESRCH ? "the service exited during the check" : cl->why.text);
+		return PVG_UNVERIFIABLE;
+	}
 	if (m->log_err) {
 		int e = m->log_err;
 		const char *w = e == ENOENT ? note_elsewhere(m, ctx, ev) : NULL;
@@ -292,13 +388,13 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 			    : e == ENOENT ? "point markers.log at the file the service writes its log "
 					  "to (redirect its output there)"
 					: NULL,
-			    "service log %s: %s", cfg->markers.log, strerror(e));
+			    "service log %s: %s", m->log_path, strerror(e));
 		return PVG_UNVERIFIABLE;
 	}
 	if (m->scan_r < 0) {
 		pvg_summary(res, "cannot read the service log: %s", strerror(-m->scan_r));
 		pvg_problem(res, "dispatch-marker.log-unreadable", NULL, "service log %s: %s",
-			    cfg->markers.log, strerror(-m->scan_r));
+			    m->log_path, strerror(-m->scan_r));
 		return PVG_UNVERIFIABLE;
 	}
 	const struct pvg_marker_scan scan = m->scan;
@@ -314,6 +410,14 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 	pvg_json_add_u64(mk, "foreign_pid_since_start", scan.markers_foreign_recent);
 	pvg_json_add_u64(mk, "before_start", scan.attr_count[PVG_ATTR_BEFORE_START]);
 	pvg_json_add_u64(mk, "unknown_origin", scan.attr_count[PVG_ATTR_UNKNOWN]);
+	pvg_json_add_u64(mk, "time_undecided", scan.attr_count[PVG_ATTR_UNDECIDED]);
+	pvg_json_add_str(ev, "log_format", pvg_ctrlog_kind_name(scan.log_kind));
+	if (scan.log_kind != PVG_CTRLOG_PLAIN) {
+		cJSON *rt = cJSON_AddObjectToObject(ev, "runtime_records");
+		pvg_json_add_u64(rt, "records", scan.records);
+		pvg_json_add_u64(rt, "joined", scan.records_joined);
+		pvg_json_add_u64(rt, "malformed", scan.records_malformed);
+	}
 	if (scan.overlong_lines)
 		pvg_json_add_u64(ev, "overlong_lines", scan.overlong_lines);
 	/* each configured fact and whether the live service's lines hold it (compare reads
@@ -340,7 +444,7 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 			    w ? w
 			      : "run the benchmark against the service, with its output going to "
 				"markers.log",
-			    "the service log %s is empty", cfg->markers.log);
+			    "the service log %s is empty", m->log_path);
 		status = PVG_FAIL;
 		goto out;
 	}
@@ -381,10 +485,10 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 					       "the live service: %s)",
 					       scan.fact_unattributed[i],
 					       scan.fact_unattributed[i] == 1 ? "" : "s",
-					       attr_name(scan.fact_attr[i], m->btime_known))
+					       attr_name(scan.fact_attr[i], m, m->btime_known))
 				: pvg_strdup("");
 		pvg_problem(res, "dispatch-marker.missing-fact",
-			    scan.fact_unattributed[i] ? attr_hint(scan.fact_attr[i])
+			    scan.fact_unattributed[i] ? attr_hint(scan.fact_attr[i], m)
 						      : "start the service with the settings the "
 							"benchmark claims",
 			    "fact \"%s\" is missing from the live service's lines%s",
@@ -425,11 +529,11 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 					      "another container or a second service): run the benchmark "
 					      "against the live service, and give each service a log of "
 					      "its own"
-					    : attr_hint(first->attr),
+					    : attr_hint(first->attr, m),
 				    "no marker for {%s} from the live service; %zu matching marker%s "
 				    "cannot be attributed to it (%s, e.g. at byte %" PRIu64 ")",
 				    want, unattr, unattr == 1 ? "" : "s",
-				    attr_name(first->attr, m->btime_known), first->offset);
+				    attr_name(first->attr, m, m->btime_known), first->offset);
 		} else {
 			_cleanup_free_ char *seen =
 				scan.unmatched.text
@@ -447,7 +551,7 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 						      "%s, e.g. at byte %" PRIu64 ")",
 						      unattr, unattr == 1 ? "" : "s",
 						      unattr == 1 ? "es" : "",
-						      attr_name(first->attr, m->btime_known),
+						      attr_name(first->attr, m, m->btime_known),
 						      first->offset)
 				       : pvg_strdup("");
 			pvg_problem(res, "dispatch-marker.too-few",

@@ -160,7 +160,9 @@ int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out)
 	if (!s) {
 		const struct pvg_config *cfg = ctx->cfg;
 		/* provgate's own inputs are not runtime files of the change */
-		const char *inputs[] = { cfg->path, cfg->build.log, cfg->markers.log };
+		const char *inputs[] = { cfg->path, cfg->build.log,
+					 cfg->markers.log && strcmp(cfg->markers.log, PVG_LOG_CONTAINER)
+						 ? cfg->markers.log : NULL };
 		_cleanup_free_ const char **builds = pvg_xcalloc(ctx->n_arts + 1, sizeof(*builds));
 		for (size_t i = 0; i < ctx->n_arts; i++)
 			builds[i] = ctx->arts[i].a.build;

@@ -120,7 +120,9 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 	}
 	if (g->service_log) {
 		cJSON *m = cJSON_AddObjectToObject(root, "markers");
-		add_str(m, "log", path_value(g, g->service_log));
+		add_str(m, "log", strcmp(g->service_log, PVG_LOG_CONTAINER) == 0
+					  ? pvg_strdup(PVG_LOG_CONTAINER)
+					  : path_value(g, g->service_log));
 		if (g->prefix)
 			cJSON_AddItemToObject(m, "prefix", pvg_json_string(g->prefix));
 	}

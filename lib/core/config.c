@@ -15,6 +15,7 @@
 enum field_kind {
 	F_STRING,  /* plain string */
 	F_PATH,    /* string, resolved against the config's folder */
+	F_LOG,     /* F_PATH, or the word "container" kept as written (PVG_LOG_CONTAINER) */
 	F_PROGRAM, /* a path when it holds '/', else a name looked up in PATH */
 	F_ARCH,
 	F_BOOL,
@@ -85,7 +86,7 @@ static const struct field code_object_fields[] = {
 };
 
 static const struct field markers_fields[] = {
-	CFX("log", F_PATH, markers.log),
+	CFX("log", F_LOG, markers.log),
 	CF("prefix", F_STRING, markers.prefix),
 	CF("require", F_REQUIRE, markers.require),
 	CF("min_count", F_COUNT, markers.min_count),
@@ -814,7 +815,8 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 	case F_STRING:
 		r = parse_string(ld, key, j, (char **)dst);
 		return r < 0 || !f->expand ? r : expand_value(ld, key, (char **)dst);
-	case F_PATH: {
+	case F_PATH:
+	case F_LOG: {
 		_cleanup_free_ char *s = NULL;
 		r = parse_string(ld, key, j, &s);
 		if (r == 0 && f->expand)
@@ -822,7 +824,9 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 		if (r < 0)
 			return r;
 		free(*(char **)dst);
-		*(char **)dst = pvg_path_join(ld->base_dir, s);
+		*(char **)dst = f->kind == F_LOG && strcmp(s, PVG_LOG_CONTAINER) == 0
+					? TAKE_PTR(s)
+					: pvg_path_join(ld->base_dir, s);
 		return 0;
 	}
 	case F_PROGRAM: {
@@ -1406,6 +1410,7 @@ int pvg_config_override(struct pvg_config *cfg, const char *key, const char *val
 	}
 	case F_STRING:
 	case F_PATH:
+	case F_LOG:
 	case F_PROGRAM:
 	case F_ARCH:
 		j = cJSON_CreateString(value);

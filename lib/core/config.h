@@ -58,7 +58,7 @@ struct pvg_config {
 		struct pvg_strv require_kernels;
 	} code_object;
 	struct {
-		char *log;
+		char *log; /* the service's log, or PVG_LOG_CONTAINER */
 		char *prefix;
 		struct pvg_require *require;
 		size_t n_require;
@@ -70,6 +70,8 @@ struct pvg_config {
 		char *time_pattern;
 		char *time_format;
 	} markers;
+/* markers.log "container": the log file of the container the service runs in */
+#define PVG_LOG_CONTAINER "container"
 	struct {
 		char *dir; /* the folder the service writes its witness files to */
 		struct pvg_witness_require *require;

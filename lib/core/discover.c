@@ -13,6 +13,8 @@
 #include "core/discover.h"
 #include "formats/buildlog.h"
 #include "formats/codeobj/codeobj.h"
+#include "formats/ctrlog.h"
+#include "sys/container-log.h"
 #include "sys/environment.h"
 #include "sys/gpu-procs.h"
 #include "sys/scope.h"
@@ -421,7 +423,47 @@ static bool is_mapper(const struct pvg_probe_procs *ms, pid_t pid)
 	return false;
 }
 
-/* The word before "selected=" (past other key=value fields) in the log's last MiB. */
+/* A container runtime's log (CRI, docker's json-file; formats/ctrlog.h), recognised by its
+ * first bytes, decoded: the service's own lines in buf[0, *n) (whole records from the first
+ * line end of a tail that begins mid-record). */
+static void decode_runtime_log(int fd, bool tail, char *buf, ssize_t *n)
+{
+	char head[128];
+	ssize_t h = pread(fd, head, sizeof(head), 0);
+	enum pvg_ctrlog_kind kind = h > 0 ? pvg_ctrlog_detect(head, (size_t)h) : PVG_CTRLOG_PLAIN;
+	if (kind == PVG_CTRLOG_PLAIN)
+		return;
+	const char *in = buf;
+	size_t len = (size_t)*n;
+	if (tail) {
+		const char *nl = memchr(buf, '\n', len);
+		len = nl ? len - (size_t)(nl + 1 - buf) : 0;
+		in = nl ? nl + 1 : buf;
+	}
+	/* the decoded text is never longer than the records; the slack is the decoder's */
+	size_t cap = len + PVG_CTRLOG_SLACK + 1;
+	_cleanup_free_ char *out = pvg_xcalloc(cap, 1);
+	struct pvg_ctrlog d;
+	pvg_ctrlog_init(&d, kind, 16);
+	size_t w = 0, i = 0;
+	while (i < len) {
+		size_t produced = 0;
+		size_t used = pvg_ctrlog_decode(&d, in + i, len - i, out + w, cap - 1 - w, &produced);
+		w += produced;
+		i += used;
+		pvg_ctrlog_drop_before(&d, d.out_pos);
+		if (!used && !produced)
+			break;
+	}
+	w += pvg_ctrlog_finish(&d, out + w, cap - 1 - w);
+	pvg_ctrlog_done(&d);
+	memcpy(buf, out, w);
+	buf[w] = '\0';
+	*n = (ssize_t)w;
+}
+
+/* The word before "selected=" (past other key=value fields) in the log's last MiB; a
+ * container runtime's log is read as the service's lines it holds. */
 static char *guess_prefix(const char *log)
 {
 	struct stat st;
@@ -434,6 +476,7 @@ static char *guess_prefix(const char *log)
 	if (n <= 0)
 		return NULL;
 	buf[n] = '\0';
+	decode_runtime_log(fd, (off_t)want < st.st_size, buf, &n);
 	for (char *p = buf; (p = strstr(p, " selected=")); p++) {
 		char *e = p; /* end of the word before */
 		for (;;) {
@@ -637,32 +680,60 @@ static void find_service(struct pvg_discovery *g, const char *procfs)
 		if (depth > 0)
 			pvg_probe_proc_clear(&p);
 	}
-	/* the log the service writes that holds marker lines; else one under the folder that
-	 * does; else its stdout */
+	/* a containerized service writes to stdout, and the log is the one its engine keeps
+	 * (its monitor holds it open, so it is among the logs above): named "container", which
+	 * outlives this container's id */
+	_cleanup_(pvg_container_log_clear) struct pvg_container_log cl = { 0 };
+	bool in_ctr = pvg_container_log_find(procfs, "/", s->pid, &cl) == 0 && cl.in_container;
+	_cleanup_free_ char *ctr_real = cl.path ? realpath(cl.path, NULL) : NULL;
+	for (size_t i = 0; ctr_real && i < logs.n; i++) {
+		_cleanup_free_ char *r = realpath(logs.v[i], NULL);
+		if (r && strcmp(r, ctr_real) == 0) {
+			free(logs.v[i]);
+			memmove(&logs.v[i], &logs.v[i + 1], (logs.n - i - 1) * sizeof(*logs.v));
+			logs.n--;
+			i--;
+		}
+	}
+	/* the log the service writes that holds marker lines; else the container's; else one
+	 * under the folder that does; else its stdout */
 	for (size_t i = 0; i < logs.n && !g->service_log; i++) {
 		_cleanup_free_ char *pfx = guess_prefix(logs.v[i]);
 		if (pfx)
 			g->service_log = pvg_strdup(logs.v[i]);
 	}
-	if (g->service_log)
+	if (g->service_log) {
 		note(g, "markers.log %s: the service writes it", rel_to(g->dir, g->service_log));
-	else
+	} else if (ctr_real) {
+		g->service_log = pvg_strdup(PVG_LOG_CONTAINER);
+		note(g, "markers.log container: the log %s keeps of the service's container "
+			"(%s, from %s)", cl.container.engine, cl.path, cl.how);
+	} else {
 		find_marker_log(g);
+	}
 	if (!g->service_log && logs.n) {
 		g->service_log = pvg_strdup(logs.v[0]);
 		note(g, "markers.log %s: the service writes it (no marker line in it yet)",
 		     rel_to(g->dir, g->service_log));
 	}
 	pvg_strv_clear(&logs);
+	if (!g->service_log && in_ctr)
+		todo(g, "markers.log: the service runs in %s container %.12s, whose log provgate "
+			"cannot read: %s; %s", cl.container.engine, cl.container.id,
+		     cl.why.text ? cl.why.text : "no file", cl.why.hint ? cl.why.hint : "set markers.log");
+	/* the file read for the prefix ("container" is set only with one) */
+	const char *log_file = g->service_log && strcmp(g->service_log, PVG_LOG_CONTAINER) == 0
+				       ? ctr_real
+				       : g->service_log;
 	if (g->service_log) {
-		g->prefix = guess_prefix(g->service_log);
+		g->prefix = guess_prefix(log_file);
 		if (g->prefix)
 			note(g, "markers.prefix %s: the word before selected= in the log", g->prefix);
 		else
 			todo(g, "markers.prefix: no \"PREFIX ... selected=...\" line in %s; set the "
 				"prefix your kernel prints when it is dispatched",
-			     rel_to(g->dir, g->service_log));
-	} else {
+			     rel_to(g->dir, log_file));
+	} else if (!in_ctr) {
 		todo(g, "markers.log: the service writes no regular file on stdout or stderr and "
 			"holds no *.log open; redirect its output to a file and set markers.log");
 	}

@@ -35,7 +35,7 @@ struct pvg_discovery {
 	size_t n_mappers;
 	char *match, *family_extra;
 	uint16_t port;
-	char *service_log, *prefix;
+	char *service_log, *prefix; /* service_log PVG_LOG_CONTAINER: the container's log */
 	struct pvg_strv ignore;
 	/* the log's other shared objects (the artifact above is the first of artifacts[]) */
 	struct pvg_discovered_artifact *more;

@@ -287,3 +287,53 @@ int pvg_mountinfo_root(const char *text, size_t len, struct pvg_rootfs *out)
 	}
 	return lines ? found : -EINVAL;
 }
+
+int pvg_conmon_log_parse(const char *cmdline, size_t len, const char *id, char **path,
+			 char **drivers)
+{
+	*path = NULL;
+	*drivers = pvg_strdup("");
+	bool ours = false;
+	const char *end = cmdline + len;
+	for (const char *a = cmdline; a < end;) {
+		size_t l = strnlen(a, (size_t)(end - a));
+		const char *next = a + l + 1, *val = NULL;
+		bool log = false, cid = false;
+		/* "-l VALUE", "--log-path VALUE", "--log-path=VALUE", "-c ID", "--cid=ID" */
+		for (int k = 0; k < 2; k++) {
+			const char *shrt = k ? "-c" : "-l", *lng = k ? "--cid" : "--log-path";
+			size_t ll = strlen(lng);
+			if (strcmp(a, shrt) == 0 || strcmp(a, lng) == 0) {
+				val = next < end ? next : NULL;
+				next = val ? val + strnlen(val, (size_t)(end - val)) + 1 : end;
+			} else if (strncmp(a, lng, ll) == 0 && a[ll] == '=') {
+				val = a + ll + 1;
+			} else {
+				continue;
+			}
+			log = !k;
+			cid = k;
+			break;
+		}
+		if (val && cid && strcmp(val, id) == 0)
+			ours = true;
+		if (val && log) {
+			const char *colon = val[0] == '/' ? NULL : strchr(val, ':');
+			_cleanup_free_ char *drv = colon ? pvg_asprintf("%.*s", (int)(colon - val), val)
+						: val[0] == '/' ? pvg_strdup("k8s-file") : pvg_strdup(val);
+			const char *file = colon ? colon + 1 : val[0] == '/' ? val : NULL;
+			char *j = pvg_asprintf("%s%s%s", *drivers, **drivers ? "," : "", drv);
+			free(*drivers);
+			*drivers = j;
+			if (!*path && file && file[0] == '/' &&
+			    (strcmp(drv, "k8s-file") == 0 || strcmp(drv, "json-file") == 0))
+				*path = pvg_strdup(file);
+		}
+		a = next;
+	}
+	if (!ours) {
+		free(*path);
+		*path = NULL;
+	}
+	return ours ? 1 : 0;
+}

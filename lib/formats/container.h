@@ -58,3 +58,11 @@ struct pvg_rootfs {
  * mountinfo file. out is cleared first; pvg_rootfs_clear frees it. */
 int pvg_mountinfo_root(const char *text, size_t len, struct pvg_rootfs *out);
 void pvg_rootfs_clear(struct pvg_rootfs *r);
+
+/* conmon's command line (NUL-separated, as /proc/PID/cmdline): is it the monitor of container
+ * id (-c/--cid ID), and the log it was given (-l/--log-path "DRIVER:PATH", or a bare PATH,
+ * which conmon writes as k8s-file). 1 when it is that container's monitor, 0 when it is not.
+ * *path: the first file-backed log, or NULL; *drivers: every driver, comma-joined ("" when
+ * none was given: conmon then writes none). */
+int pvg_conmon_log_parse(const char *cmdline, size_t len, const char *id, char **path,
+			 char **drivers);

@@ -3,7 +3,8 @@
  * Marker lines and their attribution, and a scan of the service log that reads large blocks
  * and looks only at lines that hold one of the patterns (prefix, facts, forbid): each pattern
  * is found with memmem over the whole block, and only then is its line's head parsed.
- * Memory is one fixed buffer whatever the log's size or line lengths.
+ * Memory is one fixed buffer whatever the log's size or line lengths; a container runtime's
+ * log takes a second one for its bytes before they are decoded, and a table of lines.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -170,9 +171,7 @@ static time_t local_time(int year, int mon, int mday, int hour, int min, int sec
 
 static time_t utc_time(int year, int mon, int mday, int hour, int min, int sec)
 {
-	struct tm tm = { .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = mday,
-			 .tm_hour = hour, .tm_min = min, .tm_sec = sec };
-	return timegm(&tm);
+	return (time_t)pvg_utc_from_fields(year, mon, mday, hour, min, sec);
 }
 
 static bool is_alnum(char c)
@@ -185,22 +184,73 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-/* The year of a timestamp that does not print one: the current year, unless that puts it
- * more than a day ahead ("12-31 23:59:59" read on January 1st was written last year). */
-static time_t local_time_no_year(time_t now, int mon, int mday, int hour, int min, int sec)
+/* How a head's time is read: when it is (for the year of a time that prints none) and the
+ * writer's zone for a time without an offset. */
+struct clock {
+	time_t now;
+	const struct pvg_line_zone *zone; /* NULL: provgate's own zone */
+};
+
+/* The instants [lo, hi] a time will be one of. */
+struct span {
+	time_t lo, hi;
+};
+
+/* The most a zone is ahead of UTC (UTC+14, Line Islands) and behind it (UTC-12). */
+#define ZONE_AHEAD_MAX (14 * 3600)
+#define ZONE_BEHIND_MAX (12 * 3600)
+
+/* A local wall-clock time in the writer's zone. */
+static void local_span(const struct clock *c, int year, int mon, int mday, int hour, int min,
+		       int sec, struct span *out)
 {
+	const struct pvg_line_zone *z = c->zone;
+	if (!z) {
+		out->lo = out->hi = local_time(year, mon, mday, hour, min, sec);
+	} else if (z->unknown || !z->tz) {
+		/* any zone on Earth: the text's time read as UTC, give or take */
+		time_t t0 = utc_time(year, mon, mday, hour, min, sec);
+		out->lo = t0 - ZONE_AHEAD_MAX;
+		out->hi = t0 + ZONE_BEHIND_MAX;
+	} else {
+		int64_t lo, hi;
+		pvg_tz_local_to_utc(z->tz, year, mon, mday, hour, min, sec, &lo, &hi);
+		out->lo = (time_t)lo;
+		out->hi = (time_t)hi;
+	}
+}
+
+/* The year a time that prints none was written in, in the writer's zone: the year now is in
+ * there, unless that puts it more than a day ahead ("12-31 23:59:59" read on January 1st was
+ * written last year). The live service's lines lie between its start and now. */
+static int year_now(const struct clock *c)
+{
+	const struct pvg_line_zone *z = c->zone;
+	if (z)
+		return pvg_year_of(c->now, z->unknown || !z->tz ? 0 : pvg_tz_offset_at(z->tz, c->now));
 	static __thread time_t year_of;
 	static __thread int year_cached;
-	if (year_of != now || !year_cached) {
+	if (year_of != c->now || !year_cached) {
 		struct tm nowtm;
-		localtime_r(&now, &nowtm);
+		localtime_r(&c->now, &nowtm);
 		year_cached = nowtm.tm_year + 1900;
-		year_of = now;
+		year_of = c->now;
 	}
-	time_t t = local_time(year_cached, mon, mday, hour, min, sec);
-	if (t > now + 86400)
-		t = local_time(year_cached - 1, mon, mday, hour, min, sec);
-	return t;
+	return year_cached;
+}
+
+static void local_span_no_year(const struct clock *c, int mon, int mday, int hour, int min,
+			       int sec, struct span *out)
+{
+	int year = year_now(c);
+	local_span(c, year, mon, mday, hour, min, sec, out);
+	if (out->lo > c->now + 86400)
+		local_span(c, year - 1, mon, mday, hour, min, sec, out);
+}
+
+static void exact(time_t t, struct span *out)
+{
+	out->lo = out->hi = t;
 }
 
 /* "HH:MM:SS" at b[p]; false unless well-formed. */
@@ -254,7 +304,7 @@ static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
 				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 
 /* A timestamp starting at b[p], in one of the forms of pvg_line_head_parse. */
-static bool time_at(const char *b, size_t n, size_t p, time_t now, time_t *out)
+static bool time_at(const char *b, size_t n, size_t p, const struct clock *c, struct span *out)
 {
 	int hour, min, sec;
 	/* ISO 8601 / Python asctime / SGLang: "2026-12-01 03:47:24,976", "2026-12-01T03:47:24Z",
@@ -268,9 +318,9 @@ static bool time_at(const char *b, size_t n, size_t p, time_t now, time_t *out)
 			return false;
 		long off;
 		if (zone_after(b, n, p + 19, &off))
-			*out = utc_time(year, mon, mday, hour, min, sec) - off;
+			exact(utc_time(year, mon, mday, hour, min, sec) - off, out);
 		else
-			*out = local_time(year, mon, mday, hour, min, sec);
+			local_span(c, year, mon, mday, hour, min, sec, out);
 		return true;
 	}
 	/* the forms without a year never start inside a longer date or number */
@@ -282,7 +332,7 @@ static bool time_at(const char *b, size_t n, size_t p, time_t now, time_t *out)
 		int mon = num2(b + p), mday = num2(b + p + 3);
 		if (!date_ok(mon, mday))
 			return false;
-		*out = local_time_no_year(now, mon, mday, hour, min, sec);
+		local_span_no_year(c, mon, mday, hour, min, sec, out);
 		return true;
 	}
 	/* glog: "I1201 03:47:24.976543" */
@@ -291,7 +341,7 @@ static bool time_at(const char *b, size_t n, size_t p, time_t now, time_t *out)
 		int mon = num2(b + p + 1), mday = num2(b + p + 3);
 		if (!date_ok(mon, mday))
 			return false;
-		*out = local_time_no_year(now, mon, mday, hour, min, sec);
+		local_span_no_year(c, mon, mday, hour, min, sec, out);
 		return true;
 	}
 	/* syslog: "Dec  1 03:47:24", "Dec 11 03:47:24" */
@@ -312,7 +362,7 @@ static bool time_at(const char *b, size_t n, size_t p, time_t now, time_t *out)
 			return false;
 		if (b[d + 2] != ' ' || !clock_at(b, n, d + 3, &hour, &min, &sec) || !date_ok(mon, mday))
 			return false;
-		*out = local_time_no_year(now, mon, mday, hour, min, sec);
+		local_span_no_year(c, mon, mday, hour, min, sec, out);
 		return true;
 	}
 	return false;
@@ -393,7 +443,8 @@ static bool own_pid(const struct pvg_line_format *f, const char *b, pid_t *pid)
 	return true;
 }
 
-static bool own_time(const struct pvg_line_format *f, const char *b, time_t now, time_t *out)
+static bool own_time(const struct pvg_line_format *f, const char *b, const struct clock *c,
+		     struct span *out)
 {
 	char t[96];
 	if (!group_of(&f->time_re, b, t, sizeof(t)))
@@ -407,17 +458,17 @@ static bool own_time(const struct pvg_line_format *f, const char *b, time_t now,
 	if (tm.tm_year == INT_MIN) {
 		if (zone)
 			return false; /* an offset without a year: no exact instant */
-		*out = local_time_no_year(now, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-					  tm.tm_sec);
+		local_span_no_year(c, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+				   out);
 		return true;
 	}
 	if (zone) {
 		long off = tm.tm_gmtoff;
-		*out = utc_time(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-				tm.tm_sec) - off;
+		exact(utc_time(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			       tm.tm_sec) - off, out);
 	} else {
-		*out = local_time(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-				  tm.tm_min, tm.tm_sec);
+		local_span(c, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			   tm.tm_sec, out);
 	}
 	return true;
 }
@@ -425,6 +476,14 @@ static bool own_time(const struct pvg_line_format *f, const char *b, time_t now,
 void pvg_line_head_parse_fmt(const struct pvg_line_format *fmt, const char *line, size_t len,
 			     time_t now, struct pvg_line_head *h)
 {
+	pvg_line_head_parse_in(fmt, NULL, line, len, now, h);
+}
+
+void pvg_line_head_parse_in(const struct pvg_line_format *fmt, const struct pvg_line_zone *zone,
+			    const char *line, size_t len, time_t now, struct pvg_line_head *h)
+{
+	const struct clock c = { now, zone };
+	struct span t;
 	char b[HEAD_MAX];
 	size_t n = 0;
 	memset(h, 0, sizeof(*h));
@@ -444,15 +503,20 @@ void pvg_line_head_parse_fmt(const struct pvg_line_format *fmt, const char *line
 		z[n] = '\0';
 		if (fmt->has_pid && own_pid(fmt, z, &h->pid))
 			h->has_pid = true;
-		if (fmt->has_time && own_time(fmt, z, now, &h->time))
+		if (fmt->has_time && own_time(fmt, z, &c, &t)) {
 			h->has_time = true;
+			h->time = t.lo;
+			h->time_hi = t.hi;
+		}
 	}
 	/* the leftmost pid and the leftmost timestamp, each starting at a word boundary */
 	for (size_t p = 0; p < n && !(h->has_pid && h->has_time); p++) {
 		if (p > 0 && is_alnum(b[p - 1]) && b[p] != '[')
 			continue;
-		if (!h->has_time && time_at(b, n, p, now, &h->time)) {
+		if (!h->has_time && time_at(b, n, p, &c, &t)) {
 			h->has_time = true;
+			h->time = t.lo;
+			h->time_hi = t.hi;
 			continue;
 		}
 		if (!h->has_pid && pid_at(b, n, p, &h->pid, &h->remote))
@@ -520,20 +584,43 @@ void pvg_line_format_clear(struct pvg_line_format *f)
 	memset(f, 0, sizeof(*f));
 }
 
+/* Is the line's time at or after the service's start? */
+enum when { AFTER, BEFORE, UNDECIDED };
+
+static enum when when_vs_start(const struct pvg_line_head *h, const struct timespec *start)
+{
+	if (h->runtime_time) {
+		/* the runtime's clock, to the nanosecond; the start is exact to a clock tick and
+		 * truncated, so a line of the live service is never before it */
+		int64_t s = (int64_t)start->tv_sec * 1000000000 + start->tv_nsec;
+		return h->time_ns >= s ? AFTER : BEFORE;
+	}
+	if (h->time >= start->tv_sec)
+		return AFTER;
+	return h->time_hi < start->tv_sec ? BEFORE : UNDECIDED;
+}
+
 enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
 				   const struct pvg_service_view *view, bool file_after_start)
 {
+	enum when w = h->has_time ? when_vs_start(h, &view->start) : AFTER;
 	if (h->has_pid) {
 		/* another node's pid, never a process of this node's tree, whatever its number */
 		if (h->remote || !view->in_tree(view->opaque, h->pid))
 			return PVG_ATTR_FOREIGN_PID;
 		/* a reused pid: the same number written by an earlier run */
-		if (h->has_time && h->time < view->start.tv_sec)
+		if (w == BEFORE)
 			return PVG_ATTR_BEFORE_START;
+		/* a file created after the start holds only lines written since */
+		if (w == UNDECIDED)
+			return file_after_start ? PVG_ATTR_LIVE : PVG_ATTR_UNDECIDED;
 		return PVG_ATTR_LIVE;
 	}
 	if (h->has_time)
-		return h->time >= view->start.tv_sec ? PVG_ATTR_LIVE : PVG_ATTR_BEFORE_START;
+		return w == AFTER ? PVG_ATTR_LIVE
+		       : w == BEFORE ? PVG_ATTR_BEFORE_START
+		       : file_after_start ? PVG_ATTR_LIVE
+					  : PVG_ATTR_UNDECIDED;
 	return file_after_start ? PVG_ATTR_LIVE : PVG_ATTR_UNKNOWN;
 }
 
@@ -734,13 +821,32 @@ static void marker_line(struct pvg_marker_scan *s, const char *line, size_t len,
 		sample_set(&s->unmatched, line, len, off, attr);
 }
 
-static enum pvg_attribution line_attr(struct pvg_marker_scan *s, const char *ls, const char *le)
+/* The line's head, at offset off of the text scanned: in a runtime's log the service's own
+ * head gives the pid, the runtime's record the time. */
+static enum pvg_attribution line_attr(struct pvg_marker_scan *s, const char *ls, const char *le,
+				      uint64_t off)
 {
 	struct pvg_line_head h;
-	pvg_line_head_parse_fmt(s->format, ls, (size_t)(le - ls), s->now, &h);
+	pvg_line_head_parse_in(s->format, s->zone, ls, (size_t)(le - ls), s->now, &h);
+	const struct pvg_ctrlog_line *l = s->ctr ? pvg_ctrlog_line_at(s->ctr, off) : NULL;
+	if (l && l->time_ns != PVG_CTRLOG_NO_TIME) {
+		h.has_time = h.runtime_time = true;
+		h.time_ns = l->time_ns;
+		h.time = h.time_hi = (time_t)(l->time_ns / 1000000000 -
+					      (l->time_ns % 1000000000 < 0));
+	}
 	/* another process's line written while the service runs (not an earlier run's) */
-	s->line_recent = h.has_time && h.time >= s->view->start.tv_sec;
+	s->line_recent = h.has_time && (h.runtime_time
+		? h.time_ns >= (int64_t)s->view->start.tv_sec * 1000000000 + s->view->start.tv_nsec
+		: h.time >= s->view->start.tv_sec);
 	return pvg_attribute(&h, s->view, s->file_after_start);
+}
+
+/* The log file's offset of the line at offset off of the text scanned. */
+static uint64_t file_offset(const struct pvg_marker_scan *s, uint64_t off)
+{
+	const struct pvg_ctrlog_line *l = s->ctr ? pvg_ctrlog_line_at(s->ctr, off) : NULL;
+	return s->ctr ? (l ? l->file : 0) : off;
 }
 
 /*
@@ -769,7 +875,9 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 				bool in_cont = cont && ls == start;
 				/* the head is what precedes the pattern: a pid or time after it is
 				 * the message's own text */
-				enum pvg_attribution a = in_cont ? s->cont_attr : line_attr(s, ls, hit);
+				uint64_t at = base + (uint64_t)(ls - start);
+				enum pvg_attribution a = in_cont ? s->cont_attr
+								 : line_attr(s, ls, hit, at);
 				bool live = a == PVG_ATTR_LIVE;
 				if (kind == 0) {
 					if (in_cont) {
@@ -784,7 +892,7 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 						}
 					} else {
 						marker_line(s, ls, (size_t)(le - ls), (size_t)(hit - ls), a,
-							    base + (uint64_t)(ls - start));
+							    file_offset(s, at));
 						if (a == PVG_ATTR_FOREIGN_PID && s->line_recent)
 							s->markers_foreign_recent++;
 					}
@@ -801,7 +909,7 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 					if (live) {
 						s->forbid_live[i]++;
 						sample_set(&s->forbidden, ls, (size_t)(le - ls),
-							   base + (uint64_t)(ls - start), a);
+							   file_offset(s, at), a);
 					} else {
 						s->forbid_unattributed[i]++;
 					}
@@ -834,47 +942,165 @@ static void scan_lines(struct pvg_marker_scan *s, const char *start, const char 
 }
 
 /* The head block of an overlong line: attribute it once, then treat it like a tail. */
-static void begin_overlong(struct pvg_marker_scan *s, const char *start, const char *end)
+static void begin_overlong(struct pvg_marker_scan *s, const char *start, const char *end,
+			   uint64_t base)
 {
 	s->overlong_lines++;
 	s->cont = true;
-	s->cont_attr = line_attr(s, start, end);
+	s->cont_attr = line_attr(s, start, end, base);
 	s->cont_marker_seen = false;
 	memset(s->cont_forbid_seen, 0, (s->n_forbid + 1) * sizeof(bool));
 }
 
+/* Where the log's bytes come from: a file or memory. */
+struct source {
+	int fd;
+	const char *mem;
+	size_t len, off;
+};
+
+static ssize_t source_read(struct source *src, char *dst, size_t cap)
+{
+	if (src->fd >= 0) {
+		for (;;) {
+			ssize_t r = read(src->fd, dst, cap);
+			if (r >= 0 || errno != EINTR)
+				return r < 0 ? -errno : r;
+		}
+	}
+	size_t n = src->len - src->off;
+	if (n > cap)
+		n = cap;
+	memcpy(dst, src->mem + src->off, n);
+	src->off += n;
+	return (ssize_t)n;
+}
+
+/* A runtime's log: its bytes (raw) and the decoder that turns them into the service's lines. */
+#define CTR_LINES 65536
+
+struct decoded {
+	struct pvg_ctrlog dec;
+	char *raw;
+	size_t raw_have;
+	bool raw_eof, finished;
+};
+
+/* Fills buf[*have..) with decoded text: 1 when it read or wrote something, 0 when nothing
+ * could be added (the decoder waits for the scan to take lines), -errno. */
+static int decode_more(struct pvg_marker_scan *s, struct source *src, struct decoded *d,
+		       char *buf, size_t *have, bool *eof)
+{
+	if (!d->raw_eof && d->raw_have < PVG_MARKER_BUF) {
+		ssize_t r = source_read(src, d->raw + d->raw_have, PVG_MARKER_BUF - d->raw_have);
+		if (r < 0)
+			return (int)r;
+		if (r == 0)
+			d->raw_eof = true;
+		d->raw_have += (size_t)r;
+		s->bytes += (uint64_t)r;
+	}
+	size_t produced = 0;
+	size_t used = pvg_ctrlog_decode(&d->dec, d->raw, d->raw_have, buf + *have,
+					PVG_MARKER_BUF - *have, &produced);
+	memmove(d->raw, d->raw + used, d->raw_have - used);
+	d->raw_have -= used;
+	*have += produced;
+	if (d->raw_eof && d->raw_have == 0 && !d->finished &&
+	    PVG_MARKER_BUF - *have >= PVG_CTRLOG_SLACK) {
+		*have += pvg_ctrlog_finish(&d->dec, buf + *have, PVG_MARKER_BUF - *have);
+		d->finished = true;
+	}
+	*eof = d->finished;
+	return used || produced || !d->raw_have ? 1 : 0;
+}
+
+/* A container runtime's log: raw (taken) holds its first raw_have bytes; the decoded text
+ * is scanned in blocks, each line's runtime time and file offset in the decoder's table. */
+static int scan_decoded(struct pvg_marker_scan *s, struct source *src, char *raw, size_t raw_have,
+			bool raw_eof)
+{
+	_cleanup_free_ char *raw_buf = raw;
+	_cleanup_free_ char *buf = pvg_xcalloc(PVG_MARKER_BUF, 1);
+	struct decoded d = { .raw = raw, .raw_have = raw_have, .raw_eof = raw_eof };
+	pvg_ctrlog_init(&d.dec, s->log_kind, CTR_LINES);
+	s->ctr = &d.dec;
+	size_t have = 0;
+	uint64_t base = 0; /* offset of buf[0] in the decoded text */
+	bool eof = false;
+	int r = 0;
+	while (!eof || have) {
+		if (!eof) {
+			r = decode_more(s, src, &d, buf, &have, &eof);
+			if (r < 0)
+				break;
+			if (r > 0 && !eof && have + PVG_CTRLOG_SLACK < PVG_MARKER_BUF)
+				continue; /* fill the block */
+			r = 0;
+		}
+		const char *nl = memrchr(buf, '\n', have);
+		size_t done;
+		if (nl || eof) {
+			done = nl && !eof ? (size_t)(nl - buf) + 1 : have;
+			scan_lines(s, buf, buf + done, s->cont, base);
+			s->cont = false;
+		} else {
+			/* a full block without a line end: an overlong line (a decoder that
+			 * cannot go on has a full block too) */
+			if (!s->cont)
+				begin_overlong(s, buf, buf + have, base);
+			scan_region(s, buf, buf + have, true, base);
+			/* keep the last bytes so a pattern across the cut is still seen */
+			size_t keep = s->max_pattern > 1 ? s->max_pattern - 1 : 0;
+			done = have > keep ? have - keep : 0;
+		}
+		memmove(buf, buf + done, have - done);
+		have -= done;
+		base += done;
+		pvg_ctrlog_drop_before(s->ctr, base);
+		if (eof && have == 0)
+			break;
+	}
+	s->records = d.dec.records;
+	s->records_joined = d.dec.joined;
+	s->records_malformed = d.dec.malformed;
+	pvg_ctrlog_done(&d.dec);
+	s->ctr = NULL;
+	return r;
+}
+
 /* The log is read in chunks of the read plan (util/hash.h: what stays in the reading core's
  * cache) and the complete lines of each chunk scanned while they are still there; the block
- * only decides what an overlong line is and how much is kept between reads. */
+ * only decides what an overlong line is and how much is kept between reads. The first
+ * bytes say whether it is a container runtime's log, which scan_decoded reads instead. */
 static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_t mem_len)
 {
 	prepare(s);
+	struct source src = { fd, mem, mem_len, 0 };
 	_cleanup_free_ char *buf = pvg_xcalloc(PVG_MARKER_BUF, 1);
 	size_t chunk = pvg_read_plan_get()->chunk;
-	size_t have = 0, done = 0, mem_off = 0;
+	size_t have = 0, done = 0;
 	uint64_t base = 0; /* file offset of buf[0] */
-	bool eof = false;
+	bool eof = false, detected = false;
 	while (!eof || done < have) {
 		if (!eof) {
 			size_t want = PVG_MARKER_BUF - have < chunk ? PVG_MARKER_BUF - have : chunk;
-			ssize_t r;
-			if (fd >= 0) {
-				r = read(fd, buf + have, want);
-				if (r < 0) {
-					if (errno == EINTR)
-						continue;
-					return -errno;
-				}
-			} else {
-				size_t n = mem_len - mem_off < want ? mem_len - mem_off : want;
-				memcpy(buf + have, mem + mem_off, n);
-				mem_off += n;
-				r = (ssize_t)n;
-			}
+			ssize_t r = source_read(&src, buf + have, want);
+			if (r < 0)
+				return (int)r;
 			if (r == 0)
 				eof = true;
 			have += (size_t)r;
 			s->bytes += (uint64_t)r;
+		}
+		if (!detected) {
+			/* a CRI head needs 64 bytes, or its line end */
+			if (!eof && have < 64 && !memchr(buf, '\n', have))
+				continue;
+			detected = true;
+			s->log_kind = pvg_ctrlog_detect(buf, have);
+			if (s->log_kind != PVG_CTRLOG_PLAIN)
+				return scan_decoded(s, &src, TAKE_PTR(buf), have, eof);
 		}
 		/* the complete lines read so far (all of it at the end) */
 		const char *nl = have > done ? memrchr(buf + done, '\n', have - done) : NULL;
@@ -886,7 +1112,7 @@ static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_
 		} else if (have == PVG_MARKER_BUF && done == 0) {
 			/* a full block without a line end: an overlong line */
 			if (!s->cont)
-				begin_overlong(s, buf, buf + have);
+				begin_overlong(s, buf, buf + have, base);
 			scan_region(s, buf, buf + have, true, base);
 			/* keep the last bytes so a pattern across the cut is still seen */
 			size_t keep = s->max_pattern > 1 ? s->max_pattern - 1 : 0;

@@ -6,6 +6,8 @@
 #pragma once
 #include <regex.h>
 
+#include "formats/ctrlog.h"
+#include "formats/tz.h"
 #include "util/util.h"
 
 /* A marker requirement: every key must have exactly this value (markers.require). */
@@ -61,7 +63,17 @@ struct pvg_line_head {
 	bool remote;   /* Ray's "(RayWorkerWrapper pid=N, ip=ADDR)": a worker on another node,
 			* whose pid is no pid of this machine */
 	bool has_time;
-	time_t time; /* epoch seconds (fractions dropped) */
+	time_t time;    /* epoch seconds (fractions dropped): the earliest instant it can mean */
+	time_t time_hi; /* the latest: time, unless the text has no offset and the writer's zone
+			 * is unknown (any of UTC-12..UTC+14) or the hour repeats (DST ends) */
+	bool runtime_time; /* the time is a container runtime's record time, to the ns */
+	int64_t time_ns;
+};
+
+/* The zone a head's time without an offset was written in (the writer's local time). */
+struct pvg_line_zone {
+	const struct pvg_tz *tz; /* the writer's zone */
+	bool unknown;            /* it cannot be known: the time is any of UTC-12..UTC+14 */
 };
 
 /*
@@ -72,6 +84,7 @@ struct pvg_line_head {
  *     SGLang's "[2026-12-01 03:47:24 TP0]"; with a zone it is exact, without one local time;
  *   vLLM "INFO 11-29 12:10:25", glog "I1129 12:10:25.123456", syslog "Nov 29 12:10:25":
  *     local time, the year inferred from now (more than a day ahead: the year before).
+ * "Local time" is provgate's own zone here; pvg_line_head_parse_in reads it in the writer's.
  * Pids: "pid=N", "pid N", "pid:N" (vLLM's "(EngineCore_DP0 pid=N)", Ray's "(Actor pid=N,
  * ...)", "[serve pid=N]"), and a bracket holding only digits ("[N]", syslog's "prog[N]:").
  * Callers pass only the part of the line before the text they look for, so the message's own
@@ -97,13 +110,20 @@ void pvg_line_format_clear(struct pvg_line_format *f);
 /* pvg_line_head_parse with a format of the user's own tried first (fmt may be NULL). */
 void pvg_line_head_parse_fmt(const struct pvg_line_format *fmt, const char *s, size_t len,
 			     time_t now, struct pvg_line_head *h);
+/* The same with a time without an offset read in the writer's zone (zone NULL: provgate's
+ * own), the year of one that prints none taken in that zone. */
+void pvg_line_head_parse_in(const struct pvg_line_format *fmt, const struct pvg_line_zone *zone,
+			    const char *s, size_t len, time_t now, struct pvg_line_head *h);
 
 enum pvg_attribution {
 	PVG_ATTR_LIVE,          /* written by the live service */
 	PVG_ATTR_FOREIGN_PID,   /* pid prefix outside the target's tree */
 	PVG_ATTR_BEFORE_START,  /* timestamp before the service started */
 	PVG_ATTR_UNKNOWN,       /* neither, and the file is older than the service */
+	PVG_ATTR_UNDECIDED,     /* its time may be before or after the start (no offset in an
+				 * unknown zone, or the repeated hour), and the file is older */
 };
+#define PVG_ATTR_N 5
 
 enum pvg_attribution pvg_attribute(const struct pvg_line_head *h,
 				   const struct pvg_service_view *view, bool file_after_start);
@@ -132,6 +152,7 @@ struct pvg_marker_scan {
 	bool file_after_start;
 	time_t now;
 	const struct pvg_line_format *format; /* the user's own log format, or NULL */
+	const struct pvg_line_zone *zone;     /* the writer's zone, or NULL: provgate's */
 
 	/* results */
 	uint64_t bytes;
@@ -147,7 +168,10 @@ struct pvg_marker_scan {
 	size_t *fact_live, *fact_unattributed;
 	enum pvg_attribution *fact_attr; /* per fact: the first unattributed line's */
 	size_t *forbid_live, *forbid_unattributed;
-	size_t attr_count[4];     /* marker lines per attribution */
+	size_t attr_count[PVG_ATTR_N]; /* marker lines per attribution */
+	/* a container runtime's log: its kind, and what its decoder found */
+	enum pvg_ctrlog_kind log_kind;
+	uint64_t records, records_joined, records_malformed;
 	/* marker lines of a pid outside the tree stamped at or after the service's start:
 	 * another process writes this log now (another container, a second service) */
 	size_t markers_foreign_recent;
@@ -160,11 +184,14 @@ struct pvg_marker_scan {
 	bool line_recent; /* the line being attributed is stamped at or after the start */
 	bool *cont_forbid_seen;
 	size_t max_pattern;
+	struct pvg_ctrlog *ctr; /* the decoder of a runtime's log */
 };
 
 void pvg_marker_scan_init(struct pvg_marker_scan *s);
 void pvg_marker_scan_done(struct pvg_marker_scan *s);
-/* Scans an open file to its end. 0 or -errno. */
+/* Scans an open file to its end. A log written by a container runtime (CRI, docker's
+ * json-file; formats/ctrlog.h) is recognised by its first record and read as the service's
+ * lines, each with the runtime's time; offsets in samples are the log file's. 0 or -errno. */
 int pvg_marker_scan_fd(struct pvg_marker_scan *s, int fd);
 /* Scans bytes held in memory (tests). */
 int pvg_marker_scan_buffer(struct pvg_marker_scan *s, const char *bytes, size_t len);

@@ -87,7 +87,12 @@ PY
 		;;
 		witness) cp "$src"/tests/gpu/results/*/*.pvgw "$src"/tests/gpu/results/*/*/*.engine.pvgw "$fx"/bundle-gfx906.bin "$corpus/" ;;
 		markers) cp "$src"/tests/fixtures/markers/*.log "$corpus/" 2>/dev/null ||
-			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log" ;;
+			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log"
+			# the recorded runtime logs, cut to -max_len, and zone files
+			for f in "$src"/tests/fixtures/ctrlog/*.log; do head -c 60000 "$f" >"$corpus/$(basename "$f")"; done
+			cp /usr/share/zoneinfo/Asia/Shanghai "$corpus/tz-shanghai" 2>/dev/null || true
+			cp /usr/share/zoneinfo/America/Los_Angeles "$corpus/tz-la" 2>/dev/null || true
+			printf 'AEST-10AEDT,M10.1.0,M4.1.0/3' >"$corpus/tz-rule" ;;
 		esac
 		echo "== fuzz-$t for ${secs}s"
 		# crash inputs go to $out/artifacts, never into the source tree

@@ -6,10 +6,14 @@
 #
 #   py-service.py --site SITE --package PKG --module MOD [--function F] --lib PATH --log PATH
 #                 --pidfile PATH [--format FMT] [--datefmt FMT] [--utc] [--no-marker] [--tag WORD]
+#                 [--partial] [--pad N]
 #
 # On start (unless --no-marker) and on each SIGUSR1 it logs "DCU_KERNEL_DIAG selected=<MOD.F(4096, 5120)>
 # shape=(4096, 5120) dtype=torch.bfloat16": the selection comes from the imported module,
 # so a module replaced after the start changes nothing until a restart, as in a real service.
+# --partial writes the marker line in two writes half a second apart (a container runtime
+# records the first as a partial line); --pad N puts a field of N bytes between the marker's
+# selected= and shape= (a line longer than docker's 16 KiB records is split there).
 import argparse
 import ctypes
 import importlib
@@ -32,6 +36,8 @@ ap.add_argument("--datefmt", default=None)
 ap.add_argument("--tag", default="")
 ap.add_argument("--utc", action="store_true", help="timestamps in UTC")
 ap.add_argument("--no-marker", action="store_true", help="no marker at start, only on SIGUSR1")
+ap.add_argument("--partial", action="store_true", help="the marker line in two writes")
+ap.add_argument("--pad", type=int, default=0, help="bytes of padding inside the marker line")
 args = ap.parse_args()
 
 sys.dont_write_bytecode = True
@@ -53,7 +59,18 @@ log.info("Initializing an engine with config: block size = 832, prefix caching =
 
 def marker(*_):
     sel = getattr(ops, args.function)(4096, 5120)
-    log.info("DCU_KERNEL_DIAG selected=%s shape=(4096, 5120) dtype=torch.bfloat16", sel)
+    pad = " pad=" + "x" * args.pad if args.pad else ""
+    msg = "DCU_KERNEL_DIAG selected=%s%s shape=(4096, 5120) dtype=torch.bfloat16" % (sel, pad)
+    if args.partial:
+        text = handler.format(log.makeRecord(log.name, logging.INFO, __file__, 0, msg, (), None))
+        cut = text.index(" shape=")
+        handler.stream.write(text[:cut])
+        handler.stream.flush()
+        time.sleep(0.5)
+        handler.stream.write(text[cut:] + "\n")
+        handler.stream.flush()
+    else:
+        log.info("%s", msg)
     log.info("request done")
 
 

@@ -181,7 +181,9 @@ test_bash_completion_offers_verbs() {
 	out=$(bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate me); COMP_CWORD=1; _provgate; echo \${COMPREPLY[*]}")
 	assert_eq "$out" "merge"
 	out=$(cd "$T" && bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate merge --max); COMP_CWORD=2; _provgate; echo \${COMPREPLY[*]}")
-	assert_eq "$out" "--max-skew"
+	assert_eq "$out" "--max-skew"	# --log takes a file, or the word "container"
+	out=$(cd "$T" && bash -c "source '$PVG_SRC/hooks/provgate.bash-completion'; COMP_WORDS=(provgate run --log cont); COMP_CWORD=3; _provgate; echo \${COMPREPLY[*]}")
+	assert_eq "$out" "container"
 }
 
 run_tests
