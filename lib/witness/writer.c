@@ -63,13 +63,17 @@ static struct {
 	/* requests (PVG_WITNESS_REQUEST_PREFIX): the largest token seen, the helper thread's
 	 * watch of the folder (-1: none, the folder is scanned instead) and its wake-up */
 	uint64_t answered;
-	int inotify_fd, wake_fd;
 } W = {
-	.inotify_fd = -1,
-	.wake_fd = -1,
 	.write_lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake_lock = PTHREAD_MUTEX_INITIALIZER,
 };
+
+/* The helper thread's watch of the folder (-1: none, the folder is scanned instead) and its
+ * wake-up. Apart from W: an initializer other than zero there would put all of W's megabytes
+ * of slots into the library file's data instead of its bss. */
+static struct {
+	int inotify_fd, wake_fd;
+} R = { -1, -1 };
 
 uint64_t pvg_witness_now_ns(void)
 {
@@ -934,7 +938,7 @@ static uint64_t read_watch(void)
 	uint64_t best = 0;
 	char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	for (;;) {
-		ssize_t len = read(W.inotify_fd, ev, sizeof(ev));
+		ssize_t len = read(R.inotify_fd, ev, sizeof(ev));
 		if (len < 0 && errno == EINTR)
 			continue;
 		if (len <= 0)
@@ -956,21 +960,21 @@ static uint64_t read_watch(void)
 
 static void open_watch(void)
 {
-	W.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	W.inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (W.inotify_fd >= 0 && inotify_add_watch(W.inotify_fd, W.dir, IN_CREATE | IN_MOVED_TO) < 0) {
-		close(W.inotify_fd);
-		W.inotify_fd = -1;
+	R.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	R.inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (R.inotify_fd >= 0 && inotify_add_watch(R.inotify_fd, W.dir, IN_CREATE | IN_MOVED_TO) < 0) {
+		close(R.inotify_fd);
+		R.inotify_fd = -1;
 	}
 }
 
 static void close_watch(void)
 {
-	if (W.inotify_fd >= 0)
-		close(W.inotify_fd);
-	if (W.wake_fd >= 0)
-		close(W.wake_fd);
-	W.inotify_fd = W.wake_fd = -1;
+	if (R.inotify_fd >= 0)
+		close(R.inotify_fd);
+	if (R.wake_fd >= 0)
+		close(R.wake_fd);
+	R.inotify_fd = R.wake_fd = -1;
 }
 
 static uint64_t mono_ms(void)
@@ -993,12 +997,12 @@ static void *flusher(void *arg)
 	for (;;) {
 		uint64_t now = mono_ms();
 		long wait = next_tick > now ? (long)(next_tick - now) : 0;
-		if (W.inotify_fd < 0 && wait > REQUEST_POLL_MS)
+		if (R.inotify_fd < 0 && wait > REQUEST_POLL_MS)
 			wait = REQUEST_POLL_MS;
-		struct pollfd pf[2] = { { .fd = W.wake_fd, .events = POLLIN },
-					{ .fd = W.inotify_fd, .events = POLLIN } };
-		int nfds = W.inotify_fd >= 0 ? 2 : 1;
-		if (W.wake_fd < 0) {
+		struct pollfd pf[2] = { { .fd = R.wake_fd, .events = POLLIN },
+					{ .fd = R.inotify_fd, .events = POLLIN } };
+		int nfds = R.inotify_fd >= 0 ? 2 : 1;
+		if (R.wake_fd < 0) {
 			struct timespec ts = { wait / 1000, (wait % 1000) * 1000000L };
 			nanosleep(&ts, NULL);
 		} else {
@@ -1010,13 +1014,13 @@ static void *flusher(void *arg)
 		if (stop)
 			break;
 		uint64_t token = 0;
-		if (W.inotify_fd >= 0 && (pf[1].revents & POLLIN))
+		if (R.inotify_fd >= 0 && (pf[1].revents & POLLIN))
 			token = read_watch();
 		now = mono_ms();
 		int tick = now >= next_tick;
 		if (tick)
 			next_tick = now + (uint64_t)W.interval_ms;
-		if (tick || W.inotify_fd < 0) {
+		if (tick || R.inotify_fd < 0) {
 			uint64_t t = scan_requests();
 			token = t > token ? t : token;
 		}
@@ -1057,7 +1061,7 @@ static void at_exit(void)
 		W.stop = 1;
 		pthread_mutex_unlock(&W.wake_lock);
 		uint64_t one = 1;
-		if (W.wake_fd >= 0 && write(W.wake_fd, &one, sizeof(one)) < 0) {
+		if (R.wake_fd >= 0 && write(R.wake_fd, &one, sizeof(one)) < 0) {
 			/* the thread still sees stop at its next wake-up (at most an interval) */
 		}
 		pthread_join(W.thread, NULL);
