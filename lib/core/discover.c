@@ -137,6 +137,8 @@ static void walk(const char *dir, int depth, walk_fn fn, void *opaque, size_t *b
 	closedir(d);
 }
 
+static void collect_outputs(struct pvg_discovery *g, const struct pvg_buildlog *l);
+
 /* ---- the build log and its artifact ---------------------------------------------------- */
 
 struct log_pick {
@@ -236,10 +238,16 @@ static void find_build(struct pvg_discovery *g)
 	g->artifact = pick.artifact;
 	note(g, "build log %s (the newest that compiles GPU code); it links %s",
 	     rel_to(g->dir, g->build_log), rel_to(g->dir, g->artifact));
-	/* the changed sources the artifact is built from: their top folders */
+	/* the changed sources the artifact is built from (their top folders), and the log's
+	 * other shared objects, from one more read of the picked log */
 	struct pvg_buildlog l;
 	pvg_buildlog_init(&l);
-	if (g->workdir && pvg_buildlog_read_file(&l, g->build_log) == 0) {
+	if (pvg_buildlog_read_file(&l, g->build_log) < 0) {
+		pvg_buildlog_done(&l);
+		return;
+	}
+	collect_outputs(g, &l);
+	if (g->workdir) {
 		struct pvg_strv src = { 0 };
 		pvg_buildlog_sources(&l, &src);
 		for (size_t i = 0; i < src.n; i++) {
@@ -925,18 +933,10 @@ static bool in_service_tree(const char *procfs, const struct pvg_discovery *g, p
 
 /* The other shared objects the picked log links, resolved on disk (g->more, not placed yet);
  * one that is not on disk is a todo. */
-static void collect_outputs(struct pvg_discovery *g)
+static void collect_outputs(struct pvg_discovery *g, const struct pvg_buildlog *l)
 {
-	if (!g->build_log || !g->artifact)
-		return;
-	struct pvg_buildlog l;
-	pvg_buildlog_init(&l);
-	if (pvg_buildlog_read_file(&l, g->build_log) < 0) {
-		pvg_buildlog_done(&l);
-		return;
-	}
 	struct pvg_linkgraph lg;
-	pvg_linkgraph_build(&l, &lg);
+	pvg_linkgraph_build(l, &lg);
 	const char *first = pvg_basename(g->artifact);
 	for (size_t i = 0; i < lg.n_links; i++) {
 		const struct pvg_link_step *st = &lg.links[i];
@@ -969,7 +969,6 @@ static void collect_outputs(struct pvg_discovery *g)
 		a->build = build;
 	}
 	pvg_linkgraph_done(&lg);
-	pvg_buildlog_done(&l);
 }
 
 /* The log's last link output may be an extension the service does not load: then the first
@@ -1040,7 +1039,6 @@ void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
 	g->dir = pvg_strdup(dir);
 	find_checkout(g);
 	find_build(g);
-	collect_outputs(g);
 	prefer_mapped_output(g, procfs ? procfs : pvg_procfs_root());
 	find_service(g, procfs ? procfs : pvg_procfs_root());
 	find_install(g);
