@@ -31,23 +31,7 @@ static int read_all(int fd, size_t max, char **out, size_t *len)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
-	size_t cap = (size_t)st.st_size, have = 0;
-	_cleanup_free_ char *buf = pvg_xcalloc(cap + 1, 1);
-	while (have < cap) {
-		ssize_t r = read(f, buf + have, cap - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		have += (size_t)r;
-	}
-	*len = have;
-	*out = TAKE_PTR(buf);
-	return 0;
+	return pvg_read_fd(f, max, out, len);
 }
 
 /* The zone file at path in the process's root: 0 (parsed into tz), -ENOENT, -EINVAL (not a

@@ -304,6 +304,14 @@ int pvg_read_file(const char *path, size_t max, char **out, size_t *len)
 	_cleanup_close_ int fd = pvg_open_regular(path, &st);
 	if (fd < 0)
 		return fd;
+	return pvg_read_fd(fd, max, out, len);
+}
+
+int pvg_read_fd(int fd, size_t max, char **out, size_t *len)
+{
+	*out = NULL;
+	if (len)
+		*len = 0;
 	/* /proc files report size 0: start small and grow as we read, up to max */
 	size_t cap = max < 16384 ? max : 16384, have = 0;
 	_cleanup_free_ char *buf = pvg_xcalloc(cap + 1, 1);

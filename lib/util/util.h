@@ -69,6 +69,9 @@ int pvg_open_regular(const char *path, struct stat *st);
 /* The one whole-file reader: a regular file (config, pidfile, log sample, /proc text, whose
  * size reads 0) into a NUL-terminated buffer; -EFBIG when it holds more than max bytes. */
 int pvg_read_file(const char *path, size_t max, char **out, size_t *len);
+/* The same from an fd already opened (and checked) by the caller, from its offset; the fd
+ * stays open. */
+int pvg_read_fd(int fd, size_t max, char **out, size_t *len);
 /* Where /proc text is read from: "/proc", or $PROVGATE_PROCFS (a fixture tree in tests, a
  * host /proc mounted elsewhere). The one seam: every reader of /proc text takes this root.
  * The process snapshot (sys/procs.h) always lists the real /proc. */
