@@ -170,12 +170,35 @@ static char *not_loaded_hint(const struct expect *ex, const struct pvg_proc *p, 
 
 /* One process: which copies of the artifact it maps, and whether the one it runs is the
  * installed file. *maps_path receives the installed mapping's path when there is one. */
-static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res,
-				     struct expect *ex, const struct pvg_proc *p, bool target,
-				     bool must_map, cJSON *pj, bool *mapped, bool *scanned,
-				     bool *named_out)
+/* A tree process's mapped files, read once and checked against every artifact. */
+struct proc_files {
+	bool read;
+	int err; /* 0 or the -errno of reading its maps (-ESRCH: gone) */
+	struct pvg_mapped_files files;
+};
+
+static const struct proc_files *proc_files_of(struct pvg_ctx *ctx, struct proc_files *pf,
+					      const struct pvg_proc *p, long tick_ns)
 {
+	if (pf->read)
+		return pf;
+	pf->read = true;
 	struct pvg_maps maps = { 0 };
+	int r = pvg_maps_read(ctx->procfs, p->pid, &maps);
+	if (r == 0 && maps.n == 0) /* a zombie, or gone between open and read */
+		r = -ESRCH;
+	pf->err = r < 0 ? r : 0;
+	if (r == 0)
+		pvg_mapped_files_build(ctx->procfs, p->pid, &maps, &p->start, tick_ns, &pf->files);
+	pvg_maps_clear(&maps);
+	return pf;
+}
+
+static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res,
+				     struct expect *ex, const struct pvg_proc *p,
+				     struct proc_files *pf, bool target, bool must_map, cJSON *pj,
+				     bool *mapped, bool *scanned, bool *named_out)
+{
 	char started[48];
 	*mapped = false;
 	*scanned = false;
@@ -187,9 +210,8 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 	pvg_json_add_str(pj, "start_time", started);
 	pvg_json_add_bool(pj, "target", target);
 
-	int r = pvg_maps_read(ctx->procfs, p->pid, &maps);
-	if (r == 0 && maps.n == 0) /* a zombie, or gone between open and read */
-		r = -ESRCH;
+	const struct pvg_mapped_files *mf = &proc_files_of(ctx, pf, p, ex->tick_ns)->files;
+	int r = pf->err;
 	if (r < 0) {
 		pvg_json_add_str(pj, "error", strerror(-r));
 		if (!target && r == -ESRCH)
@@ -211,14 +233,11 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 	}
 
 	*scanned = true;
-	struct pvg_mapped_files files;
-	pvg_mapped_files_build(ctx->procfs, p->pid, &maps, &p->start, ex->tick_ns, &files);
-	pvg_maps_clear(&maps);
 	enum pvg_status st = PVG_PASS;
 	cJSON *arr = cJSON_AddArrayToObject(pj, "mappings");
 	bool installed_ok = false, named = false;
-	for (size_t i = 0; i < files.n; i++) {
-		struct pvg_mapped_file *f = &files.f[i];
+	for (size_t i = 0; i < mf->n; i++) {
+		const struct pvg_mapped_file *f = &mf->f[i];
 		/* Identity, never path text: the path in maps is a path in the process's mount
 		 * namespace (a container's bind mount, its own image), the file is what counts. */
 		bool quirk = false;
@@ -324,7 +343,6 @@ static enum pvg_status check_process(struct pvg_ctx *ctx, struct pvg_result *res
 			pvg_json_add_str(pj, "installed_path", ex->canon);
 		}
 	}
-	pvg_mapped_files_clear(&files);
 	/* with service.match each selected process must map it; a pid or pidfile may name the
 	 * API server, so there the tree as a whole must (checked by the caller) */
 	if (target && must_map && !*mapped) {
@@ -538,7 +556,8 @@ static enum pvg_status expect_artifact(struct pvg_ctx *ctx, size_t ai, struct ex
 static enum pvg_status maps_of_artifact(struct pvg_ctx *ctx, struct pvg_result *res,
 					const struct pvg_targets *t,
 					const struct pvg_self_view *self, struct expect *ex,
-					cJSON *ev, cJSON *chain, size_t *n_mapping_out)
+					struct proc_files *pfs, cJSON *ev, cJSON *chain,
+					size_t *n_mapping_out)
 {
 	enum pvg_status st = PVG_PASS;
 	cJSON *procs = cJSON_AddArrayToObject(ev, "processes");
@@ -552,7 +571,7 @@ static enum pvg_status maps_of_artifact(struct pvg_ctx *ctx, struct pvg_result *
 			target |= t->targets[k] == p->pid;
 		cJSON *pj = cJSON_CreateObject();
 		bool mapped, scanned, named;
-		enum pvg_status ps = check_process(ctx, res, ex, p, target,
+		enum pvg_status ps = check_process(ctx, res, ex, p, &pfs[i], target,
 						    t->how == PVG_SELECT_MATCH, pj, &mapped, &scanned,
 						    &named);
 		n_named += named;
@@ -681,11 +700,12 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 	struct pvg_self_view self;
 	(void)pvg_self_view_read(ctx->procfs, "/", &self);
 	size_t n_mapping_all = SIZE_MAX;
+	_cleanup_free_ struct proc_files *pfs = pvg_xcalloc(t->n ? t->n : 1, sizeof(*pfs));
 	for (size_t ai = 0; ai < n_arts; ai++) {
 		cJSON *ev = several ? cJSON_GetArrayItem(art_ev, (int)ai) : res->evidence;
 		cJSON *chain = cJSON_CreateArray();
 		size_t from = res->n_problems, n_mapping;
-		enum pvg_status s = maps_of_artifact(ctx, res, t, &self, &exs[ai], ev, chain,
+		enum pvg_status s = maps_of_artifact(ctx, res, t, &self, &exs[ai], pfs, ev, chain,
 						     &n_mapping);
 		pvg_problems_label(ctx, res, from, ai);
 		if (s == PVG_PASS && n_mapping == 0) { /* nothing looked at is never a pass */
@@ -707,6 +727,8 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 			cJSON_Delete(chain);
 	}
 
+	for (size_t i = 0; i < t->n; i++)
+		pvg_mapped_files_clear(&pfs[i].files);
 	st = pvg_status_worst(st, check_change_set(ctx, res, t, exs, n_arts));
 
 	if (st == PVG_PASS && !several)
