@@ -16,7 +16,15 @@ int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out)
 {
 	struct pvg_targets *t = pvg_ctx_slot(ctx, PVG_SLOT_TARGETS);
 	if (!t) {
-		int r = pvg_targets_scan(&ctx->cfg->service, &t);
+		/* a live gate 5 reads every process's fds for the port's owner and the GPU
+		 * holders: in the same pass, while each process's entries are hot */
+		bool fds = ctx->phase == PVG_PHASE_LIVE && (ctx->selected & PVG_GATE_BIT(5)) &&
+			   strcmp(ctx->procfs, "/proc") == 0;
+		const struct pvg_strv *devices = fds ? pvg_gpu_device_globs_live(ctx->procfs) : NULL;
+		if (fds && ctx->cfg->service.port <= 0 && !devices)
+			fds = false;
+		int r = fds ? pvg_targets_scan_fds(&ctx->cfg->service, devices, &t)
+			    : pvg_targets_scan(&ctx->cfg->service, &t);
 		if (r < 0)
 			return r;
 		pvg_ctx_set_slot(ctx, PVG_SLOT_TARGETS, t, pvg_targets_free);

@@ -66,7 +66,9 @@ struct pvg_ctx {
 	void *slot[PVG_SLOT__MAX];
 	void (*slot_free[PVG_SLOT__MAX])(void *);
 
-	/* during pvg_evaluate: the gate running now, and the later ones still to prepare */
+	/* during pvg_evaluate: the gates it evaluates, the gate running now, and the later ones
+	 * still to prepare */
+	pvg_gate_mask selected;
 	int current_gate;
 	pvg_gate_mask to_prepare;
 	uint64_t prepared_ns[PVG_N_GATES];

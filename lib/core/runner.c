@@ -66,7 +66,7 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 {
 	int not_passed = 0;
 	const struct pvg_result *stopper = NULL;
-	ctx->to_prepare = selected;
+	ctx->selected = ctx->to_prepare = selected;
 	ctx->prepare_here = prepare_here;
 	ctx->prepare_later = prepare_later;
 	memset(ctx->prepared_ns, 0, sizeof(ctx->prepared_ns));

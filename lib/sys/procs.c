@@ -58,8 +58,14 @@ void pvg_targets_free(void *ptr)
 	struct pvg_targets *t = ptr;
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->n; i++)
-		free(t->procs[i].cmdline);
+	for (size_t i = 0; i < t->n; i++) {
+		struct pvg_proc *p = &t->procs[i];
+		free(p->cmdline);
+		free(p->sockets);
+		for (uint32_t k = 0; k < p->n_devices; k++)
+			free(p->devices[k]);
+		free(p->devices);
+	}
 	free(t->procs);
 	pvg_msg_clear(&t->msg);
 	free(t->targets);
@@ -129,8 +135,12 @@ static bool is_provgate(const struct pvg_proc *p, const struct stat *self_exe,
 /* What one process's stat and cmdline say; a process that exited meanwhile reads as gone. */
 struct proc_read {
 	int procfd;
+	bool fds;                      /* read every process's fds too */
+	const struct pvg_strv *devices; /* and keep the ones matching these */
 	char buf[4096];
 };
+
+static void read_fds(struct proc_read *rd, struct pvg_proc *p);
 
 /* Reads a small /proc file (relative to procfd) into buf: its length, or -errno. */
 static ssize_t read_small(int procfd, const char *name, char *buf, size_t size)
@@ -187,10 +197,14 @@ static void read_proc(struct proc_read *rd, struct pvg_proc *p)
 	}
 	if (n > 0)
 		p->cmdline = pvg_cmdline_text(rd->buf, (size_t)n);
+	if (rd->fds)
+		read_fds(rd, p);
 }
 
 struct snapshot_job {
 	int procfd;
+	bool fds;
+	const struct pvg_strv *devices;
 	struct pvg_proc *procs;
 	size_t from, to;
 };
@@ -200,6 +214,8 @@ static void snapshot_range(void *arg)
 	struct snapshot_job *job = arg;
 	struct proc_read *rd = pvg_xcalloc(1, sizeof(*rd));
 	rd->procfd = job->procfd;
+	rd->fds = job->fds;
+	rd->devices = job->devices;
 	for (size_t i = job->from; i < job->to; i++)
 		read_proc(rd, &job->procs[i]);
 	free(rd);
@@ -217,7 +233,7 @@ static size_t pass_threads(size_t n)
 	return k;
 }
 
-static int snapshot(struct pvg_targets *t)
+static int snapshot(struct pvg_targets *t, bool fds, const struct pvg_strv *devices)
 {
 	struct timespec rt, bt;
 	clock_gettime(CLOCK_REALTIME, &rt);
@@ -256,15 +272,22 @@ static int snapshot(struct pvg_targets *t)
 	size_t n_jobs = pass_threads(t->n);
 	struct snapshot_job jobs[PVG_MAX_JOB_THREADS];
 	for (size_t j = 0; j < n_jobs; j++)
-		jobs[j] = (struct snapshot_job){ procfd, t->procs, t->n * j / n_jobs,
+		jobs[j] = (struct snapshot_job){ procfd, fds, devices, t->procs, t->n * j / n_jobs,
 						 t->n * (j + 1) / n_jobs };
 	pvg_run_jobs(snapshot_range, jobs, n_jobs, sizeof(jobs[0]));
 
 	size_t k = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		struct pvg_proc *p = &t->procs[i];
-		if (p->pid <= 0)
-			continue; /* exited while it was read */
+		if (p->pid <= 0) {
+			/* exited while it was read */
+			free(p->cmdline);
+			free(p->sockets);
+			for (uint32_t m = 0; m < p->n_devices; m++)
+				free(p->devices[m]);
+			free(p->devices);
+			continue;
+		}
 		int64_t ns = boot_ns + (int64_t)(p->start_ticks * (uint64_t)t->tick_ns);
 		p->start.tv_sec = (time_t)(ns / 1000000000);
 		p->start.tv_nsec = (long)(ns % 1000000000);
@@ -590,11 +613,12 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 	}
 }
 
-int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **out)
+static int targets_scan(const struct pvg_service_spec *svc, bool fds,
+			const struct pvg_strv *devices, struct pvg_targets **out)
 {
 	struct pvg_targets *t = pvg_xcalloc(1, sizeof(*t));
 	uint64_t t0 = pvg_now_ns();
-	int r = snapshot(t);
+	int r = snapshot(t, fds, devices);
 	if (r < 0) {
 		pvg_targets_free(t);
 		return r;
@@ -605,9 +629,22 @@ int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **ou
 	select_targets(svc, t);
 	fill_uids(t);
 	fill_ns(t);
+	t->fds_read = fds;
+	t->fd_devices = devices;
 	t->scan_ns = pvg_now_ns() - t0;
 	*out = t;
 	return 0;
+}
+
+int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **out)
+{
+	return targets_scan(svc, false, NULL, out);
+}
+
+int pvg_targets_scan_fds(const struct pvg_service_spec *svc, const struct pvg_strv *devices,
+			 struct pvg_targets **out)
+{
+	return targets_scan(svc, true, devices, out);
 }
 
 /* ---- file descriptors ----------------------------------------------------------------------- */
@@ -713,19 +750,15 @@ struct fd_scan_job {
 	struct pvg_fd_scan out;
 };
 
-int pvg_proc_fds(const char *procfs, pid_t pid, pvg_fd_fn fn, void *opaque)
+/* Calls fn for each descriptor in the open fd folder dfd (see pvg_proc_fds). */
+static int fds_in(int dfd, pvg_fd_fn fn, void *opaque)
 {
-	char dir[512];
 	char link[4096];
 	/* getdents64 on the folder itself: opendir would fstat it and read in pieces */
 	union {
 		struct dirent64 d;
 		char b[8192];
 	} ents;
-	snprintf(dir, sizeof(dir), "%s/%d/fd", procfs, (int)pid);
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
 	for (;;) {
 		ssize_t n = getdents64(dfd, ents.b, sizeof(ents.b));
 		if (n < 0 && errno == EINTR)
@@ -752,6 +785,59 @@ int pvg_proc_fds(const char *procfs, pid_t pid, pvg_fd_fn fn, void *opaque)
 			break;
 	}
 	return 0;
+}
+
+int pvg_proc_fds(const char *procfs, pid_t pid, pvg_fd_fn fn, void *opaque)
+{
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s/%d/fd", procfs, (int)pid);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	return fds_in(dfd, fn, opaque);
+}
+
+/* ---- the snapshot's own fd pass ------------------------------------------------------------- */
+
+struct fd_keep {
+	struct pvg_proc *p;
+	const struct pvg_strv *devices;
+	size_t cap_sockets;
+};
+
+static bool keep_fd(void *opaque, int dirfd, int fd, const char *link)
+{
+	struct fd_keep *k = opaque;
+	struct pvg_proc *p = k->p;
+	(void)dirfd;
+	(void)fd;
+	if (strncmp(link, "socket:[", 8) == 0) {
+		uint64_t ino = strtoull(link + 8, NULL, 10);
+		if (p->n_sockets == k->cap_sockets) {
+			k->cap_sockets = k->cap_sockets ? 2 * k->cap_sockets : 4;
+			p->sockets = pvg_xrealloc(p->sockets, k->cap_sockets, sizeof(*p->sockets));
+		}
+		p->sockets[p->n_sockets++] = ino;
+	} else if (k->devices && link[0] == '/' && device_matches(k->devices, link)) {
+		p->devices = pvg_xrealloc(p->devices, p->n_devices + 1, sizeof(*p->devices));
+		p->devices[p->n_devices++] = pvg_strdup(link);
+	}
+	return true;
+}
+
+static void read_fds(struct proc_read *rd, struct pvg_proc *p)
+{
+	if (p->pid <= 0 || kernel_thread(p))
+		return; /* kernel threads hold no files */
+	char name[32];
+	snprintf(name, sizeof(name), "%d/fd", (int)p->pid);
+	_cleanup_close_ int dfd = openat(rd->procfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		p->fds_err = -errno;
+		return;
+	}
+	struct fd_keep k = { p, rd->devices, 0 };
+	p->fds_err = fds_in(dfd, keep_fd, &k);
 }
 
 struct fd_match {
@@ -801,9 +887,40 @@ static void fd_scan_range(void *arg)
 	}
 }
 
+/* pvg_fd_scan from the fds the snapshot read, with the same rules as the walk below */
+static int fd_scan_read(const struct pvg_targets *t, const uint64_t *inodes, size_t n_inodes,
+			const struct pvg_strv *devices, struct pvg_fd_scan *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pvg_proc *p = &t->procs[i];
+		if (p->self || p->zombie || (!devices && n_inodes == 0) || kernel_thread(p))
+			continue;
+		if (p->fds_err == -EACCES || p->fds_err == -EPERM) {
+			add_pid(&out->denied, &out->n_denied, p->pid);
+			continue;
+		}
+		if (p->fds_err < 0)
+			continue; /* -ENOENT: it exited before its fds were read */
+		out->n_scanned++;
+		for (uint32_t k = 0; k < p->n_sockets && n_inodes; k++)
+			for (size_t m = 0; m < n_inodes; m++)
+				if (p->sockets[k] == inodes[m]) {
+					add_hit(out, p, inodes[m], NULL);
+					break;
+				}
+		for (uint32_t k = 0; devices && k < p->n_devices; k++)
+			add_hit(out, p, 0, p->devices[k]);
+	}
+	return 0;
+}
+
 int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
 		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out)
 {
+	if (t->fds_read && strcmp(procfs, SNAPSHOT_ROOT) == 0 &&
+	    (!devices || devices == t->fd_devices))
+		return fd_scan_read(t, inodes, n_inodes, devices, out);
 	/* readlink per fd of every process is the cost, system time that spreads over the CPUs */
 	struct fd_scan_job jobs[PVG_MAX_JOB_THREADS];
 	size_t n_jobs = pass_threads(t->n);

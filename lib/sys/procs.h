@@ -32,6 +32,13 @@ struct pvg_proc {
 	/* read for processes of the tree, selected ones and service processes only: */
 	struct pvg_ns_ids ns;   /* its namespaces (0: not read) */
 	pid_t ns_pid;           /* its pid in its own pid namespace (NSpid); 0: not read */
+	/* its open files, when the snapshot read them (pvg_targets_scan_fds): the inodes of its
+	 * sockets and the paths of the devices it holds that match the scan's device globs */
+	uint64_t *sockets;
+	uint32_t n_sockets;
+	uint32_t n_devices;
+	char **devices;
+	int fds_err;            /* 0, or -errno of reading its fd folder */
 };
 
 enum pvg_select { PVG_SELECT_NONE = 0, PVG_SELECT_PID, PVG_SELECT_PIDFILE, PVG_SELECT_MATCH };
@@ -59,6 +66,10 @@ struct pvg_targets {
 	size_t n_tree_ns_pids;
 	uint64_t self_pidns; /* provgate's own pid namespace */
 	long tick_ns;     /* resolution of start times */
+	/* every process's fds were read in the same pass (pvg_targets_scan_fds), and matched
+	 * against these device globs (NULL: sockets only) */
+	bool fds_read;
+	const struct pvg_strv *fd_devices;
 	uint64_t scan_ns; /* how long the snapshot took */
 };
 
@@ -71,6 +82,13 @@ void pvg_targets_free(void *t);
 
 /* Builds the snapshot and selection from the live system (no caching). */
 int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **out);
+/* The same, with every process's open files read in the same pass over /proc (a process's
+ * entries are then read while they are hot, by the same threads, and the later fd scans of
+ * the snapshot are answered from memory): its socket inodes, and its fds whose path matches
+ * devices (NULL: sockets only). For a run whose gate 5 will look for the port's owner and
+ * GPU holders. */
+int pvg_targets_scan_fds(const struct pvg_service_spec *svc, const struct pvg_strv *devices,
+			 struct pvg_targets **out);
 
 /* A service.match / service.family pattern against a process: glob when the pattern holds
  * '*', '?' or '[', else a substring, tried on the command line and on comm; a pattern longer
@@ -105,7 +123,8 @@ const struct pvg_strv *pvg_gpu_device_globs(void);
 const struct pvg_strv *pvg_gpu_device_globs_live(const char *procfs);
 /* Scans fds of every process of t but provgate itself: socket:[inode] for each of inodes,
  * and (when devices is non-NULL) paths matching a device glob (hits of the tree's own
- * processes have in_tree set). */
+ * processes have in_tree set). When the snapshot read the fds (t->fds_read, of /proc, with
+ * these devices or none asked) the answer comes from what it read. */
 int pvg_fd_scan(const char *procfs, const struct pvg_targets *t, const uint64_t *inodes,
 		size_t n_inodes, const struct pvg_strv *devices, struct pvg_fd_scan *out);
 void pvg_fd_scan_clear(struct pvg_fd_scan *s);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Process discovery (the snapshot of /proc), with real child processes. */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
@@ -263,6 +266,83 @@ static void gpu_globs_only_where_a_driver_is_registered(void)
 	free(path);
 }
 
+static int cmp_hit(const void *x, const void *y)
+{
+	const struct pvg_fd_holder *a = x, *b = y;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->socket_inode != b->socket_inode)
+		return a->socket_inode < b->socket_inode ? -1 : 1;
+	return 0;
+}
+
+/* The snapshot's own fd pass answers the fd scan as the separate walk does: a child listening
+ * on a socket and holding a "device" is found by both, with the same hits. */
+static void snapshot_fds_answer_like_the_walk(void)
+{
+	char dev[] = "/tmp/pvg-t-procs-dev.XXXXXX";
+	int dfd = mkstemp(dev);
+	CHECK(dfd >= 0);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	CHECK(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(s, 1) == 0);
+	struct stat st;
+	CHECK(fstat(s, &st) == 0);
+	uint64_t ino = st.st_ino;
+	int rel;
+	pid_t g;
+	pid_t c = spawn_tree("pvg-fd-holder", &rel, &g); /* inherits the socket and the file */
+	close(s);
+	close(dfd);
+	setenv("PROVGATE_GPU_DEVICES", dev, 1);
+	const struct pvg_strv *devs = pvg_gpu_device_globs();
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.pid = c;
+	struct pvg_targets *walk = NULL, *pass = NULL;
+	CHECK_INT(pvg_targets_scan(&cfg->service, &walk), 0);
+	CHECK_INT(pvg_targets_scan_fds(&cfg->service, devs, &pass), 0);
+	CHECK(!walk->fds_read && pass->fds_read);
+	struct pvg_fd_scan fw, fp;
+	CHECK_INT(pvg_fd_scan("/proc", walk, &ino, 1, devs, &fw), 0);
+	CHECK_INT(pvg_fd_scan("/proc", pass, &ino, 1, devs, &fp), 0);
+	/* the child and the grandchild: the socket and the file each */
+	size_t sock_c = 0, dev_c = 0;
+	for (size_t i = 0; i < fp.n_hits; i++) {
+		bool ours = fp.hits[i].pid == c || fp.hits[i].pid == g;
+		sock_c += ours && fp.hits[i].socket_inode == ino;
+		dev_c += ours && fp.hits[i].path && strcmp(fp.hits[i].path, dev) == 0;
+		CHECK(fp.hits[i].in_tree == ours);
+	}
+	CHECK_INT(sock_c, 2);
+	CHECK_INT(dev_c, 2);
+	CHECK_INT(fp.n_hits, fw.n_hits);
+	/* a process's hits in any order: sockets and devices apart */
+	qsort(fp.hits, fp.n_hits, sizeof(*fp.hits), cmp_hit);
+	qsort(fw.hits, fw.n_hits, sizeof(*fw.hits), cmp_hit);
+	for (size_t i = 0; i < fp.n_hits && i < fw.n_hits; i++) {
+		CHECK_INT(fp.hits[i].pid, fw.hits[i].pid);
+		CHECK_INT(fp.hits[i].socket_inode, fw.hits[i].socket_inode);
+		CHECK((fp.hits[i].path == NULL) == (fw.hits[i].path == NULL));
+	}
+	CHECK_INT(fp.n_denied, fw.n_denied);
+	/* the processes that exist in both snapshots were read by both */
+	CHECK(fp.n_scanned + 8 >= fw.n_scanned && fw.n_scanned + 8 >= fp.n_scanned);
+	/* sockets only, when the device globs differ from the pass's: the walk again */
+	struct pvg_fd_scan fo;
+	CHECK_INT(pvg_fd_scan("/proc", pass, &ino, 1, NULL, &fo), 0);
+	CHECK_INT(fo.n_hits, 2);
+	pvg_fd_scan_clear(&fo);
+	pvg_fd_scan_clear(&fw);
+	pvg_fd_scan_clear(&fp);
+	pvg_targets_free(walk);
+	pvg_targets_free(pass);
+	pvg_config_free(cfg);
+	unsetenv("PROVGATE_GPU_DEVICES");
+	close(rel);
+	waitpid(c, NULL, 0);
+	unlink(dev);
+}
+
 int main(void)
 {
 	RUN(pattern_matches_cut_comm);
@@ -274,5 +354,6 @@ int main(void)
 	RUN(pidfile_older_than_process_is_reuse);
 	RUN(odd_names_and_command_lines_are_read);
 	RUN(gpu_globs_only_where_a_driver_is_registered);
+	RUN(snapshot_fds_answer_like_the_walk);
 	TAP_EXIT();
 }
