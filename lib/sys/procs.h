@@ -85,8 +85,8 @@ int pvg_targets_scan(const struct pvg_service_spec *svc, struct pvg_targets **ou
 /* The same, with every process's open files read in the same pass over /proc (a process's
  * entries are then read while they are hot, by the same threads, and the later fd scans of
  * the snapshot are answered from memory): its socket inodes, and its fds whose path matches
- * devices (NULL: sockets only). For a run whose gate 5 will look for the port's owner and
- * GPU holders. */
+ * devices (NULL: sockets only). For a caller that will look for a port's owner and the
+ * GPU holders among every process. */
 int pvg_targets_scan_fds(const struct pvg_service_spec *svc, const struct pvg_strv *devices,
 			 struct pvg_targets **out);
 

@@ -27,20 +27,23 @@ struct pvg_file_id {
 /* How the bulk readers read: bytes asked of each read() (chunks that stay in the reading
  * core's cache cost far less to copy out of the page cache than ones that do not), the
  * depth of the pair job's ring, whether a big file gets a reader thread beside its hasher,
- * whether the hasher gets a CPU of its own on 2-3 CPU machines. The defaults are what
+ * whether the hasher gets a CPU of its own on 2-3 CPU machines (always, or when the machine
+ * is otherwise quiet: a pinned hasher waits for whoever else holds its CPU). The defaults are what
  * tests/bench/chunks measured; setting another plan is for that benchmark. */
 struct pvg_read_plan {
 	size_t chunk;
 	unsigned ring;
 	bool split; /* files of 64 MiB and more: read on one thread, hashed on another */
 	bool pin;
+	bool pin_if_quiet; /* pin only when nothing else is runnable as the job starts */
 	/* the pair job's hand-off: the hasher reads the installed file itself and the other
 	 * thread reads the build and compares (else that thread reads both, the hasher hashes) */
 	bool hasher_reads;
 };
 #define PVG_READ_RING_MAX 64u
 #define PVG_READ_PLAN_DEFAULT                                                              \
-	{ .chunk = 64u << 10, .ring = 8, .split = true, .pin = false, .hasher_reads = false }
+	{ .chunk = 64u << 10, .ring = 8, .split = true, .pin = false, .pin_if_quiet = true,       \
+	  .hasher_reads = false }
 /* NULL: the defaults again. Out-of-range sizes fall back to the default. */
 void pvg_read_plan_set(const struct pvg_read_plan *plan);
 const struct pvg_read_plan *pvg_read_plan_get(void);

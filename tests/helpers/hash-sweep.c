@@ -3,7 +3,7 @@
  * tests/bench/chunks' probe: gate 3's hashing of the build / installed pair (or of one file)
  * under a given read plan, timed inside one process, so that chunk sizes and hand-offs can be
  * compared with `openssl dgst` and `cat` in the same run.
- *   hash-sweep [--chunk KIB] [--ring N] [--no-split] [--pin|--no-pin] [--hasher-reads] BUILD|- INSTALLED
+ *   hash-sweep [--chunk KIB] [--ring N] [--no-split] [--pin|--no-pin|--pin-if-quiet] [--hasher-reads] BUILD|- INSTALLED
  * Prints: seconds user_s sys_s sha256 equal
  */
 #include <getopt.h>
@@ -24,24 +24,26 @@ int main(int argc, char **argv)
 		{ "no-split", no_argument, NULL, 's' },
 		{ "no-pin", no_argument, NULL, 'p' },
 		{ "pin", no_argument, NULL, 'P' },
+		{ "pin-if-quiet", no_argument, NULL, 'Q' },
 		{ "hasher-reads", no_argument, NULL, 'H' },
 		{},
 	};
 	struct pvg_read_plan plan = *pvg_read_plan_get();
 	int c;
-	while ((c = getopt_long(argc, argv, "c:r:spPH", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:r:spPQH", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': plan.chunk = (size_t)strtoul(optarg, NULL, 10) << 10; break;
 		case 'r': plan.ring = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': plan.split = false; break;
-		case 'p': plan.pin = false; break;
+		case 'p': plan.pin = plan.pin_if_quiet = false; break;
 		case 'P': plan.pin = true; break;
+		case 'Q': plan.pin = false; plan.pin_if_quiet = true; break;
 		case 'H': plan.hasher_reads = true; break;
 		default: return 2;
 		}
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "usage: hash-sweep [--chunk KIB] [--ring N] [--no-split] [--pin|--no-pin] [--hasher-reads] "
+		fprintf(stderr, "usage: hash-sweep [--chunk KIB] [--ring N] [--no-split] [--pin|--no-pin|--pin-if-quiet] [--hasher-reads] "
 				"BUILD|- INSTALLED\n");
 		return 2;
 	}
