@@ -28,6 +28,9 @@
 #      on, for graphs of 1, 10, 100 and 1000 kernel nodes (blocks of calls in turn)
 #   09 demo graph-pairs: replay counting switched on and off between two consecutive calls,
 #      the difference of each pair, for the same graphs
+#   10 demo graph-cost: graph-pairs, and in each call the witness's own time (its callbacks
+#      at the call's entry and exit, bracketed by the bench library's timer), for the same
+#      graphs; each call's numbers in graph-cost-NODES.csv
 # STEPS (default "01 02 03 04") picks the steps.
 # Everything (reports, witness files, logs) goes to $OUT/gate7-results.tgz.
 set -u
@@ -58,6 +61,9 @@ trap finish EXIT
 	python3 -c 'import torch, sys; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
 	ninja --version
 	pg --version
+	grep -m1 'model name' /proc/cpuinfo
+	echo "cpus $(nproc); tsc flags: $(grep -o -w -e constant_tsc -e nonstop_tsc -e tsc_known_freq /proc/cpuinfo | sort -u | tr '\n' ' ')"
+	echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
 	cat "$STAGE/provgate-source.txt" 2>/dev/null
 } >"$RES/env.txt" 2>&1
 cupti=$(python3 -c 'import nvidia.cuda_cupti, os; d = os.path.join(list(nvidia.cuda_cupti.__path__)[0], "lib"); print(os.path.join(d, sorted(f for f in os.listdir(d) if f.startswith("libcupti.so"))[0]))' 2>/dev/null)
@@ -352,6 +358,19 @@ for nodes in 1 10 100 1000; do
 		$(command -v taskset >/dev/null && echo taskset -c 2) "$STAGE/demo" graph-pairs $nodes $pairs 2>&1 | tee -a "$RES/graph-pairs.txt"
 	"$STAGE/witness-tool" dump "$W"/pairs-$nodes/*.pvgw >"$RES/graph-pairs-$nodes.dump.txt" 2>&1
 	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-pairs-$nodes.dump.txt" | cut -c1-300 | tee -a "$RES/graph-pairs.txt"
+done
+fi
+if step 10; then
+say "graph-cost"
+for nodes in 1 10 100 1000; do
+	pairs=${GRAPH_COST_PAIRS:-20000}
+	[ $nodes = 1000 ] && pairs=$((pairs / 4))
+	mkdir -p "$W/cost-$nodes"
+	PROVGATE_WITNESS_DIR=$W/cost-$nodes CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness-bench.so \
+		$(command -v taskset >/dev/null && echo taskset -c 2) "$STAGE/demo" graph-cost $nodes $pairs \
+		"$RES/graph-cost-$nodes.csv" 2>&1 | tee -a "$RES/graph-cost.txt"
+	"$STAGE/witness-tool" dump "$W"/cost-$nodes/*.pvgw >"$RES/graph-cost-$nodes.dump.txt" 2>&1
+	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-cost-$nodes.dump.txt" | cut -c1-300 | tee -a "$RES/graph-cost.txt"
 done
 fi
 say "done"
