@@ -30,7 +30,8 @@
 #      the difference of each pair, for the same graphs
 #   10 demo graph-cost: graph-pairs, and in each call the witness's own time (its callbacks
 #      at the call's entry and exit, bracketed by the bench library's timer), for the same
-#      graphs; each call's numbers in graph-cost-NODES.csv
+#      graphs; each call's numbers in graph-cost-NODES.csv (GRAPH_COST_PAIRS pairs, 20000 by
+#      default; twice as many at 100 nodes, a quarter at 1000)
 # STEPS (default "01 02 03 04") picks the steps.
 # Everything (reports, witness files, logs) goes to $OUT/gate7-results.tgz.
 set -u
@@ -364,6 +365,7 @@ if step 10; then
 say "graph-cost"
 for nodes in 1 10 100 1000; do
 	pairs=${GRAPH_COST_PAIRS:-20000}
+	[ $nodes = 100 ] && pairs=$((pairs * 2))
 	[ $nodes = 1000 ] && pairs=$((pairs / 4))
 	mkdir -p "$W/cost-$nodes"
 	PROVGATE_WITNESS_DIR=$W/cost-$nodes CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness-bench.so \
