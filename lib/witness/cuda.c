@@ -970,10 +970,12 @@ PVG_WITNESS_EXPORT int pvg_witness_bench_callbacks(int on)
 }
 
 /* 1: each cuGraphLaunch counts a replay of its exec (the installed library); 0: it is
- * counted in the header only, as before graphs were read. Returns the previous setting. */
+ * counted in the header only, as before graphs were read. Returns the previous setting. The
+ * other bits of the setting (writer.c) are kept. */
 PVG_WITNESS_EXPORT int pvg_witness_bench_replay(int on)
 {
-	return atomic_exchange(&pvg_witness_bench_replay_counting, on ? 1 : 0);
+	return (on ? atomic_fetch_or(&pvg_witness_bench_replay_counting, 1)
+		   : atomic_fetch_and(&pvg_witness_bench_replay_counting, ~1)) & 1;
 }
 #endif
 

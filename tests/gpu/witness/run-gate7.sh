@@ -32,6 +32,13 @@
 #      at the call's entry and exit, bracketed by the bench library's timer), for the same
 #      graphs; each call's numbers in graph-cost-NODES.csv (GRAPH_COST_PAIRS pairs, 20000 by
 #      default; twice as many at 100 nodes, a quarter at 1000)
+#   11 demo graph-cost for the launch path's variants, each in its own process: "installed"
+#      (the bench build of this tree), "nocache" (PVG_WITNESS_BENCH_NOCACHE=1: every replay
+#      looks its exec up in the slot table), "gettime" (PVG_WITNESS_BENCH_CLOCK=gettime: the
+#      last replay stamped with clock_gettime), and "before" when the stage has
+#      libprovgate-witness-bench-before.so (the bench build of an earlier tree); 1 node
+#      (10000 pairs) and 1000 nodes (800 pairs) for each, in two rounds in opposite orders,
+#      and 10 and 100 nodes for "installed"
 # STEPS (default "01 02 03 04") picks the steps.
 # Everything (reports, witness files, logs) goes to $OUT/gate7-results.tgz.
 set -u
@@ -374,5 +381,32 @@ for nodes in 1 10 100 1000; do
 	"$STAGE/witness-tool" dump "$W"/cost-$nodes/*.pvgw >"$RES/graph-cost-$nodes.dump.txt" 2>&1
 	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-cost-$nodes.dump.txt" | cut -c1-300 | tee -a "$RES/graph-cost.txt"
 done
+fi
+if step 11; then
+say "graph-cost variants"
+cost_variant() { # VARIANT NODES PAIRS ROUND
+	local lib=$STAGE/libprovgate-witness-bench.so envs=()
+	case $1 in
+	nocache) envs=(PVG_WITNESS_BENCH_NOCACHE=1) ;;
+	gettime) envs=(PVG_WITNESS_BENCH_CLOCK=gettime) ;;
+	before) lib=$STAGE/libprovgate-witness-bench-before.so ;;
+	esac
+	local d=$W/var-$1-$2-$4
+	mkdir -p "$d"
+	echo "variant=$1 nodes=$2 round=$4" | tee -a "$RES/graph-cost-variants.txt"
+	env "${envs[@]}" PROVGATE_WITNESS_DIR=$d CUDA_INJECTION64_PATH=$lib \
+		$(command -v taskset >/dev/null && echo taskset -c 2) "$STAGE/demo" graph-cost $2 $3 \
+		"$RES/graph-cost-$1-$2-r$4.csv" 2>&1 | tee -a "$RES/graph-cost-variants.txt"
+	"$STAGE/witness-tool" dump "$d"/*.pvgw >"$RES/graph-cost-$1-$2-r$4.dump.txt" 2>&1
+	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-cost-$1-$2-r$4.dump.txt" | cut -c1-300 |
+		tee -a "$RES/graph-cost-variants.txt"
+}
+variants="installed nocache gettime"
+[ -f "$STAGE/libprovgate-witness-bench-before.so" ] && variants="before $variants"
+for v in $variants; do cost_variant $v 1 10000 1; done
+for v in $variants; do cost_variant $v 1000 800 1; done
+cost_variant installed 10 10000 1
+cost_variant installed 100 10000 1
+for v in $(echo $variants | tr ' ' '\n' | tac); do cost_variant $v 1000 800 2; done
 fi
 say "done"
