@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cupti.h>
 
@@ -782,6 +783,72 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 		on_resource(cbid, data);
 }
 
+#ifdef PVG_WITNESS_BENCH
+/* Only in libprovgate-witness-bench.so: the witness's own time for each cuGraphLaunch, from
+ * the entry of its callback to the exit, for tests/gpu/witness/demo.cu graph-cost. Each
+ * callback of a graph launch (CUPTI calls it at the call's entry and at its exit) is
+ * bracketed by three reads of the timer: t0, t1 (nothing between them: what one read of the
+ * timer itself costs, the empty bracket), then on_callback, then t2. This thread's sums are
+ * read and reset by pvg_witness_bench_graph_cost. The timer: the TSC (lfence; rdtsc;
+ * lfence) on x86-64, CLOCK_MONOTONIC_RAW in ns elsewhere; pvg_witness_bench_ticks reads the
+ * same timer, so that the caller converts ticks to ns against its own clock. */
+static inline uint64_t bench_ticks(void)
+{
+#if defined(__x86_64__)
+	uint32_t lo, hi;
+	__asm__ volatile("lfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi) : : "memory");
+	return (uint64_t)hi << 32 | lo;
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+PVG_WITNESS_EXPORT uint64_t pvg_witness_bench_ticks(void)
+{
+	return bench_ticks();
+}
+
+/* [0] callbacks, [1] ticks in on_callback (the bracket t1..t2), [2] ticks in the empty
+ * brackets (t0..t1), [3] of [1], those of the callbacks at the call's exit */
+static __thread uint64_t bench_cost[4];
+
+static void CUPTIAPI on_callback_timed(void *userdata, CUpti_CallbackDomain domain,
+				       CUpti_CallbackId cbid, const void *data)
+{
+	int graph = domain == CUPTI_CB_DOMAIN_DRIVER_API
+			    ? cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+				      cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz
+			    : domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+				      (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+				       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000);
+	if (!graph) {
+		on_callback(userdata, domain, cbid, data);
+		return;
+	}
+	uint64_t t0 = bench_ticks();
+	uint64_t t1 = bench_ticks();
+	on_callback(userdata, domain, cbid, data);
+	uint64_t t2 = bench_ticks();
+	bench_cost[0]++;
+	bench_cost[1] += t2 - t1;
+	bench_cost[2] += t1 - t0;
+	if (((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
+		bench_cost[3] += t2 - t1;
+}
+
+/* Copies this thread's sums (bench_cost above) to out and resets them. */
+PVG_WITNESS_EXPORT void pvg_witness_bench_graph_cost(uint64_t out[4])
+{
+	memcpy(out, bench_cost, sizeof(bench_cost));
+	memset(bench_cost, 0, sizeof(bench_cost));
+}
+#define WITNESS_CALLBACK on_callback_timed
+#else
+#define WITNESS_CALLBACK on_callback
+#endif
+
 static const CUpti_CallbackId driver_ids[] = {
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
 	CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
@@ -903,10 +970,12 @@ PVG_WITNESS_EXPORT int pvg_witness_bench_callbacks(int on)
 }
 
 /* 1: each cuGraphLaunch counts a replay of its exec (the installed library); 0: it is
- * counted in the header only, as before graphs were read. Returns the previous setting. */
+ * counted in the header only, as before graphs were read. Returns the previous setting. The
+ * other bits of the setting (writer.c) are kept. */
 PVG_WITNESS_EXPORT int pvg_witness_bench_replay(int on)
 {
-	return atomic_exchange(&pvg_witness_bench_replay_counting, on ? 1 : 0);
+	return (on ? atomic_fetch_or(&pvg_witness_bench_replay_counting, 1)
+		   : atomic_fetch_and(&pvg_witness_bench_replay_counting, ~1)) & 1;
 }
 #endif
 
@@ -937,7 +1006,7 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 			cuda, "cuStreamIsCapturing");
 		open_graph_queries(cuda);
 	}
-	CUptiResult r = p_subscribe(&subscriber, on_callback, NULL);
+	CUptiResult r = p_subscribe(&subscriber, WITNESS_CALLBACK, NULL);
 	if (r != CUPTI_SUCCESS) {
 		const char *s = NULL;
 		if (p_result_string)
@@ -957,7 +1026,7 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 #ifdef PVG_WITNESS_BENCH
 	p_unsubscribe = (CUptiResult(*)(CUpti_SubscriberHandle))dlsym(h, "cuptiUnsubscribe");
 	p_finalize = (CUptiResult(*)(void))dlsym(h, "cuptiFinalize");
-	bench_callback = on_callback;
+	bench_callback = WITNESS_CALLBACK;
 #endif
 	unsigned failed = set_callbacks(1, runtime, 1);
 	snprintf(note, sizeof(note), "cuda: %.60s%s%s", which, runtime ? ", runtime and driver API" : "",

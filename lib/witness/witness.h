@@ -36,7 +36,8 @@ PVG_WITNESS_EXPORT void pvg_witness_captured(void);
 /* ---- CUDA graph execs ------------------------------------------------------------------------
  * A front end reads an exec's kernel nodes when it is instantiated (or updated) and hands them
  * over as a list; each replay is then one count for the exec's current list (O(1): a lookup
- * of the exec and an atomic add), expanded to per-kernel records (via GRAPH) when the file is
+ * of the exec, none when the thread replays the exec it replayed last, and an atomic add),
+ * expanded to per-kernel records (via GRAPH) when the file is
  * written. Every list ever set is kept with its own replay count, so an update changes what
  * later replays ran, never what earlier ones did. */
 #define PVG_GRAPH_K_CHILD 0x1u    /* a child-graph node: its kernels follow with parent = node */

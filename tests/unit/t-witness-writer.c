@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "formats/witness.h"
@@ -112,6 +113,14 @@ static void writer_counts_concurrent_launches_and_never_tears(void)
 #define REPLAYERS 4
 #define REPLAYS 50000
 #define EXEC 0xe1e1u
+#define EXEC2 0xe2e2u
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void *replayer(void *arg)
 {
@@ -169,10 +178,27 @@ static void graph_replays_counted_while_lists_change(void)
 	k[2].handle = 0xd;
 	k[2].name = "_Z1dv";
 	CHECK_INT(pvg_witness_graph_set(EXEC, k, 3, 0), 0);
+	const uint64_t t7a = realtime_ns();
 	for (int i = 0; i < 7; i++)
 		pvg_witness_graph_replay(EXEC);
+	const uint64_t t7b = realtime_ns();
 	/* an exec never seen instantiated: counted, not itemized */
 	pvg_witness_graph_replay(0xdead);
+	/* one thread replays an exec, whose list then changes, and which is then destroyed: each
+	 * replay is counted in the list current at the time (this thread's last exec is not
+	 * taken for the new list, nor for the exec gone) */
+	struct pvg_graph_kernel e = { .node = 1, .handle = 0xe, .grid = { 2, 1, 1 },
+				      .block = { 32, 1, 1 }, .name = "_Z1ev" };
+	CHECK_INT(pvg_witness_graph_set(EXEC2, &e, 1, 0), 0);
+	for (int i = 0; i < 3; i++)
+		pvg_witness_graph_replay(EXEC2);
+	e.handle = 0xf;
+	e.name = "_Z1fv";
+	CHECK_INT(pvg_witness_graph_set(EXEC2, &e, 1, 0), 0);
+	for (int i = 0; i < 5; i++)
+		pvg_witness_graph_replay(EXEC2);
+	pvg_witness_graph_drop(EXEC2);
+	pvg_witness_graph_replay(EXEC2);
 
 	/* a request: answered by the helper thread with a file whose answered is the token */
 	char req[4300];
@@ -205,12 +231,16 @@ static void graph_replays_counted_while_lists_change(void)
 	CHECK(answered);
 	CHECK_INT(f.h.version, PVG_WITNESS_VERSION);
 	const uint64_t total = (uint64_t)REPLAYERS * REPLAYS + 7;
-	CHECK_INT(f.h.graph_launches, total + 1);
-	CHECK_INT(f.h.graph_replays_itemized, total);
-	CHECK_INT(f.h.graph_replays_opaque, 1);
+	CHECK_INT(f.h.graph_launches, total + 1 + 9);
+	CHECK_INT(f.h.graph_replays_itemized, total + 8);
+	CHECK_INT(f.h.graph_replays_opaque, 2);
 	CHECK(f.h.graph_opaque_why & PVG_WITNESS_OPAQUE_UNKNOWN);
-	CHECK_INT(f.h.graph_kernel_launches, 3 * total);
-	CHECK_INT(f.h.graph_execs, 22);
+	CHECK_INT(f.h.graph_kernel_launches, 3 * total + 8);
+	CHECK_INT(f.h.graph_execs, 24);
+	const struct pvg_witness_entry *ek = find_via(&f, "_Z1ev", PVG_WITNESS_VIA_GRAPH);
+	const struct pvg_witness_entry *fk = find_via(&f, "_Z1fv", PVG_WITNESS_VIA_GRAPH);
+	CHECK(ek && ek->count == 3);
+	CHECK(fk && fk->count == 5);
 	const struct pvg_witness_entry *a = find_via(&f, "_Z1av", PVG_WITNESS_VIA_GRAPH);
 	const struct pvg_witness_entry *b = find_via(&f, "_Z1bv", PVG_WITNESS_VIA_GRAPH);
 	const struct pvg_witness_entry *c = find_via(&f, "_Z1cv", PVG_WITNESS_VIA_GRAPH);
@@ -222,6 +252,16 @@ static void graph_replays_counted_while_lists_change(void)
 		CHECK_INT((b ? b->count : 0) + (c ? c->count : 0), total - 7);
 		CHECK_INT(dk->count, 7);
 		CHECK(a->grid[0] == 4 && dk->grid[0] == 8 && a->first_ns <= a->last_ns);
+		/* the times are CLOCK_REALTIME's (the last one is stamped with the TSC where that
+		 * is the kernel's clock, and converted when the file is written): within a
+		 * millisecond of the clock read around the replays */
+		printf("#   d's replays: first %+lld ns, last %+lld ns from the clock read before them, "
+		       "%lld ns between the reads\n",
+		       (long long)(dk->first_ns - t7a), (long long)(dk->last_ns - t7a),
+		       (long long)(t7b - t7a));
+		CHECK(dk->first_ns >= t7a && dk->first_ns <= t7b);
+		CHECK(dk->last_ns + 1000000 >= t7a && dk->last_ns <= t7b + 1000000);
+		CHECK(dk->first_ns <= dk->last_ns);
 	}
 	free(buf);
 	pvg_witness_stop();

@@ -25,7 +25,20 @@
 //                   cuGraphLaunch calls, one with replay counting and one without (switched
 //                   between the two calls, the order alternating), each timed alone; prints
 //                   the median, quartiles and mean of the differences
+//   demo graph-cost NODES PAIRS [SAMPLES.csv]
+//                   graph-pairs, and for each call the witness's own time in it: the sums
+//                   that libprovgate-witness-bench.so keeps of its callbacks for the call
+//                   (entry and exit, each bracketed by its timer: pvg_witness_bench_graph_cost),
+//                   read and reset after each call, outside the timed call; the timer's ticks
+//                   are converted to ns against CLOCK_MONOTONIC_RAW over the whole run.
+//                   Prints, for counting on and off, the median, p90 and p99 of the witness's
+//                   time per call, of its callback at the call's exit, of the empty bracket
+//                   (two timer reads, per callback), the differences (of the medians and of
+//                   each pair), the whole call's pairs as graph-pairs does, and how many calls
+//                   had other than two callbacks; each call's numbers go to SAMPLES.csv
 #include <chrono>
+#include <cmath>
+#include <ctime>
 #include <dlfcn.h>
 #include <cstdio>
 #include <cstdlib>
@@ -274,8 +287,185 @@ static int graph_pairs(int nodes, long pairs)
 	return 0;
 }
 
+static double quantile(const double *sorted, long n, double q)
+{
+	return sorted[(long)floor(q * (double)(n - 1))];
+}
+
+static double *sorted_copy(const double *v, long n)
+{
+	double *c = new double[n];
+	memcpy(c, v, n * sizeof(*c));
+	qsort(c, n, sizeof(*c), cmp_double);
+	return c;
+}
+
+/* "NAME median M p90 A p99 B" of v (n values) */
+static void print_dist(int nodes, const char *name, const double *v, long n)
+{
+	double *c = sorted_copy(v, n);
+	printf("graph-cost nodes=%d %s median %.1f p90 %.1f p99 %.1f\n", nodes, name, quantile(c, n, 0.5),
+	       quantile(c, n, 0.9), quantile(c, n, 0.99));
+	delete[] c;
+}
+
+static double mono_raw_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* graph-pairs with the witness's own time in each call (see the top of this file) */
+static int graph_cost(int nodes, long pairs, const char *samples)
+{
+	const char *lib = getenv("CUDA_INJECTION64_PATH");
+	pvg_wit_empty<<<1, 32>>>();
+	CK(cudaDeviceSynchronize());
+	void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	int (*replay)(int) = h ? (int (*)(int))dlsym(h, "pvg_witness_bench_replay") : NULL;
+	void (*cost)(uint64_t *) = h ? (void (*)(uint64_t *))dlsym(h, "pvg_witness_bench_graph_cost") : NULL;
+	uint64_t (*ticks)(void) = h ? (uint64_t (*)(void))dlsym(h, "pvg_witness_bench_ticks") : NULL;
+	if (!replay || !cost || !ticks) {
+		fprintf(stderr, "graph-cost: no pvg_witness_bench_replay/_graph_cost/_ticks in CUDA_INJECTION64_PATH\n");
+		return 1;
+	}
+	FILE *out = samples ? fopen(samples, "w") : NULL;
+	if (samples && !out) {
+		perror(samples);
+		return 1;
+	}
+	cudaStream_t s;
+	CK(cudaStreamCreate(&s));
+	cudaGraph_t g;
+	CK(cudaGraphCreate(&g, 0));
+	cudaKernelNodeParams p = {};
+	p.func = (void *)pvg_wit_empty;
+	p.gridDim = dim3(1);
+	p.blockDim = dim3(32);
+	for (int i = 0; i < nodes; i++) {
+		cudaGraphNode_t node;
+		CK(cudaGraphAddKernelNode(&node, g, nullptr, 0, &p));
+	}
+	cudaGraphExec_t ge;
+	CK(cudaGraphInstantiate(&ge, g, 0));
+	for (int k = 0; k < 2; k++) { // warm, both ways
+		replay(k);
+		graph_launch_ns(ge, s, 50);
+	}
+	uint64_t c[4];
+	cost(c);
+	const long n = 2 * pairs;
+	/* per call: [0] whole call ns, then ticks: [1] witness, [2] empty brackets, [3] exit */
+	double *call = new double[n], *wit = new double[n], *empty = new double[n], *exitt = new double[n];
+	int *on_of = new int[n];
+	long odd_callbacks = 0;
+	const double ns0 = mono_raw_ns();
+	const uint64_t tk0 = ticks();
+	for (long i = 0; i < pairs; i++) {
+		for (int k = 0; k < 2; k++) {
+			int on = (i % 2 == 0) == (k == 0);
+			long j = 2 * i + k;
+			replay(on);
+			cost(c); // reset
+			auto t0 = std::chrono::steady_clock::now();
+			cudaError_t r = cudaGraphLaunch(ge, s);
+			auto t1 = std::chrono::steady_clock::now();
+			cost(c);
+			CK(r);
+			CK(cudaStreamSynchronize(s));
+			call[j] = std::chrono::duration<double, std::nano>(t1 - t0).count();
+			wit[j] = (double)c[1];
+			empty[j] = c[0] ? (double)c[2] / (double)c[0] : 0;
+			exitt[j] = (double)c[3];
+			on_of[j] = on;
+			odd_callbacks += c[0] != 2;
+		}
+	}
+	const uint64_t tk1 = ticks();
+	const double ns1 = mono_raw_ns();
+	replay(1);
+	const double tpn = (double)(tk1 - tk0) / (ns1 - ns0);
+	for (long j = 0; j < n; j++) {
+		wit[j] /= tpn;
+		empty[j] /= tpn;
+		exitt[j] /= tpn;
+	}
+	if (out) {
+		fprintf(out, "pair,counting,call_ns,witness_ns,empty_bracket_ns,witness_exit_ns\n");
+		for (long j = 0; j < n; j++)
+			fprintf(out, "%ld,%d,%.0f,%.1f,%.1f,%.1f\n", j / 2, on_of[j], call[j], wit[j], empty[j],
+				exitt[j]);
+		fclose(out);
+	}
+	printf("graph-cost nodes=%d pairs=%ld ticks_per_ns=%.6f run_s=%.1f calls_without_2_callbacks=%ld\n",
+	       nodes, pairs, tpn, (ns1 - ns0) / 1e9, odd_callbacks);
+	/* split by counting; d*: the differences of each pair (on - off) */
+	double *v[2][4], *dw = new double[pairs], *dc = new double[pairs];
+	for (int o = 0; o < 2; o++)
+		for (int q = 0; q < 4; q++)
+			v[o][q] = new double[pairs];
+	long m[2] = { 0, 0 };
+	for (long j = 0; j < n; j++) {
+		int o = on_of[j];
+		v[o][0][m[o]] = call[j];
+		v[o][1][m[o]] = wit[j];
+		v[o][2][m[o]] = empty[j];
+		v[o][3][m[o]] = exitt[j];
+		m[o]++;
+	}
+	for (long i = 0; i < pairs; i++) {
+		dw[i] = v[1][1][i] - v[0][1][i];
+		dc[i] = v[1][0][i] - v[0][0][i];
+	}
+	double med[2];
+	for (int o = 0; o < 2; o++) {
+		char name[64];
+		snprintf(name, sizeof(name), "witness_%s_ns", o ? "on" : "off");
+		print_dist(nodes, name, v[o][1], pairs);
+		snprintf(name, sizeof(name), "witness_exit_%s_ns", o ? "on" : "off");
+		print_dist(nodes, name, v[o][3], pairs);
+		snprintf(name, sizeof(name), "empty_bracket_%s_ns", o ? "on" : "off");
+		print_dist(nodes, name, v[o][2], pairs);
+		double *sc = sorted_copy(v[o][1], pairs);
+		med[o] = quantile(sc, pairs, 0.5);
+		delete[] sc;
+	}
+	double *sw = sorted_copy(dw, pairs), *sdc = sorted_copy(dc, pairs);
+	double mw = 0, mc = 0;
+	for (long i = 0; i < pairs; i++) {
+		mw += dw[i] / pairs;
+		mc += dc[i] / pairs;
+	}
+	printf("graph-cost nodes=%d witness_on_minus_off_ns: of_medians %.1f pairs: median %.1f p25 %.1f "
+	       "p75 %.1f p90 %.1f p99 %.1f mean %.1f\n",
+	       nodes, med[1] - med[0], quantile(sw, pairs, 0.5), quantile(sw, pairs, 0.25),
+	       quantile(sw, pairs, 0.75), quantile(sw, pairs, 0.9), quantile(sw, pairs, 0.99), mw);
+	print_dist(nodes, "call_off_ns", v[0][0], pairs);
+	print_dist(nodes, "call_on_ns", v[1][0], pairs);
+	printf("graph-cost nodes=%d call_on_minus_off_ns: median %.0f p25 %.0f p75 %.0f mean %.0f\n", nodes,
+	       quantile(sdc, pairs, 0.5), quantile(sdc, pairs, 0.25), quantile(sdc, pairs, 0.75), mc);
+	delete[] sw;
+	delete[] sdc;
+	for (int o = 0; o < 2; o++)
+		for (int q = 0; q < 4; q++)
+			delete[] v[o][q];
+	delete[] dw;
+	delete[] dc;
+	delete[] call;
+	delete[] wit;
+	delete[] empty;
+	delete[] exitt;
+	delete[] on_of;
+	CK(cudaGraphExecDestroy(ge));
+	CK(cudaGraphDestroy(g));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "graph-cost") == 0)
+		return graph_cost(atoi(argv[2]), atol(argv[3]), argc == 5 ? argv[4] : NULL);
 	if (argc == 4 && strcmp(argv[1], "graph-pairs") == 0)
 		return graph_pairs(atoi(argv[2]), atol(argv[3]));
 	if (argc == 5 && strcmp(argv[1], "graph-bench") == 0)

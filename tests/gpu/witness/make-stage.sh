@@ -3,7 +3,7 @@
 # Builds what run-witness.sh needs into STAGE: make-stage.sh STAGE
 #   demo                      nvcc -O2 -arch=sm_90 demo.cu (linked with libcuda for cuLaunchKernel)
 #   libprovgate-witness.so    a release build of lib/witness (meson, build-witness-release/)
-#   libprovgate-witness-bench.so  the same with pvg_witness_bench_callbacks (run-overhead.sh)
+#   libprovgate-witness-bench.so  the same with the bench exports (run-overhead.sh, run-gate7.sh 08-11)
 #   witness-tool              the gate's parser of witness files (tests/helpers)
 #   run-witness.sh, run-overhead.sh, overhead-loop.py
 set -euo pipefail

@@ -28,6 +28,17 @@
 #      on, for graphs of 1, 10, 100 and 1000 kernel nodes (blocks of calls in turn)
 #   09 demo graph-pairs: replay counting switched on and off between two consecutive calls,
 #      the difference of each pair, for the same graphs
+#   10 demo graph-cost: graph-pairs, and in each call the witness's own time (its callbacks
+#      at the call's entry and exit, bracketed by the bench library's timer), for the same
+#      graphs; each call's numbers in graph-cost-NODES.csv (GRAPH_COST_PAIRS pairs, 20000 by
+#      default; twice as many at 100 nodes, a quarter at 1000)
+#   11 demo graph-cost for the launch path's variants, each in its own process: "installed"
+#      (the bench build of this tree), "nocache" (PVG_WITNESS_BENCH_NOCACHE=1: every replay
+#      looks its exec up in the slot table), "gettime" (PVG_WITNESS_BENCH_CLOCK=gettime: the
+#      last replay stamped with clock_gettime), and "before" when the stage has
+#      libprovgate-witness-bench-before.so (the bench build of an earlier tree); 1 node
+#      (10000 pairs) and 1000 nodes (800 pairs) for each, in two rounds in opposite orders,
+#      and 10 and 100 nodes for "installed"
 # STEPS (default "01 02 03 04") picks the steps.
 # Everything (reports, witness files, logs) goes to $OUT/gate7-results.tgz.
 set -u
@@ -58,6 +69,9 @@ trap finish EXIT
 	python3 -c 'import torch, sys; print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
 	ninja --version
 	pg --version
+	grep -m1 'model name' /proc/cpuinfo
+	echo "cpus $(nproc); tsc flags: $(grep -o -w -e constant_tsc -e nonstop_tsc -e tsc_known_freq /proc/cpuinfo | sort -u | tr '\n' ' ')"
+	echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
 	cat "$STAGE/provgate-source.txt" 2>/dev/null
 } >"$RES/env.txt" 2>&1
 cupti=$(python3 -c 'import nvidia.cuda_cupti, os; d = os.path.join(list(nvidia.cuda_cupti.__path__)[0], "lib"); print(os.path.join(d, sorted(f for f in os.listdir(d) if f.startswith("libcupti.so"))[0]))' 2>/dev/null)
@@ -353,5 +367,46 @@ for nodes in 1 10 100 1000; do
 	"$STAGE/witness-tool" dump "$W"/pairs-$nodes/*.pvgw >"$RES/graph-pairs-$nodes.dump.txt" 2>&1
 	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-pairs-$nodes.dump.txt" | cut -c1-300 | tee -a "$RES/graph-pairs.txt"
 done
+fi
+if step 10; then
+say "graph-cost"
+for nodes in 1 10 100 1000; do
+	pairs=${GRAPH_COST_PAIRS:-20000}
+	[ $nodes = 100 ] && pairs=$((pairs * 2))
+	[ $nodes = 1000 ] && pairs=$((pairs / 4))
+	mkdir -p "$W/cost-$nodes"
+	PROVGATE_WITNESS_DIR=$W/cost-$nodes CUDA_INJECTION64_PATH=$STAGE/libprovgate-witness-bench.so \
+		$(command -v taskset >/dev/null && echo taskset -c 2) "$STAGE/demo" graph-cost $nodes $pairs \
+		"$RES/graph-cost-$nodes.csv" 2>&1 | tee -a "$RES/graph-cost.txt"
+	"$STAGE/witness-tool" dump "$W"/cost-$nodes/*.pvgw >"$RES/graph-cost-$nodes.dump.txt" 2>&1
+	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-cost-$nodes.dump.txt" | cut -c1-300 | tee -a "$RES/graph-cost.txt"
+done
+fi
+if step 11; then
+say "graph-cost variants"
+cost_variant() { # VARIANT NODES PAIRS ROUND
+	local lib=$STAGE/libprovgate-witness-bench.so envs=()
+	case $1 in
+	nocache) envs=(PVG_WITNESS_BENCH_NOCACHE=1) ;;
+	gettime) envs=(PVG_WITNESS_BENCH_CLOCK=gettime) ;;
+	before) lib=$STAGE/libprovgate-witness-bench-before.so ;;
+	esac
+	local d=$W/var-$1-$2-$4
+	mkdir -p "$d"
+	echo "variant=$1 nodes=$2 round=$4" | tee -a "$RES/graph-cost-variants.txt"
+	env "${envs[@]}" PROVGATE_WITNESS_DIR=$d CUDA_INJECTION64_PATH=$lib \
+		$(command -v taskset >/dev/null && echo taskset -c 2) "$STAGE/demo" graph-cost $2 $3 \
+		"$RES/graph-cost-$1-$2-r$4.csv" 2>&1 | tee -a "$RES/graph-cost-variants.txt"
+	"$STAGE/witness-tool" dump "$d"/*.pvgw >"$RES/graph-cost-$1-$2-r$4.dump.txt" 2>&1
+	grep -e '^header' -e '^graphs' -e 'via=4' "$RES/graph-cost-$1-$2-r$4.dump.txt" | cut -c1-300 |
+		tee -a "$RES/graph-cost-variants.txt"
+}
+variants="installed nocache gettime"
+[ -f "$STAGE/libprovgate-witness-bench-before.so" ] && variants="before $variants"
+for v in $variants; do cost_variant $v 1 10000 1; done
+for v in $variants; do cost_variant $v 1000 800 1; done
+cost_variant installed 10 10000 1
+cost_variant installed 100 10000 1
+for v in $(echo $variants | tr ' ' '\n' | tac); do cost_variant $v 1000 800 2; done
 fi
 say "done"
