@@ -333,9 +333,15 @@ static void arch_problem(const struct view *v, long ai, const char *arch, bool c
 
 /* Checks one compile line against arch; adds its evidence line. */
 static enum pvg_status check_arch(const struct view *v, long ai, const char *arch,
-				  const struct pvg_build_command *c, const char *label, cJSON *l,
-				  struct pvg_result *res)
+				  const struct pvg_build_command *c, const char *src,
+				  const char *label, cJSON *l, struct pvg_result *res)
 {
+	if (pvg_command_host_only(c->text, src)) {
+		/* a host compiler's C/C++ compile: no device code, no target arch */
+		if (!cJSON_GetObjectItem(l, "host_only"))
+			cJSON_AddBoolToObject(l, "host_only", true);
+		return PVG_PASS;
+	}
 	bool cuda = pvg_arch_is_cuda(arch);
 	_cleanup_free_ char *seen = NULL;
 	bool ok = pvg_command_has_arch(c->text, arch, cuda, &seen);
@@ -439,10 +445,10 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 			 * artifacts it could be for */
 			for (size_t a = 0; a < v->n_arts; a++)
 				if (v->n_arts == 1 || globs_match(v->arts[a].compiled, rel))
-					st = worse(st, check_arch(v, (long)a, v->arts[a].arch, c, label,
+					st = worse(st, check_arch(v, (long)a, v->arts[a].arch, c, name, label,
 								  l, res));
 			if (v->n_arts == 0)
-				st = worse(st, check_arch(v, -1, req->arch, c, label, l, res));
+				st = worse(st, check_arch(v, -1, req->arch, c, name, label, l, res));
 			continue;
 		}
 		if (np == 0) {
@@ -480,7 +486,7 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 				continue;
 			}
 			const struct pvg_buildlog_artifact *a = &v->arts[p[k].art];
-			st = worse(st, check_arch(v, p[k].art, a->arch, c, label, l, res));
+			st = worse(st, check_arch(v, p[k].art, a->arch, c, name, label, l, res));
 			if (p[k].link_line && p[k].link_line < c->lineno) {
 				char lb[160];
 				pvg_problem(res, "build-log.not-relinked",

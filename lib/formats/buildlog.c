@@ -528,6 +528,91 @@ static const char *const cuda_flags[] = { "-gencode", "--generate-code", "-arch"
 					  "--gpu-architecture", "-code", "--gpu-code",
 					  "--cuda-gpu-arch", "--offload-arch" };
 
+static bool host_compiler(const char *arg)
+{
+	const char *b = strrchr(arg, '/');
+	b = b ? b + 1 : arg;
+	/* a target prefix: x86_64-linux-gnu-g++ */
+	const char *names[] = { "g++", "gcc", "c++", "cc", "clang++", "clang" };
+	for (size_t k = 0; k < ARRAY_SIZE(names); k++) {
+		size_t bl = strlen(b), nl = strlen(names[k]);
+		for (const char *at = b; at + nl <= b + bl; at++) {
+			if (memcmp(at, names[k], nl) != 0 || (at > b && at[-1] != '-'))
+				continue;
+			const char *rest = at + nl;
+			/* a version suffix: g++-12, clang++-15, gcc12 */
+			if (*rest == '-')
+				rest++;
+			while (*rest >= '0' && *rest <= '9')
+				rest++;
+			if (*rest == '.')
+				for (rest++; *rest >= '0' && *rest <= '9'; rest++)
+					;
+			if (*rest == '\0')
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool host_source(const char *source)
+{
+	const char *dot = strrchr(source, '.');
+	if (!dot || strchr(dot, '/'))
+		return false;
+	const char *exts[] = { ".c", ".cc", ".cpp", ".cxx", ".c++", ".C" };
+	for (size_t k = 0; k < ARRAY_SIZE(exts); k++)
+		if (strcmp(dot, exts[k]) == 0)
+			return true;
+	return false;
+}
+
+bool pvg_command_host_only(const char *command, const char *source)
+{
+	if (!host_source(source))
+		return false;
+	_cleanup_free_ char *s = pvg_strdup(command);
+	_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
+	size_t n = split_args(s, argv, MAX_ARGS);
+	if (n == MAX_ARGS)
+		return false; /* not read to its end */
+	const char *compiler = NULL;
+	static const char *const device[] = { "--offload", "--cuda", "-fgpu", "--hip", "-fhip",
+					      "-fcuda", "-gencode", "--gpu-architecture",
+					      "--amdgpu-target", "-mcpu=gfx", "-arch=sm_", "-xhip",
+					      "-xcuda", "-xcu" };
+	for (size_t i = 0; i < n; i++) {
+		const char *a = argv[i];
+		if (!compiler) {
+			/* before the compiler: "cd DIR &&", variables, launchers */
+			const char *b = strrchr(a, '/');
+			b = b ? b + 1 : a;
+			if (strcmp(a, "&&") == 0 || strcmp(a, ":") == 0 || strcmp(a, "cd") == 0 ||
+			    strchr(a, '=') || strcmp(b, "ccache") == 0 || strcmp(b, "sccache") == 0 ||
+			    strcmp(b, "distcc") == 0 || strcmp(b, "env") == 0) {
+				if (strcmp(a, "cd") == 0 && i + 1 < n)
+					i++;
+				continue;
+			}
+			if (a[0] == '[') /* ninja's "[3/7]" */
+				continue;
+			compiler = a;
+			if (!host_compiler(a))
+				return false;
+			continue;
+		}
+		if (strcmp(a, "&&") == 0)
+			break; /* what follows is another command */
+		for (size_t k = 0; k < ARRAY_SIZE(device); k++)
+			if (strncmp(a, device[k], strlen(device[k])) == 0)
+				return false;
+		if (strcmp(a, "-x") == 0 && i + 1 < n && strcmp(argv[i + 1], "c") != 0 &&
+		    strcmp(argv[i + 1], "c++") != 0)
+			return false; /* -x hip, -x cuda, -x cu */
+	}
+	return compiler != NULL;
+}
+
 bool pvg_command_has_arch(const char *command, const char *arch, bool cuda, char **seen)
 {
 	_cleanup_free_ char *s = pvg_strdup(command);

@@ -94,6 +94,14 @@ size_t pvg_strip_ansi(char *s, size_t len);
 /* Does this compiler command line build for arch ("gfx936[:feat±]" or "sm_90")?
  * *seen receives the arch values the command names (comma-separated; caller frees). */
 bool pvg_command_has_arch(const char *command, const char *arch, bool cuda, char **seen);
+/* Is this a host-only compile of source: a C or C++ file (.c .cc .cpp .cxx .c++ .C) given to
+ * a host compiler (gcc, g++, cc, c++, clang, clang++, with a version or target prefix, behind
+ * ccache/sccache/distcc), with no flag that makes a device compile (-x hip/cuda, --offload-*,
+ * --cuda-*, -fgpu-*, --hip-*, -gencode, -arch=sm_*, --amdgpu-target, -mcpu=gfx*)? Such a
+ * compile has no device code, so no target arch. hipcc and nvcc are never host compilers here:
+ * hipcc compiles .cpp as HIP by default, and nvcc's arch flags decide nothing for host code
+ * (an nvcc .cpp compile is still held to an arch, which is safe). */
+bool pvg_command_host_only(const char *command, const char *source);
 /* Does the command name path (repo-relative, or absolute) as one of its arguments? */
 bool pvg_command_mentions(const char *command, const char *path);
 

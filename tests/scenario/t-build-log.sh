@@ -104,4 +104,58 @@ test_missing_log_is_unverifiable() {
 	assert_eq "$codes" build-log.unreadable
 }
 
+# A changed host-only C++ file (vLLM's torch_bindings.cpp) compiled by the host compiler has no
+# device code: it needs no --offload-arch, but it must still be linked into the artifact. The
+# log is real (tests/fixtures/buildlog/make-hostcpp.sh: c++ for bind.cpp, hipcc for kern.hip).
+setup_hostcpp() {
+	need git
+	git init -q -b main repo
+	mkdir -p repo/csrc repo/build
+	echo 'extern "C" int scale_version(void) { return 1; }' >repo/csrc/bind.cpp
+	git -C repo add -A
+	git -C repo -c user.name=t -c user.email=t@t commit -qm base
+	git -C repo tag base
+	echo 'extern "C" int scale_version(void) { return 2; }' >repo/csrc/bind.cpp
+	git -C repo -c user.name=t -c user.email=t@t commit -qam change
+	printf 'ELF' >repo/build/_ext_C.abi3.so
+	sleep 0.01
+	sed "s#/src/ext#$PWD/repo#g" "$BL/hip-hostcpp.log" >build.log
+	cat >provgate.json <<JSON
+{ "arch": "gfx90a",
+  "build": {"log": "build.log", "artifact": "repo/build/_ext_C.abi3.so"},
+  "source": {"repo": "repo", "baseline": "base", "compiled": ["csrc/**"],
+             "include_uncommitted": false} }
+JSON
+}
+
+test_changed_host_cpp_compiled_by_the_host_compiler_needs_no_arch() {
+	setup_hostcpp
+	gate1
+	need_scope
+	assert_eq "$status" pass "status ($codes)"
+	assert_eq "$(jq -r '.gates[0].evidence.files[0].compile_lines[0].host_only' report.json)" true
+	assert_eq "$(jq -r '.gates[0].evidence.files[0].linked_into[0].output' report.json)" _ext_C.abi3.so
+}
+
+test_changed_cpp_compiled_as_hip_without_arch_still_fails() {
+	setup_hostcpp
+	# the same line given to a device compiler: hipcc (which compiles .cpp as HIP), and
+	# clang++ -x hip, each without --offload-arch
+	for cc in "/usr/bin/hipcc" "/usr/bin/clang++-15 -x hip"; do
+		sed "s#/src/ext#$PWD/repo#g; s#/usr/bin/c++ #$cc #" "$BL/hip-hostcpp.log" >build.log
+		gate1
+		assert_eq "$status" fail "$cc: status"
+		assert_eq "$codes" build-log.missing-arch "$cc: codes"
+	done
+}
+
+test_changed_host_cpp_not_linked_still_fails() {
+	setup_hostcpp
+	sed "s#/src/ext#$PWD/repo#g; s# CMakeFiles/_ext_C.dir/csrc/bind.cpp.o && :# \&\& :#" \
+		"$BL/hip-hostcpp.log" >build.log
+	gate1
+	assert_eq "$status" fail "status ($codes)"
+	assert_contains "$codes" build-log.not-linked
+}
+
 run_tests

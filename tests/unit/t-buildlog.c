@@ -906,11 +906,35 @@ static void ninja_deps_log_is_read_and_bounded(void)
 	CHECK(!pvg_depfile_mentions(depfile, strlen(depfile), "hared.h"));
 }
 
+/* Host-only compiles: a host compiler on a C/C++ file with no device flag. */
+static void host_only_compiles(void)
+{
+	CHECK(pvg_command_host_only("/usr/bin/c++ -fPIC -O2 -c /x/csrc/bind.cpp -o b.o", "csrc/bind.cpp"));
+	CHECK(pvg_command_host_only("[1/3] ccache /usr/bin/x86_64-linux-gnu-g++-12 -c a.cc", "a.cc"));
+	CHECK(pvg_command_host_only("cd /b && CCACHE_DIR=/c clang++-15 -std=c++17 -c a.cpp", "a.cpp"));
+	CHECK(pvg_command_host_only("gcc -x c -c a.c", "a.c"));
+	/* device compilers and device flags */
+	CHECK(!pvg_command_host_only("/usr/bin/hipcc -fPIC -c a.cpp", "a.cpp"));
+	CHECK(!pvg_command_host_only("/usr/local/cuda/bin/nvcc -c a.cpp", "a.cpp"));
+	CHECK(!pvg_command_host_only("clang++ -x hip -c a.cpp", "a.cpp"));
+	CHECK(!pvg_command_host_only("clang++ -xhip -c a.cpp", "a.cpp"));
+	CHECK(!pvg_command_host_only("clang++ --offload-arch=gfx90a -c a.cpp", "a.cpp"));
+	CHECK(!pvg_command_host_only("clang++ --cuda-gpu-arch=sm_90 -c a.cpp", "a.cpp"));
+	CHECK(!pvg_command_host_only("g++ -c a.cpp && hipcc -c b.hip", "b.hip"));
+	CHECK(!pvg_command_host_only("amdclang++ -c a.cpp", "a.cpp"));
+	CHECK(!pvg_command_host_only("clang-offload-bundler -c a.cpp", "a.cpp"));
+	/* device sources are never host-only */
+	CHECK(!pvg_command_host_only("g++ -c a.cu", "a.cu"));
+	CHECK(!pvg_command_host_only("c++ -c a.hip", "csrc/a.hip"));
+	CHECK(!pvg_command_host_only("", "a.cpp"));
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
 	RUN(parses_real_hipify_output);
+	RUN(host_only_compiles);
 	RUN(parses_real_ninja_hipcc_log);
 	RUN(ansi_and_crlf_are_stripped);
 	RUN(indented_and_ignored_lines_are_read);
