@@ -378,7 +378,7 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 	cJSON_AddItemToObject(ev, "sections", pvg_codeobj_sections_json(set));
 	cJSON *objs = cJSON_AddArrayToObject(ev, "code_objects");
 	_cleanup_free_ bool *match = pvg_xcalloc(set->n_objs ? set->n_objs : 1, sizeof(bool));
-	size_t n_device = 0, n_match = 0, n_reloc = 0, n_reloc_match = 0;
+	size_t n_device = 0, n_match = 0, n_reloc = 0, n_reloc_match = 0, n_unchecked = 0;
 	enum pvg_status st = PVG_PASS;
 	for (size_t i = 0; i < set->n_objs; i++) {
 		const struct pvg_code_object *co = &set->objs[i];
@@ -386,6 +386,10 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 			n_device++;
 		match[i] = !co->error && !relocatable(co) && pvg_codeobj_matches_arch(co, arch);
 		n_match += match[i];
+		/* a CCOB decompressed only as far as arch's entries: its checksum is unchecked */
+		n_unchecked += co->checksum == PVG_CSUM_UNCHECKED &&
+			       (i == 0 || co[-1].bundle != co->bundle ||
+				strcmp(co[-1].section, co->section) != 0);
 		n_reloc += relocatable(co) && co->kind != PVG_CO_HOST;
 		n_reloc_match += relocatable(co) && !co->error &&
 				 pvg_codeobj_matches_arch(co, arch);
@@ -419,6 +423,8 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 	pvg_json_add_int(ev, "device_code_objects", (int)n_device);
 	pvg_json_add_int(ev, "matching", (int)n_match);
 	pvg_json_add_int(ev, "relocatable", (int)n_reloc);
+	if (n_unchecked)
+		pvg_json_add_int(ev, "ccob_checksums_not_verified", (int)n_unchecked);
 	if (set->n_wrappers) {
 		pvg_json_add_int(ev, "wrappers", (int)set->n_wrappers);
 		pvg_json_add_int(ev, "wrappers_located", (int)set->n_wrappers_located);
@@ -456,12 +462,19 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 	}
 	st = pvg_status_worst(st, check_kernels(res, ev, require, arch, set, match));
 	st = pvg_status_worst(st, check_node(ctx, res, ev, set, arch));
+	char unchecked_note[160] = "";
+	if (n_unchecked)
+		snprintf(unchecked_note, sizeof(unchecked_note),
+			 "; %zu CCOB bundle%s decompressed only as far as the entries checked: "
+			 "%s checksum%s not verified",
+			 n_unchecked, n_unchecked == 1 ? "" : "s", n_unchecked == 1 ? "its" : "their",
+			 n_unchecked == 1 ? " is" : "s are");
 	if (st == PVG_PASS)
-		pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s", n_match,
+		pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s%s", n_match,
 			    n_match == 1 ? "" : "s", arch, n_device,
 			    n_reloc ? reloc_text(n_reloc, reloc_note, sizeof(reloc_note)) : "",
 			    archs,
-			    require->n ? ", required kernels present" : "");
+			    require->n ? ", required kernels present" : "", unchecked_note);
 	else
 		pvg_summary(res, "%s", res->problems[0].message);
 	return st;

@@ -56,7 +56,8 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 			_cleanup_free_ char *arch = pvg_utf8_sanitize(arch_s, strlen(arch_s));
 			fprintf(f, "  %-12s %6u %5u %-52s %-24s %2s %8s%s %7s\n", co->section, co->bundle,
 				co->entry, id, arch, co_v, sz, co->compressed ? "z" : " ", kn);
-			if (co->kind == PVG_CO_AMDGPU && !co->mach_name && !co->error)
+			if (co->kind == PVG_CO_AMDGPU && !co->mach_name && !co->error &&
+			    !co->not_decoded)
 				fprintf(f, "      e_flags 0x%x: processor 0x%x is not in the public "
 					   "EF_AMDGPU_MACH table; target taken from the metadata note\n",
 					co->e_flags, co->mach);
@@ -65,7 +66,7 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 			if (co->mismatch)
 				print_clean(f, "      mismatch: ", co->mismatch);
 			if (!co->kernels_known && co->kernels_why && co->kind != PVG_CO_HOST &&
-			    !co->not_decoded)
+			    (!co->not_decoded || co->checksum == PVG_CSUM_FAILED))
 				fprintf(f, "      kernels unknown: %s\n", co->kernels_why);
 			if (kernels && co->kernels)
 				for (size_t k = 0; k < co->n_kernels; k++) {
@@ -80,15 +81,25 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 		_cleanup_free_ char *where = pvg_asprintf("  problem: %s: ", set->issues[i].where);
 		print_clean(f, where, set->issues[i].message);
 	}
-	size_t dev = 0, not_decoded = 0;
+	size_t dev = 0, not_decoded = 0, unchecked = 0;
 	for (size_t i = 0; i < set->n_objs; i++) {
-		dev += set->objs[i].kind != PVG_CO_HOST;
-		not_decoded += set->objs[i].not_decoded;
+		const struct pvg_code_object *co = &set->objs[i];
+		dev += co->kind != PVG_CO_HOST;
+		not_decoded += co->not_decoded;
+		/* a CCOB's entries share one checksum: count it at its first entry */
+		unchecked += co->checksum == PVG_CSUM_UNCHECKED &&
+			     (i == 0 || co[-1].bundle != co->bundle ||
+			      strcmp(co[-1].section, co->section) != 0);
 	}
 	if (not_decoded)
-		fprintf(f, "  %zu compressed entr%s read from %s headers only: kernels '?' "
+		fprintf(f, "  %zu compressed entr%s not decoded past %s headers: kernels '?' "
 			   "(--kernels decodes them whole)\n",
 			not_decoded, not_decoded == 1 ? "y" : "ies", not_decoded == 1 ? "its" : "their");
+	if (unchecked)
+		fprintf(f, "  %zu CCOB bundle%s decompressed in part only: %s checksum%s not "
+			   "verified (--kernels decompresses and checks %s)\n",
+			unchecked, unchecked == 1 ? "" : "s", unchecked == 1 ? "its" : "their",
+			unchecked == 1 ? " is" : "s are", unchecked == 1 ? "it" : "them");
 	if (dev == 0)
 		fprintf(f, "  no device code objects\n");
 }
@@ -194,8 +205,10 @@ const struct cli_verb verb_inspect = {
 		".nv_fatbin / __nv_relfatbin. Columns: SECTION, BUNDLE (container index in the\n"
 		"section), ENTRY, ID (bundle entry id), ARCH (target id), CO (code object version),\n"
 		"SIZE ('z': from a compressed container), KERNELS (count, '?' unknown or, for a\n"
-		"compressed CUDA entry, not decoded: only its ELF header is, without --kernels).\n"
+		"compressed entry not decoded without --kernels: of a CUDA entry only its ELF\n"
+		"header is, of a CCOB bundle only its bundle header).\n"
 		"  --json      one JSON document\n"
-		"  --kernels   list kernel names too (decodes every compressed entry whole)\n"
+		"  --kernels   list kernel names too (decodes every compressed entry whole, and\n"
+		"              checks each CCOB bundle's checksum)\n"
 		"Exit: 0 device code found and readable, 1 none found or damaged, 2 usage.\n",
 };

@@ -8,6 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pvg_codeobj_opts opts = { .kernel_names = true };
 	struct pvg_codeobj_set *set = pvg_codeobj_set_new("fuzz", &opts);
 	pvg_hip_scan_section(set, &src, ".hip_fatbin", 0, size);
+	pvg_hip_decode_deferred(set, &src);
 	for (size_t i = 0; i < set->n_objs; i++)
 		cJSON_Delete(pvg_codeobj_json(&set->objs[i], true));
 	pvg_codeobj_set_free(set);

@@ -159,12 +159,27 @@ test_inspect_reads_ccob_v1_v2_v3_zlib_and_zstd() {
 	local v m
 	for v in 1 2 3; do
 		for m in zlib zstd; do
+			# --kernels: the whole bundle decompressed, its hash checked
+			pg inspect --json --kernels "$CO/ccob-v$v-$m.bin"
+			assert_eq "$rc" 0 "ccob-v$v-$m exit"
+			assert_eq "$(jq -r '.files[0].code_objects[1] | "\(.container) \(.arch) \(.kernel_count) \(.compressed) \(.container_checksum)"' <<<"$out")" \
+				"ccob-v$v-$m gfx906 2 true verified" "ccob-v$v-$m"
+			# without: of v2 and v3 only the bundle header (entry ids) is decompressed, and
+			# that is said; v1 records no length, so only its whole stream tells its end
 			pg inspect --json "$CO/ccob-v$v-$m.bin"
 			assert_eq "$rc" 0 "ccob-v$v-$m exit"
-			assert_eq "$(jq -r '.files[0].code_objects[1] | "\(.container) \(.arch) \(.kernel_count) \(.compressed)"' <<<"$out")" \
-				"ccob-v$v-$m gfx906 2 true" "ccob-v$v-$m"
+			if [ "$v" = 1 ]; then
+				want="gfx906 true 2 verified"
+			else
+				want="gfx906 false 0 not verified"
+			fi
+			assert_eq "$(jq -r '.files[0].code_objects[1] | "\(.arch) \(.kernels_known) \(.kernel_count) \(.container_checksum)"' <<<"$out")" \
+				"$want" "ccob-v$v-$m without --kernels"
 		done
 	done
+	pg inspect "$CO/ccob-v3-zstd.bin"
+	assert_contains "$out" "1 CCOB bundle decompressed in part only: its checksum is not verified"
+	assert_contains "$out" "1 compressed entry not decoded"
 	pg inspect --json "$CO/ccob-stream.bin"
 	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | .container] | join(" ")' <<<"$out")" \
 		"bundle ccob-v3-zstd ccob-v2-zlib"
@@ -175,6 +190,94 @@ test_inspect_reads_ccob_v1_v2_v3_zlib_and_zstd() {
 	assert_eq "$(gate_status report.json 6)" pass "gate 6 on a library of CCOB bundles"
 }
 
+
+# 40 CCOBs, one a translation unit (hip-ccob-many.so): each decompressed only as far as the
+# entries asked for end, in parallel; what was not decompressed is said, never taken as read
+test_many_ccobs_are_decompressed_as_far_as_asked() {
+	local lib="$CO/hip-ccob-many.so"
+	pg inspect --json "$lib"
+	assert_eq "$rc" 0 "inspect exit"
+	assert_eq "$(jq -r '.files[0].sections[0].containers' <<<"$out")" 40
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu")] | "\(length) \(map(.kernels_known) | unique) \(map(.container_checksum) | unique)"' <<<"$out")" \
+		'122 [false] ["not verified"]' "headers only"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.bundle == 3 and .kind == "amdgpu") | .arch] | join(" ")' <<<"$out")" \
+		"gfx1030 gfx906 gfx908:xnack- gfx90a:xnack+ gfx90a:xnack-" "archs of the bundle ids"
+	pg inspect --json --kernels "$lib"
+	assert_eq "$rc" 0 "inspect --kernels exit"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | "\(.kernels_known) \(.container_checksum) \(.code_object_version)"] | unique | join(",")' <<<"$out")" \
+		"true verified 4" "--kernels: every bundle whole"
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.arch == "gfx906") | .kernel_count] | add' <<<"$out")" 67
+	assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "amdgpu") | .bundle] | unique | length' <<<"$out")" 40 "bundles in order"
+	# gate 6 for gfx906: decompressed as far as each bundle's gfx906 entry ends
+	gate6 "$lib" gfx906 wvSplitK paged_attention_tail
+	assert_eq "$(gate_status report.json 6)" pass "gate 6 gfx906"
+	assert_eq "$(jq -r '.gates[5].evidence.ccob_checksums_not_verified' report.json)" 40
+	assert_contains "$(jq -r '.gates[5].summary' report.json)" "40 CCOB bundles decompressed only as far as the entries checked: their checksums are not verified"
+	assert_eq "$(jq -r '[.gates[5].evidence.code_objects[] | select(.matches_arch) | .kernels_known] | unique | join(",")' report.json)" true
+	assert_eq "$(jq -r '[.gates[5].evidence.code_objects[] | select(.bundle == 0 and .kind == "amdgpu") | "\(.arch):\(.kernels_known)"] | join(" ")' report.json)" \
+		"gfx1030:true gfx906:true gfx908:xnack-:false gfx90a:xnack+:false gfx90a:xnack-:false"
+	# the last entry of every bundle: every bundle whole, every checksum checked
+	gate6 "$lib" gfx90a:xnack- wvSplitK
+	assert_eq "$(gate_status report.json 6)" pass "gate 6 gfx90a:xnack-"
+	assert_eq "$(jq -r '.gates[5].evidence.ccob_checksums_not_verified' report.json)" null
+	assert_eq "$(jq -r '[.gates[5].evidence.code_objects[] | .container_checksum] | unique | join(",")' report.json)" verified
+}
+
+# three CCOBs of the 40 damaged: bundle 0's zstd stream (its last 64 bytes zeroed: zstd
+# decodes a block of up to 128 KiB at a time, and this bundle's one block holds its bundle
+# header), bundle 3's zlib stream likewise, past its gfx906 entry, and bundle 7 cut short
+# (its declared size and stream 200 bytes short)
+test_many_ccobs_one_damaged() {
+	"$PY" - "$CO/hip-ccob-many.so" bad-many.so <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+shoff, = struct.unpack_from("<Q", d, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3a)
+stroff = struct.unpack_from("<Q", d, shoff + shstrndx * shentsize + 0x18)[0]
+for i in range(shnum):
+    name, _t, _f, _a, off, size = struct.unpack_from("<IIQQQQ", d, shoff + i * shentsize)
+    if d[stroff + name:].startswith(b".hip_fatbin\0"):
+        base = off
+pos, k = base, 0
+while d[pos:pos + 4] == b"CCOB":
+    v, = struct.unpack_from("<H", d, pos + 4)
+    total = struct.unpack_from("<I" if v == 2 else "<Q", d, pos + 8)[0]
+    if k in (0, 3):
+        d[pos + total - 64:pos + total] = b"\0" * 64
+    if k == 7:
+        struct.pack_into("<I" if v == 2 else "<Q", d, pos + 8, total - 200)
+    pos = (pos + total + 4095) & ~4095
+    k += 1
+open(sys.argv[2], "wb").write(d)
+PY
+	# even without --kernels bundle 0's header does not decompress; the bundles after it are read
+	pg inspect bad-many.so
+	assert_eq "$rc" 1 "inspect exit"
+	assert_contains "$out" "problem: .hip_fatbin bundle 0 (CCOB): zstd stream is corrupt"
+	assert_contains "$out" "39 CCOB bundles decompressed in part only"
+	gate6 "$PWD/bad-many.so" gfx90a:xnack- wvSplitK
+	assert_eq "$(gate_status report.json 6)" fail "the damage is in what was decompressed"
+	assert_eq "$(problem_codes report.json 6 | tr ' ' '\n' | sort -u)" code-object.malformed
+	local probs
+	probs=$(jq -r '[.gates[5].problems[].message] | join(" | ")' report.json)
+	assert_contains "$probs" ".hip_fatbin bundle 0 (CCOB): zstd stream is corrupt"
+	assert_contains "$probs" ".hip_fatbin bundle 3 (CCOB): zlib stream is corrupt"
+	assert_contains "$probs" ".hip_fatbin bundle 7 (CCOB): "
+	assert_eq "$(jq -r '[.gates[5].evidence.code_objects[] | select(.bundle == 3 and .kind == "amdgpu") | .container_checksum] | unique | join(",")' report.json)" bad
+	assert_eq "$(jq -r '[.gates[5].evidence.code_objects[] | select(.bundle == 3 and .kind == "amdgpu") | .kernels_known] | unique | join(",")' report.json)" false
+	pg inspect --kernels bad-many.so
+	assert_eq "$rc" 1 "inspect --kernels sees it"
+	assert_contains "$out" "not read: its CCOB does not decompress"
+	# bundle 3's gfx906 entry ends before its damage: read, and its checksum said unchecked
+	gate6 "$PWD/bad-many.so" gfx906 wvSplitK
+	assert_eq "$(jq -r '[.gates[5].evidence.code_objects[] | select(.bundle == 3 and .kind == "amdgpu") | .container_checksum] | unique | join(",")' report.json)" "not verified"
+	assert_eq "$(jq -r '.gates[5].evidence.code_objects[] | select(.bundle == 3 and .arch == "gfx906") | .kernels_known' report.json)" true
+	# bundle 7 is cut past its gfx906 entry too: not seen, and its checksum said unchecked
+	assert_eq "$(jq -r '[.gates[5].problems[].message] | join(" | ")' report.json)" \
+		".hip_fatbin bundle 0 (CCOB): zstd stream is corrupt: Data corruption detected"
+	assert_eq "$(jq -r '.gates[5].evidence.code_objects[] | select(.bundle == 7 and .arch == "gfx906") | "\(.kernels_known) \(.container_checksum)"' report.json)" "true not verified"
+	assert_eq "$(gate_status report.json 6)" fail "bundle 0 is damaged"
+}
 test_inspect_finds_where_a_v1_ccob_ends() {
 	# version 1 records no length: the end of its compressed stream says where it stops
 	"$PY" - "$CO" <<'PY'
@@ -449,8 +552,8 @@ elif kind == "ccob-hash":
     data = bytearray(ccob3(bytes(b)))
     data[24] ^= 0xff
 elif kind == "zip-bomb":
-    # 64 MiB of zeros that declare 1 MiB
-    data = ccob3(b"\0" * (64 << 20), declared=1 << 20)
+    # the bundle and 64 MiB of zeros after it, declaring the bundle's size
+    data = ccob3(bytes(b) + b"\0" * (64 << 20), declared=len(b))
 elif kind == "zip-bomb-declared":
     data = ccob3(b"\0" * 4096, declared=8 << 30)
 elif kind == "garbage":
@@ -463,7 +566,7 @@ bad_input() {
 	local kind=$1 needle=$2
 	need zstd jq
 	corrupt "$kind" "$kind.bin"
-	pg inspect "$kind.bin"
+	pg inspect --kernels "$kind.bin"
 	assert_eq "$rc" 1 "$kind: inspect exit"
 	assert_contains "$out" "$needle" "$kind: inspect output"
 	gate6 "$PWD/$kind.bin" gfx906 wvSplitK

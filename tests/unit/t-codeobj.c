@@ -326,6 +326,166 @@ static void ccob_versions_sizes_and_hash(void)
 	free(err);
 }
 
+
+/* ---- CCOBs on the real fixtures (tests/fixtures/codeobj, from hipcc's code objects) ---- */
+
+static uint8_t *fixture(const char *name, size_t *len)
+{
+	const char *src = getenv("PVG_SRC");
+	_cleanup_free_ char *p = pvg_asprintf("%s/tests/fixtures/codeobj/%s", src ? src : ".", name);
+	char *data = NULL;
+	if (pvg_read_file(p, 1 << 24, &data, len) < 0) {
+		printf("#   cannot read %s\n", p);
+		tap_case_failed = 1;
+		*len = 0;
+		return NULL;
+	}
+	return (uint8_t *)data;
+}
+
+/* pvg_ccob_inflate of n bytes of the CCOB c (its whole length, or cut to in_len) */
+static int inflate_of(const uint8_t *c, size_t len, uint64_t in_len, uint8_t *out, size_t want,
+		      char **err)
+{
+	struct pvg_ccob h;
+	int r = pvg_ccob_parse_header(c, len, &h, err);
+	if (r < 0)
+		return r;
+	struct pvg_src src = { .mem = c, .fd = -1, .size = len };
+	size_t used;
+	return pvg_ccob_inflate(&h, &src, h.header_size, in_len, out, want, &used, err);
+}
+
+static void ccob_prefix_and_whole_on_fixtures(void)
+{
+	size_t bl;
+	_cleanup_free_ uint8_t *bundle = fixture("bundle-gfx906.bin", &bl);
+	const char *names[] = { "ccob-v2-zlib.bin", "ccob-v2-zstd.bin", "ccob-v3-zlib.bin",
+				"ccob-v3-zstd.bin" };
+	for (size_t i = 0; bundle && i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t cl;
+		_cleanup_free_ uint8_t *c = fixture(names[i], &cl);
+		if (!c)
+			continue;
+		struct pvg_ccob h;
+		char *err = NULL;
+		CHECK_INT(pvg_ccob_parse_header(c, cl, &h, &err), 0);
+		CHECK_INT(h.uncompressed_size, bl);
+		uint64_t in_len = h.total_size - h.header_size;
+		uint8_t *out = malloc(bl);
+		/* a prefix: the bundle header only, and exactly the bundle's bytes */
+		memset(out, 0xee, bl);
+		CHECK_INT(inflate_of(c, cl, in_len, out, 64, &err), 0);
+		CHECK(memcmp(out, bundle, 64) == 0);
+		CHECK(out[64] == 0xee); /* nothing written past what was asked */
+		/* up to the end of the gfx906 entry's ELF header */
+		CHECK_INT(inflate_of(c, cl, in_len, out, 4096 + 64, &err), 0);
+		CHECK(memcmp(out, bundle, 4096 + 64) == 0);
+		/* whole: with the hash checked */
+		CHECK_INT(inflate_of(c, cl, in_len, out, bl, &err), 0);
+		CHECK(memcmp(out, bundle, bl) == 0);
+		/* a wrong hash: a prefix does not see it (it is not checked), the whole does */
+		c[h.version == 2 ? 16 : 24] ^= 1;
+		CHECK_INT(inflate_of(c, cl, in_len, out, 4096, &err), 0);
+		CHECK(inflate_of(c, cl, in_len, out, bl, &err) < 0);
+		CHECK(err && strstr(err, "hash mismatch"));
+		free(err), err = NULL;
+		c[h.version == 2 ? 16 : 24] ^= 1;
+		/* the stream cut short: its start still decodes, the whole is refused */
+		CHECK(inflate_of(c, cl, in_len - 40, out, bl, &err) < 0);
+		CHECK(err && (strstr(err, "truncated") || strstr(err, "corrupt")));
+		printf("#   %s cut: %s\n", names[i], err ? err : "");
+		free(err), err = NULL;
+		if (h.method == PVG_CCOB_ZLIB) /* zstd decodes a block (here: all of it) at once */
+			CHECK_INT(inflate_of(c, cl, in_len - 40, out, 64, &err), 0);
+		/* asking past what a cut stream holds is refused, not padded */
+		CHECK(inflate_of(c, cl, 20, out, bl - 1, &err) < 0);
+		free(err), err = NULL;
+		free(out);
+	}
+}
+
+static size_t count_objs(const struct pvg_codeobj_set *set, bool (*pred)(const struct pvg_code_object *))
+{
+	size_t n = 0;
+	for (size_t i = 0; i < set->n_objs; i++)
+		n += pred(&set->objs[i]);
+	return n;
+}
+
+static bool is_amdgpu(const struct pvg_code_object *co) { return co->kind == PVG_CO_AMDGPU; }
+static bool read_whole(const struct pvg_code_object *co)
+{
+	return co->kind == PVG_CO_AMDGPU && co->kernels_known && co->co_version == 4;
+}
+static bool unchecked(const struct pvg_code_object *co)
+{
+	return co->kind == PVG_CO_AMDGPU && co->checksum == PVG_CSUM_UNCHECKED;
+}
+static bool verified(const struct pvg_code_object *co)
+{
+	return co->kind == PVG_CO_AMDGPU && co->checksum == PVG_CSUM_VERIFIED;
+}
+static bool gfx906_read(const struct pvg_code_object *co)
+{
+	return co->kind == PVG_CO_AMDGPU && co->id_target && strcmp(co->id_target, "gfx906") == 0 &&
+	       co->kernels_known && !co->not_decoded && co->kernels && !co->error && !co->mismatch;
+}
+
+static void many_ccobs_decompressed_as_far_as_asked(void)
+{
+	size_t len;
+	_cleanup_free_ uint8_t *lib = fixture("hip-ccob-many.so", &len);
+	if (!lib)
+		return;
+	struct pvg_codeobj_set *set;
+	/* nothing asked for: the bundle headers only */
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "many", NULL, &set), 0);
+	CHECK_INT(set->n_issues, 0);
+	CHECK_INT(count_objs(set, is_amdgpu), 122);
+	CHECK_INT(count_objs(set, read_whole), 0);
+	CHECK_INT(count_objs(set, unchecked), 122);
+	CHECK_INT(set->objs[set->n_objs - 1].bundle, 39);
+	for (size_t i = 1; i < set->n_objs; i++) /* in the walk's order */
+		if (set->objs[i].bundle < set->objs[i - 1].bundle)
+			tap_case_failed = 1;
+	pvg_codeobj_set_free(set);
+	/* gfx906: read in every bundle, the checksums unchecked (it is never the last entry) */
+	struct pvg_codeobj_opts o = { .names_arch = "gfx906" };
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "many", &o, &set), 0);
+	CHECK_INT(set->n_issues, 0);
+	CHECK_INT(count_objs(set, gfx906_read), 40);
+	CHECK_INT(count_objs(set, unchecked), 122);
+	CHECK(count_objs(set, read_whole) < 122);
+	pvg_codeobj_set_free(set);
+	/* every kernel: every bundle whole, every checksum checked */
+	struct pvg_codeobj_opts all = { .kernel_names = true };
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "many", &all, &set), 0);
+	CHECK_INT(set->n_issues, 0);
+	CHECK_INT(count_objs(set, read_whole), 122);
+	CHECK_INT(count_objs(set, verified), 122);
+	pvg_codeobj_set_free(set);
+	/* a wrong hash in bundle 5: found when it is read whole, with the bundles in order */
+	uint64_t off = 0;
+	for (size_t i = 0; i + 4 <= len; i += 4096)
+		if (memcmp(lib + i, "CCOB", 4) == 0 && off++ == 5) {
+			uint16_t v;
+			memcpy(&v, lib + i + 4, 2);
+			lib[i + (v == 2 ? 16 : 24)] ^= 0x40;
+			break;
+		}
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "many", &all, &set), 0);
+	CHECK_INT(set->n_issues, 1);
+	CHECK(set->n_issues && strstr(set->issues[0].where, "bundle 5 (CCOB)") &&
+	      strstr(set->issues[0].message, "hash mismatch"));
+	CHECK_INT(count_objs(set, read_whole), 122 - (5 % 3 == 0 ? 5 : 2));
+	pvg_codeobj_set_free(set);
+	/* ... and not when only a prefix is (it is then said to be unchecked) */
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "many", &o, &set), 0);
+	CHECK_INT(set->n_issues, 0);
+	CHECK_INT(count_objs(set, gfx906_read), 40);
+	pvg_codeobj_set_free(set);
+}
 static void ptx_entries_are_kernels(void)
 {
 	const char ptx[] = ".version 9.0\n.target sm_90\n.visible .entry wvSplitK(\n.param .u64 p)\n"
@@ -394,6 +554,8 @@ int main(void)
 	RUN(bundle_parse_checks_every_length);
 	RUN(md5_low64_is_little_endian_first_half);
 	RUN(ccob_versions_sizes_and_hash);
+	RUN(ccob_prefix_and_whole_on_fixtures);
+	RUN(many_ccobs_decompressed_as_far_as_asked);
 	RUN(ptx_entries_are_kernels);
 	RUN(scan_of_garbage_finds_nothing);
 	TAP_EXIT();

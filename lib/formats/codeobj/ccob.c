@@ -98,8 +98,59 @@ uint64_t pvg_md5_low64(const uint8_t *p, size_t n)
 	return v;
 }
 
-static int inflate_bounded(const uint8_t *in, size_t n, uint8_t *out, size_t cap,
-			   size_t *consumed, size_t *produced, char **err)
+/* Input for the decoders: the source's bytes in place when it is memory, else read CHUNK
+ * bytes at a time (a small first read when only a prefix is wanted). */
+#define CCOB_CHUNK (64u << 10)
+#define CCOB_FIRST_CHUNK (16u << 10)
+
+struct ccob_input {
+	const struct pvg_src *src;
+	uint64_t off, len, fed; /* fed: bytes handed to the decoder so far */
+	uint8_t *buf;
+	size_t cap;
+};
+
+/* The next piece of input (NULL with *n = 0 at the end, or -1 when it cannot be read). */
+static int next_input(struct ccob_input *in, const uint8_t **p, size_t *n)
+{
+	*p = NULL;
+	*n = 0;
+	if (in->fed >= in->len)
+		return 0;
+	uint64_t left = in->len - in->fed;
+	if (in->src->mem) {
+		size_t k = left > (1u << 30) ? (1u << 30) : (size_t)left;
+		if (in->off > in->src->size || in->len > in->src->size - in->off)
+			return -1;
+		*p = in->src->mem + in->off + in->fed;
+		*n = k;
+		in->fed += k;
+		return 0;
+	}
+	size_t k = in->fed == 0 && in->cap == CCOB_FIRST_CHUNK ? CCOB_FIRST_CHUNK : CCOB_CHUNK;
+	if (k > left)
+		k = (size_t)left;
+	if (k > in->cap) {
+		free(in->buf);
+		in->buf = malloc(k);
+		if (!in->buf)
+			abort();
+		in->cap = k;
+	}
+	if (pvg_src_read(in->src, in->off + in->fed, in->buf, k) < 0)
+		return -1;
+	*p = in->buf;
+	*n = k;
+	in->fed += k;
+	return 0;
+}
+
+/* Decodes into out until it holds want bytes or the stream ends. whole: want is the whole
+ * bundle; more output than that is refused (decoding goes on into a spare byte to find out).
+ * *produced, *consumed (input bytes the stream used), *ended (the stream's own end was
+ * reached). 0, or negative with *err. */
+static int zlib_decode(struct ccob_input *in, uint8_t *out, size_t want, bool whole,
+		       size_t *produced, uint64_t *consumed, bool *ended, char **err)
 {
 	z_stream z;
 	memset(&z, 0, sizeof(z));
@@ -107,97 +158,185 @@ static int inflate_bounded(const uint8_t *in, size_t n, uint8_t *out, size_t cap
 		*err = pvg_strdup("zlib cannot be initialised");
 		return -ENOMEM;
 	}
-	z.next_in = (Bytef *)(uintptr_t)in;
+	uint8_t spare;
+	bool in_spare = false;
 	z.next_out = out;
-	z.avail_out = (uInt)cap; /* cap <= 512 MiB fits */
-	int r = Z_OK;
-	size_t left = n;
-	while (r == Z_OK) {
+	z.avail_out = (uInt)want; /* want <= 512 MiB fits */
+	int ret = 0, r = Z_OK;
+	uint64_t base = 0; /* input consumed before the current piece */
+	size_t piece = 0;
+	for (;;) {
 		if (z.avail_in == 0) {
-			uInt chunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
-			z.avail_in = chunk;
-			left -= chunk;
+			const uint8_t *p;
+			base += piece;
+			if (next_input(in, &p, &piece) < 0) {
+				*err = pvg_strdup("compressed data cannot be read");
+				ret = -EIO;
+				break;
+			}
+			z.next_in = (Bytef *)(uintptr_t)p;
+			z.avail_in = (uInt)piece;
 		}
-		r = inflate(&z, Z_NO_FLUSH);
-		if (r == Z_BUF_ERROR && z.avail_out == 0) {
-			/* full: is there more? probe with one spare byte */
-			uint8_t spare;
+		if (z.avail_out == 0) {
+			if (in_spare) {
+				*err = pvg_asprintf("decompressed data exceeds the declared size of "
+						    "%zu bytes", want);
+				ret = -EFBIG;
+				break;
+			}
+			if (!whole)
+				break; /* the prefix asked for is there */
 			z.next_out = &spare;
 			z.avail_out = 1;
-			r = inflate(&z, Z_NO_FLUSH);
-			if (r == Z_OK || (r == Z_STREAM_END && z.avail_out == 0)) {
-				*err = pvg_asprintf("decompressed data exceeds the declared size of "
-						    "%zu bytes",
-						    cap);
-				inflateEnd(&z);
-				return -EFBIG;
-			}
+			in_spare = true;
 		}
-		if (r == Z_BUF_ERROR && z.avail_in == 0 && left == 0)
+		r = inflate(&z, Z_NO_FLUSH);
+		if (r == Z_STREAM_END) {
+			*ended = true;
 			break;
+		}
+		if (r == Z_BUF_ERROR && z.avail_in == 0 && piece == 0) {
+			*err = pvg_strdup("zlib stream is corrupt or truncated (ends early)");
+			ret = -EBADMSG;
+			break;
+		}
+		if (r != Z_OK && r != Z_BUF_ERROR) {
+			*err = pvg_asprintf("zlib stream is corrupt or truncated (%s)",
+					    r == Z_DATA_ERROR ? "data error" : "ends early");
+			ret = -EBADMSG;
+			break;
+		}
 	}
-	*consumed = z.total_in;
-	*produced = z.total_out;
+	if (in_spare && z.avail_out == 0 && ret == 0) {
+		*err = pvg_asprintf("decompressed data exceeds the declared size of %zu bytes",
+				    want);
+		ret = -EFBIG;
+	}
+	*produced = in_spare ? want : want - z.avail_out;
+	*consumed = base + (piece - z.avail_in);
 	inflateEnd(&z);
-	if (r != Z_STREAM_END) {
-		*err = pvg_asprintf("zlib stream is corrupt or truncated (%s)",
-				    r == Z_DATA_ERROR ? "data error" : "ends early");
-		return -EBADMSG;
-	}
-	return 0;
+	return ret;
 }
 
-static int zstd_bounded(const uint8_t *in, size_t n, uint8_t *out, size_t cap, size_t *consumed,
-			size_t *produced, char **err)
+static int zstd_decode(struct ccob_input *in, uint8_t *out, size_t want, bool whole,
+		       size_t *produced, uint64_t *consumed, bool *ended, char **err)
 {
 	ZSTD_DCtx *dc = ZSTD_createDCtx();
 	if (!dc) {
 		*err = pvg_strdup("zstd cannot be initialised");
 		return -ENOMEM;
 	}
-	ZSTD_inBuffer ib = { in, n, 0 };
-	ZSTD_outBuffer ob = { out, cap, 0 };
-	size_t r;
+	uint8_t spare;
+	bool in_spare = false;
+	ZSTD_inBuffer ib = { NULL, 0, 0 };
+	ZSTD_outBuffer ob = { out, want, 0 };
+	uint64_t base = 0;
 	int ret = 0;
 	for (;;) {
-		r = ZSTD_decompressStream(dc, &ob, &ib);
+		if (ib.pos == ib.size) {
+			const uint8_t *p;
+			size_t n;
+			base += ib.size;
+			if (next_input(in, &p, &n) < 0) {
+				*err = pvg_strdup("compressed data cannot be read");
+				ret = -EIO;
+				break;
+			}
+			static const uint8_t none[1];
+			ib = (ZSTD_inBuffer){ p ? p : none, n, 0 };
+		}
+		if (ob.pos == ob.size) {
+			if (in_spare) {
+				*err = pvg_asprintf("decompressed data exceeds the declared size of "
+						    "%zu bytes", want);
+				ret = -EFBIG;
+				break;
+			}
+			if (!whole)
+				break;
+			ob = (ZSTD_outBuffer){ &spare, 1, 0 };
+			in_spare = true;
+		}
+		size_t r = ZSTD_decompressStream(dc, &ob, &ib);
 		if (ZSTD_isError(r)) {
 			*err = pvg_asprintf("zstd stream is corrupt: %s", ZSTD_getErrorName(r));
 			ret = -EBADMSG;
 			break;
 		}
-		if (r == 0) /* frame complete */
+		if (r == 0) { /* frame complete */
+			*ended = true;
 			break;
-		if (ob.pos == ob.size) {
-			uint8_t spare;
-			ZSTD_outBuffer sb = { &spare, 1, 0 };
-			r = ZSTD_decompressStream(dc, &sb, &ib);
-			if (!ZSTD_isError(r) && sb.pos > 0) {
-				*err = pvg_asprintf("decompressed data exceeds the declared size of "
-						    "%zu bytes",
-						    cap);
-				ret = -EFBIG;
-				break;
-			}
-			if (!ZSTD_isError(r) && r == 0)
-				break;
-			if (ib.pos == ib.size) {
-				*err = pvg_strdup("zstd stream is truncated");
-				ret = -EBADMSG;
-				break;
-			}
-			continue;
 		}
-		if (ib.pos == ib.size) {
+		if (ib.pos == ib.size && ib.size == 0 && ob.pos < ob.size) {
 			*err = pvg_strdup("zstd stream is truncated");
 			ret = -EBADMSG;
 			break;
 		}
 	}
-	*consumed = ib.pos;
-	*produced = ob.pos;
+	if (in_spare && ob.pos == 1 && ret == 0) {
+		*err = pvg_asprintf("decompressed data exceeds the declared size of %zu bytes",
+				    want);
+		ret = -EFBIG;
+	}
+	*produced = in_spare ? want : ob.pos;
+	*consumed = base + ib.pos;
 	ZSTD_freeDCtx(dc);
 	return ret;
+}
+
+int pvg_ccob_inflate(const struct pvg_ccob *h, const struct pvg_src *src, uint64_t in_off,
+		     uint64_t in_len, uint8_t *out, size_t want, size_t *consumed, char **err)
+{
+	bool whole = want >= h->uncompressed_size;
+	if (whole)
+		want = (size_t)h->uncompressed_size;
+	struct ccob_input in = { .src = src, .off = in_off, .len = in_len,
+				 .cap = whole ? 0 : CCOB_FIRST_CHUNK };
+	if (!whole && !src->mem) {
+		in.buf = malloc(CCOB_FIRST_CHUNK);
+		if (!in.buf)
+			abort();
+	}
+	size_t produced = 0;
+	uint64_t used = 0;
+	bool ended = false;
+	int r = h->method == PVG_CCOB_ZLIB
+			? zlib_decode(&in, out, want, whole, &produced, &used, &ended, err)
+			: zstd_decode(&in, out, want, whole, &produced, &used, &ended, err);
+	free(in.buf);
+	*consumed = (size_t)used;
+	if (r < 0)
+		return r;
+	if (produced != want) {
+		*err = whole ? pvg_asprintf("decompressed %zu bytes but the header declares %zu",
+					    produced, want)
+			     : pvg_asprintf("the stream ends after %zu bytes, before the %zu "
+					    "needed (the header declares %" PRIu64 ")",
+					    produced, want, h->uncompressed_size);
+		return -EBADMSG;
+	}
+	if (!whole)
+		return 0;
+	if (!ended) {
+		*err = pvg_strdup(h->method == PVG_CCOB_ZLIB
+					  ? "zlib stream is corrupt or truncated (ends early)"
+					  : "zstd stream is truncated");
+		return -EBADMSG;
+	}
+	if (h->version >= 2 && used != in_len) {
+		*err = pvg_asprintf("declared size is %" PRIu64 " bytes but the compressed stream "
+				    "ends after %" PRIu64,
+				    h->total_size, h->header_size + used);
+		return -EBADMSG;
+	}
+	uint64_t got = pvg_md5_low64(out, want);
+	if (got != h->hash) {
+		*err = pvg_asprintf("hash mismatch: header says %016" PRIx64
+				    ", the decompressed bundle hashes to %016" PRIx64,
+				    h->hash, got);
+		return -EBADMSG;
+	}
+	return 0;
 }
 
 int pvg_ccob_decompress(const struct pvg_ccob *h, const uint8_t *data, size_t n, uint8_t **out,
@@ -210,30 +349,8 @@ int pvg_ccob_decompress(const struct pvg_ccob *h, const uint8_t *data, size_t n,
 		*err = pvg_strdup("out of memory");
 		return -ENOMEM;
 	}
-	size_t produced = 0;
-	int r = h->method == PVG_CCOB_ZLIB
-			? inflate_bounded(data, n, buf, cap, consumed, &produced, err)
-			: zstd_bounded(data, n, buf, cap, consumed, &produced, err);
-	if (r == 0 && produced != cap) {
-		*err = pvg_asprintf("decompressed %zu bytes but the header declares %zu", produced,
-				    cap);
-		r = -EBADMSG;
-	}
-	if (r == 0 && h->version >= 2 && *consumed != n) {
-		*err = pvg_asprintf("declared size is %" PRIu64 " bytes but the compressed stream "
-				    "ends after %zu",
-				    h->total_size, (size_t)h->header_size + *consumed);
-		r = -EBADMSG;
-	}
-	if (r == 0) {
-		uint64_t got = pvg_md5_low64(buf, cap);
-		if (got != h->hash) {
-			*err = pvg_asprintf("hash mismatch: header says %016" PRIx64
-					    ", the decompressed bundle hashes to %016" PRIx64,
-					    h->hash, got);
-			r = -EBADMSG;
-		}
-	}
+	struct pvg_src src = { .mem = data, .fd = -1, .size = n };
+	int r = pvg_ccob_inflate(h, &src, 0, n, buf, cap, consumed, err);
 	if (r < 0) {
 		free(buf);
 		return r;

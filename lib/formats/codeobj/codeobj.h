@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include <pthread.h>
+
 #include "util/util.h"
 
 /* ---- byte source ------------------------------------------------------------------------ */
@@ -29,6 +31,16 @@ int pvg_src_read(const struct pvg_src *s, uint64_t off, void *buf, size_t n);
 #define PVG_CO_MAX_OBJECTS 65536u
 #define PVG_CO_MAX_KERNELS 65536u
 #define PVG_CO_MAX_ISSUES 64u
+
+/* A CCOB header (ccob.c). */
+struct pvg_ccob {
+	unsigned version;   /* 1, 2, 3 */
+	unsigned method;    /* enum pvg_ccob_method */
+	uint64_t header_size;
+	uint64_t total_size;  /* whole CCOB incl. header; 0 for version 1 (not recorded) */
+	uint64_t uncompressed_size;
+	uint64_t hash;      /* low 64 bits of the MD5 of the uncompressed bundle */
+};
 
 /* ---- results ----------------------------------------------------------------------------- */
 
@@ -85,6 +97,17 @@ struct pvg_code_object {
 	struct pvg_kernel *kernels;
 	size_t n_kernels;
 
+	/* CCOB: was the whole bundle decompressed and its MD5 checked? Only the part of the
+	 * stream that the entries asked for is decompressed (see pvg_hip_decode_deferred). */
+	enum pvg_co_checksum {
+		PVG_CSUM_NONE = 0,   /* not a CCOB entry */
+		PVG_CSUM_VERIFIED,   /* the whole bundle decompressed, its hash matches */
+		PVG_CSUM_UNCHECKED,  /* not all of it decompressed: the hash was not checked */
+		PVG_CSUM_FAILED,     /* the stream or its hash is bad (an issue says which) */
+	} checksum;
+	uint64_t ccob_decoded, ccob_bundle_size; /* CCOB: bytes of its bundle decompressed, of
+						  * how many */
+
 	char *error;        /* the object is malformed: what is wrong */
 	char *mismatch;     /* bundle id, note and e_flags disagree: how */
 };
@@ -115,6 +138,19 @@ struct pvg_co_deferred {
 	bool lz4;
 };
 
+/* A CCOB (version 2 or 3) whose bundle header the walk read from a prefix of its stream:
+ * the objects of its entries, and how much of the stream their decoding needs. */
+struct pvg_ccob_deferred {
+	struct pvg_ccob h;
+	uint64_t off;           /* the CCOB in the file */
+	size_t first_obj, n_objs;
+	uint64_t *ent;          /* per object: offset and size in the bundle (2 values) */
+	uint64_t want;          /* bytes of the bundle to decompress: uncompressed_size, or
+				 * the furthest end of an entry the options ask for */
+	char *where;            /* "SECTION bundle N (CCOB)", for an issue */
+	char *err;              /* the decoder's complaint, recorded after the join */
+};
+
 struct pvg_codeobj_set {
 	char *path;
 	struct pvg_codeobj_opts opts;
@@ -130,6 +166,8 @@ struct pvg_codeobj_set {
 	bool objs_truncated;
 	struct pvg_co_deferred *deferred;
 	size_t n_deferred;
+	struct pvg_ccob_deferred *ccobs;
+	size_t n_ccobs;
 	unsigned n_wrappers;         /* .hipFatBinSegment / .nvFatBinSegment records */
 	unsigned n_wrappers_located; /* whose pointer names a container that was found */
 };
@@ -188,9 +226,19 @@ struct pvg_bundle {
 int pvg_bundle_parse(const struct pvg_src *src, uint64_t off, uint64_t limit,
 		     struct pvg_bundle *b, char **err);
 void pvg_bundle_clear(struct pvg_bundle *b);
-/* Walks every bundle (plain or CCOB) in [off, off+size) of src; adds their entries. */
+/* Walks every bundle (plain or CCOB) in [off, off+size) of src; adds their entries. Of a
+ * CCOB of version 2 or 3 only a prefix of the stream is decompressed here, its bundle
+ * header; the rest waits for pvg_hip_decode_deferred. */
 void pvg_hip_scan_section(struct pvg_codeobj_set *set, const struct pvg_src *src,
 			  const char *section, uint64_t off, uint64_t size);
+/* Decompresses the CCOBs the walks deferred, in parallel on the usable CPUs (at most
+ * PVG_CO_DECODE_BUDGET bytes of buffers at a time, or one bundle when it alone is more):
+ * each up to the furthest end of the entries pvg_co_names_wanted asks for, or whole (and
+ * hash-checked) when that is the end of the bundle; nothing of one whose entries are not
+ * asked for. Every entry inside the decompressed part is read; the others keep the arch of
+ * their bundle id, kernels unknown (not_decoded). Issues are recorded in the bundles' order
+ * once all are done. */
+void pvg_hip_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src *src);
 /* The part of an offload target string that names the target id ("gfx90a:xnack-"):
  * from the first '-'-separated component that starts with "gfx" or "sm_". NULL if none. */
 const char *pvg_target_id_of(const char *triple_or_id);
@@ -207,14 +255,6 @@ int pvg_gfx_name_of_override(const char *s, char *out, size_t size);
 
 enum pvg_ccob_method { PVG_CCOB_ZLIB = 0, PVG_CCOB_ZSTD = 1 };
 
-struct pvg_ccob {
-	unsigned version;   /* 1, 2, 3 */
-	unsigned method;    /* enum pvg_ccob_method */
-	uint64_t header_size;
-	uint64_t total_size;  /* whole CCOB incl. header; 0 for version 1 (not recorded) */
-	uint64_t uncompressed_size;
-	uint64_t hash;      /* low 64 bits of the MD5 of the uncompressed bundle */
-};
 
 /* Parses a CCOB header from n bytes at p. 0, or -EBADMSG / -ENOTSUP with *err. */
 int pvg_ccob_parse_header(const uint8_t *p, size_t n, struct pvg_ccob *h, char **err);
@@ -223,6 +263,13 @@ int pvg_ccob_parse_header(const uint8_t *p, size_t n, struct pvg_ccob *h, char *
  * *consumed tells how many input bytes the stream used. 0, or negative with *err. */
 int pvg_ccob_decompress(const struct pvg_ccob *h, const uint8_t *data, size_t n, uint8_t **out,
 			size_t *consumed, char **err);
+/* The streaming form: decompresses the stream at [in_off, in_off+in_len) of src (read in
+ * 64 KiB pieces, or in place from memory) into out until it holds want bytes. want below
+ * h->uncompressed_size: only that prefix of the bundle is decoded, and neither the stream's
+ * end nor the hash is checked (they cannot be without the rest). want of the whole bundle:
+ * the checks of pvg_ccob_decompress. 0, or negative with *err. */
+int pvg_ccob_inflate(const struct pvg_ccob *h, const struct pvg_src *src, uint64_t in_off,
+		     uint64_t in_len, uint8_t *out, size_t want, size_t *consumed, char **err);
 const char *pvg_ccob_method_name(unsigned method);
 uint64_t pvg_md5_low64(const uint8_t *p, size_t n);
 
@@ -281,6 +328,17 @@ void pvg_cubin_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
  * (kernels, and that it decodes to its declared size) where pvg_co_names_wanted says so. */
 #define PVG_CO_DECODE_BUDGET (128ull << 20)
 void pvg_cuda_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src *src);
+/* The decoders' memory bound, shared by their workers. */
+struct pvg_co_budget {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t in_use;
+};
+void pvg_co_budget_init(struct pvg_co_budget *b);
+void pvg_co_budget_destroy(struct pvg_co_budget *b);
+/* Waits until n more bytes fit in PVG_CO_DECODE_BUDGET (or nothing else is held). */
+void pvg_co_budget_take(struct pvg_co_budget *b, uint64_t n);
+void pvg_co_budget_give(struct pvg_co_budget *b, uint64_t n);
 /* Kernel names from PTX text (".entry NAME"). */
 void pvg_ptx_kernels(const char *text, size_t n, struct pvg_code_object *co);
 

@@ -335,28 +335,8 @@ struct decode_pool {
 	struct pvg_codeobj_set *set;
 	const struct pvg_src *src;
 	size_t next; /* the next deferred entry to take (atomic) */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	uint64_t in_use; /* bytes of whole-entry buffers held by the workers */
+	struct pvg_co_budget budget; /* bytes of whole-entry buffers held by the workers */
 };
-
-/* Waits until n more bytes fit in the budget (or nothing else is held). */
-static void budget_take(struct decode_pool *p, uint64_t n)
-{
-	pthread_mutex_lock(&p->mu);
-	while (p->in_use && p->in_use + n > PVG_CO_DECODE_BUDGET)
-		pthread_cond_wait(&p->cv, &p->mu);
-	p->in_use += n;
-	pthread_mutex_unlock(&p->mu);
-}
-
-static void budget_give(struct decode_pool *p, uint64_t n)
-{
-	pthread_mutex_lock(&p->mu);
-	p->in_use -= n;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-}
 
 static const char *codec_of(const struct pvg_co_deferred *d)
 {
@@ -461,7 +441,7 @@ static void decode_one(struct decode_pool *p, const struct pvg_co_deferred *d)
 		return;
 	}
 	uint64_t held = d->clen + d->usize + 1;
-	budget_take(p, held);
+	pvg_co_budget_take(&p->budget, held);
 	uint8_t *comp = malloc(d->clen ? d->clen : 1), *plain = malloc(d->usize + 1);
 	if (!comp || !plain)
 		abort();
@@ -480,7 +460,7 @@ static void decode_one(struct decode_pool *p, const struct pvg_co_deferred *d)
 	}
 	free(comp);
 	free(plain);
-	budget_give(p, held);
+	pvg_co_budget_give(&p->budget, held);
 }
 
 static void decode_worker(void *arg)
@@ -501,8 +481,7 @@ void pvg_cuda_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src 
 	if (!set->n_deferred)
 		return;
 	struct decode_pool pool = { .set = set, .src = src };
-	pthread_mutex_init(&pool.mu, NULL);
-	pthread_cond_init(&pool.cv, NULL);
+	pvg_co_budget_init(&pool.budget);
 	/* a thread per CPU, but not for a handful of entries */
 	size_t n = pvg_cpus_usable();
 	if (n > PVG_MAX_JOB_THREADS)
@@ -513,8 +492,7 @@ void pvg_cuda_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src 
 	for (size_t i = 0; i < n; i++)
 		workers[i] = &pool;
 	pvg_run_jobs(decode_worker, workers, n, sizeof(workers[0]));
-	pthread_mutex_destroy(&pool.mu);
-	pthread_cond_destroy(&pool.cv);
+	pvg_co_budget_destroy(&pool.budget);
 	free(set->deferred);
 	set->deferred = NULL;
 	set->n_deferred = 0;

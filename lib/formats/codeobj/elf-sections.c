@@ -231,6 +231,7 @@ static int scan_src(const struct pvg_src *src, const char *name,
 		scan_raw(set, src);
 	}
 	pvg_cuda_decode_deferred(set, src);
+	pvg_hip_decode_deferred(set, src);
 	*out = set;
 	return 0;
 }

@@ -6,6 +6,7 @@
  * librocsparse has 111), and any of them may be a compressed CCOB bundle instead.
  */
 #include "formats/codeobj/codeobj.h"
+#include "util/thread.h"
 
 void pvg_bundle_clear(struct pvg_bundle *b)
 {
@@ -99,6 +100,56 @@ bad:
 	return -EBADMSG;
 }
 
+/* Adds the object of bundle entry be (its payload not read yet). True when it is an AMDGPU
+ * code object whose bytes are to be parsed. */
+static bool entry_object(struct pvg_codeobj_set *set, const struct pvg_bundle_entry *be,
+			 const char *section, unsigned idx, unsigned i, const char *container,
+			 struct pvg_code_object **out)
+{
+	struct pvg_code_object *co = pvg_co_add(set, section, idx, i);
+	*out = co;
+	if (!co)
+		return false;
+	snprintf(co->container, sizeof(co->container), "%s", container);
+	co->id = pvg_strdup(be->id);
+	co->size = be->size;
+	if (strncmp(be->id, "host-", 5) == 0) {
+		co->kind = PVG_CO_HOST;
+		co->kernels_known = true;
+		return false;
+	}
+	const char *tid = pvg_target_id_of(be->id);
+	if (strstr(be->id, "amdgcn") == NULL) {
+		co->kind = PVG_CO_OTHER;
+		co->kernels_why = pvg_strdup("entry kind is not an AMDGPU code object");
+		if (tid)
+			co->arch = pvg_strdup(tid);
+		return false;
+	}
+	co->kind = PVG_CO_AMDGPU;
+	if (tid)
+		co->id_target = pvg_strdup(tid);
+	if (be->size == 0) {
+		pvg_co_set_error(co, "entry %s is empty", be->id);
+		return false;
+	}
+	return true;
+}
+
+/* Reads the AMDGPU code object of an entry at [off, off+size) of src. */
+static void parse_entry(struct pvg_codeobj_set *set, const struct pvg_src *src, uint64_t off,
+			uint64_t size, struct pvg_code_object *co)
+{
+	free(co->arch); /* the bundle id's, until the code object says */
+	co->arch = NULL;
+	free(co->kernels_why);
+	co->kernels_why = NULL;
+	co->not_decoded = false;
+	pvg_amdgpu_parse(src, off, size, co);
+	pvg_amdgpu_check_consistency(co);
+	pvg_co_finish(set, co);
+}
+
 /* Adds the entries of the bundle at off; data_src may be a decompressed CCOB in memory,
  * in which case file_off is where the CCOB sits in the file. */
 static int add_bundle(struct pvg_codeobj_set *set, const struct pvg_src *src, uint64_t off,
@@ -114,47 +165,137 @@ static int add_bundle(struct pvg_codeobj_set *set, const struct pvg_src *src, ui
 	}
 	for (uint64_t i = 0; i < b.n_entries; i++) {
 		const struct pvg_bundle_entry *be = &b.entries[i];
-		struct pvg_code_object *co = pvg_co_add(set, section, idx, (unsigned)i);
+		struct pvg_code_object *co;
+		bool parse = entry_object(set, be, section, idx, (unsigned)i, container, &co);
 		if (!co)
 			break;
 		co->container_offset = compressed ? file_off : off;
 		co->container_size = b.end; /* a CCOB's own length is filled in by add_ccob */
-		snprintf(co->container, sizeof(co->container), "%s", container);
-		co->id = pvg_strdup(be->id);
 		co->offset = compressed ? file_off : off + be->offset;
-		co->size = be->size;
 		co->compressed = compressed;
-		if (strncmp(be->id, "host-", 5) == 0) {
-			co->kind = PVG_CO_HOST;
-			co->kernels_known = true;
-			continue;
-		}
-		const char *tid = pvg_target_id_of(be->id);
-		if (strstr(be->id, "amdgcn") == NULL) {
-			co->kind = PVG_CO_OTHER;
-			co->kernels_why = pvg_strdup("entry kind is not an AMDGPU code object");
-			if (tid)
-				co->arch = pvg_strdup(tid);
-			continue;
-		}
-		co->kind = PVG_CO_AMDGPU;
-		if (tid)
-			co->id_target = pvg_strdup(tid);
-		if (be->size == 0) {
-			pvg_co_set_error(co, "entry %s is empty", be->id);
-			continue;
-		}
-		pvg_amdgpu_parse(src, off + be->offset, be->size, co);
-		pvg_amdgpu_check_consistency(co);
-		pvg_co_finish(set, co);
+		if (parse)
+			parse_entry(set, src, off + be->offset, be->size, co);
 	}
 	*end = b.end;
 	pvg_bundle_clear(&b);
 	return 0;
 }
 
-/* A CCOB at off (at most limit bytes to the section's end): decompress, then read the
- * bundle inside from memory. Sets *end to the CCOB's length. */
+/* How many bytes the bundle header at the start of p needs, when n bytes of it tell
+ * (0: more are needed to know). An absurd header is left to pvg_bundle_parse. */
+static uint64_t bundle_header_need(const uint8_t *p, size_t n)
+{
+	if (n < PVG_BUNDLE_MAGIC_LEN + 8)
+		return 0;
+	uint64_t count = rd64(p + PVG_BUNDLE_MAGIC_LEN), pos = PVG_BUNDLE_MAGIC_LEN + 8;
+	if (count > PVG_CO_MAX_BUNDLE_ENTRIES)
+		return pos;
+	for (uint64_t i = 0; i < count; i++) {
+		if (n - pos < 24)
+			return 0;
+		uint64_t idlen = rd64(p + pos + 16);
+		if (idlen > PVG_CO_MAX_ID_LEN)
+			return pos + 24;
+		pos += 24 + idlen;
+		if (pos > n)
+			return 0;
+	}
+	return pos;
+}
+
+/* A CCOB of version 2 or 3 at off: its bundle header from a prefix of the stream, the
+ * objects of its entries, and the rest of the work deferred to pvg_hip_decode_deferred. */
+static int add_ccob_deferred(struct pvg_codeobj_set *set, const struct pvg_src *src,
+			     uint64_t off, const struct pvg_ccob *h, const char *section,
+			     unsigned idx, const char *where)
+{
+	uint64_t in_len = h->total_size - h->header_size;
+	size_t want = h->uncompressed_size < 4096 ? (size_t)h->uncompressed_size : 4096;
+	_cleanup_free_ uint8_t *head = NULL;
+	_cleanup_free_ char *err = NULL;
+	for (;;) {
+		free(head);
+		head = malloc(want);
+		if (!head)
+			abort();
+		size_t used;
+		if (pvg_ccob_inflate(h, src, off + h->header_size, in_len, head, want, &used,
+				     &err) < 0) {
+			pvg_co_issue(set, where, "%s", err);
+			return -EBADMSG;
+		}
+		if (want == h->uncompressed_size || bundle_header_need(head, want) != 0)
+			break;
+		want = want > h->uncompressed_size / 4 ? (size_t)h->uncompressed_size : want * 4;
+	}
+	struct pvg_src mem = { .mem = head, .fd = -1, .size = want };
+	struct pvg_bundle b;
+	if (pvg_bundle_parse(&mem, 0, h->uncompressed_size, &b, &err) < 0) {
+		pvg_co_issue(set, where, "%s", err);
+		return -EBADMSG;
+	}
+	char container[32];
+	snprintf(container, sizeof(container), "ccob-v%u-%s", h->version,
+		 pvg_ccob_method_name(h->method));
+	struct pvg_ccob_deferred d = {
+		.h = *h,
+		.off = off,
+		.first_obj = set->n_objs,
+		.ent = pvg_xcalloc(b.n_entries * 2, sizeof(uint64_t)),
+	};
+	uint64_t need = 0;
+	for (uint64_t i = 0; i < b.n_entries; i++) {
+		const struct pvg_bundle_entry *be = &b.entries[i];
+		struct pvg_code_object *co;
+		bool parse = entry_object(set, be, section, idx, (unsigned)i, container, &co);
+		if (!co)
+			break;
+		d.n_objs++;
+		d.ent[2 * i] = be->offset;
+		d.ent[2 * i + 1] = be->size;
+		co->container_offset = off;
+		co->container_size = h->total_size;
+		co->offset = off;
+		co->compressed = true;
+		co->ccob_bundle_size = h->uncompressed_size;
+		co->checksum = PVG_CSUM_UNCHECKED;
+		co->ccob_decoded = want;
+		if (!parse)
+			continue;
+		/* until its bytes are read: the target its bundle id names, which is what the
+		 * runtime picks the entry by */
+		if (co->id_target)
+			co->arch = pvg_strdup(co->id_target);
+		co->not_decoded = true;
+		co->kernels_why = pvg_asprintf("CCOB-compressed (%s) entry, not decompressed: "
+					       "kernels and ELF details are read only when asked "
+					       "for (provgate inspect --kernels, or the configured "
+					       "arch)",
+					       pvg_ccob_method_name(h->method));
+		if (!co->arch || pvg_co_names_wanted(set, co)) {
+			if (be->offset + be->size > need)
+				need = be->offset + be->size;
+		}
+	}
+	/* the whole bundle when the entries asked for reach its end: then its hash is checked */
+	d.want = need >= b.end ? h->uncompressed_size : need;
+	pvg_bundle_clear(&b);
+	if (d.want == 0) {
+		free(d.ent);
+		return 0;
+	}
+	d.where = pvg_strdup(where);
+	if (set->n_ccobs == 0 || (set->n_ccobs >= 8 && (set->n_ccobs & (set->n_ccobs - 1)) == 0))
+		set->ccobs = pvg_xrealloc(set->ccobs, set->n_ccobs ? set->n_ccobs * 2 : 8,
+					  sizeof(*set->ccobs));
+	set->ccobs[set->n_ccobs++] = d;
+	return 0;
+}
+
+/* A CCOB at off (at most limit bytes to the section's end). Version 1 records no length:
+ * only the end of its stream says where the next bundle starts, so it is decompressed
+ * whole here; of versions 2 and 3 only the bundle header is (add_ccob_deferred). Sets *end
+ * to the CCOB's length. */
 static int add_ccob(struct pvg_codeobj_set *set, const struct pvg_src *src, uint64_t off,
 		    uint64_t limit, const char *section, unsigned idx, uint64_t *end)
 {
@@ -171,7 +312,6 @@ static int add_ccob(struct pvg_codeobj_set *set, const struct pvg_src *src, uint
 		pvg_co_issue(set, where, "%s", err);
 		return -EBADMSG;
 	}
-	uint64_t avail;
 	if (h.version >= 2) {
 		if (h.total_size > limit) {
 			pvg_co_issue(set, where,
@@ -180,22 +320,21 @@ static int add_ccob(struct pvg_codeobj_set *set, const struct pvg_src *src, uint
 				     h.total_size, limit);
 			return -EBADMSG;
 		}
-		avail = h.total_size - h.header_size;
-	} else {
-		avail = limit - h.header_size; /* version 1 does not record its length */
+		/* its length is known: a bundle header that does not decompress (an issue) leaves
+		 * the bundles after it to be read */
+		(void)add_ccob_deferred(set, src, off, &h, section, idx, where);
+		*end = h.total_size;
+		return 0;
 	}
+	uint64_t avail = limit - h.header_size;
 	if (avail > PVG_CO_MAX_COMPRESSED)
 		avail = PVG_CO_MAX_COMPRESSED;
-	_cleanup_free_ uint8_t *comp = malloc(avail ? avail : 1);
-	if (!comp)
+	_cleanup_free_ uint8_t *plain = malloc(h.uncompressed_size);
+	if (!plain)
 		abort();
-	if (pvg_src_read(src, off + h.header_size, comp, avail) < 0) {
-		pvg_co_issue(set, where, "compressed data cannot be read");
-		return -EBADMSG;
-	}
-	_cleanup_free_ uint8_t *plain = NULL;
 	size_t consumed = 0;
-	if (pvg_ccob_decompress(&h, comp, avail, &plain, &consumed, &err) < 0) {
+	if (pvg_ccob_inflate(&h, src, off + h.header_size, avail, plain, h.uncompressed_size,
+			     &consumed, &err) < 0) {
 		pvg_co_issue(set, where, "%s", err);
 		return -EBADMSG;
 	}
@@ -204,17 +343,107 @@ static int add_ccob(struct pvg_codeobj_set *set, const struct pvg_src *src, uint
 		 pvg_ccob_method_name(h.method));
 	struct pvg_src mem = { .mem = plain, .fd = -1, .size = h.uncompressed_size };
 	uint64_t inner_end;
+	size_t first = set->n_objs;
 	if (add_bundle(set, &mem, 0, h.uncompressed_size, section, idx, container, true, off,
 		       &inner_end) < 0)
 		return -EBADMSG;
-	*end = h.version >= 2 ? h.total_size : h.header_size + consumed;
-	for (size_t i = set->n_objs; i-- > 0;) {
+	*end = h.header_size + consumed;
+	for (size_t i = first; i < set->n_objs; i++) {
 		struct pvg_code_object *co = &set->objs[i];
-		if (co->bundle != idx || strcmp(co->section, section) != 0)
-			break;
 		co->container_size = *end;
+		co->checksum = PVG_CSUM_VERIFIED;
+		co->ccob_decoded = co->ccob_bundle_size = h.uncompressed_size;
 	}
 	return 0;
+}
+
+/* ---- the deferred CCOBs, decompressed in parallel ------------------------------------------- */
+
+struct ccob_pool {
+	struct pvg_codeobj_set *set;
+	const struct pvg_src *src;
+	size_t next; /* the next deferred CCOB to take (atomic) */
+	struct pvg_co_budget budget;
+};
+
+static void ccob_decode_one(struct ccob_pool *p, struct pvg_ccob_deferred *d)
+{
+	struct pvg_codeobj_set *set = p->set;
+	/* the decoder's input buffer (64 KiB) is counted with the output */
+	uint64_t held = d->want + (64u << 10);
+	pvg_co_budget_take(&p->budget, held);
+	uint8_t *plain = malloc(d->want);
+	if (!plain)
+		abort();
+	size_t used;
+	char *err = NULL;
+	bool whole = d->want == d->h.uncompressed_size;
+	int r = pvg_ccob_inflate(&d->h, p->src, d->off + d->h.header_size,
+				 d->h.total_size - d->h.header_size, plain, d->want, &used, &err);
+	struct pvg_src mem = { .mem = plain, .fd = -1, .size = d->want };
+	for (size_t k = 0; k < d->n_objs; k++) {
+		struct pvg_code_object *co = &set->objs[d->first_obj + k];
+		uint64_t eo = d->ent[2 * k], es = d->ent[2 * k + 1];
+		if (r < 0) {
+			co->checksum = PVG_CSUM_FAILED;
+			if (co->kind == PVG_CO_AMDGPU && !co->error) {
+				free(co->kernels_why);
+				co->kernels_why = pvg_asprintf("not read: its CCOB does not "
+							       "decompress (%s)", err);
+			}
+			continue;
+		}
+		co->checksum = whole ? PVG_CSUM_VERIFIED : PVG_CSUM_UNCHECKED;
+		co->ccob_decoded = d->want;
+		if (co->kind == PVG_CO_AMDGPU && !co->error && co->not_decoded && eo <= d->want &&
+		    es <= d->want - eo)
+			parse_entry(set, &mem, eo, es, co);
+	}
+	free(plain);
+	pvg_co_budget_give(&p->budget, held);
+	d->err = r < 0 ? err : NULL;
+	if (r >= 0)
+		free(err);
+}
+
+static void ccob_worker(void *arg)
+{
+	struct ccob_pool *p = *(struct ccob_pool **)arg;
+	for (;;) {
+		size_t k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+		if (k >= p->set->n_ccobs)
+			break;
+		ccob_decode_one(p, &p->set->ccobs[k]);
+	}
+}
+
+void pvg_hip_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src *src)
+{
+	if (!set->n_ccobs)
+		return;
+	struct ccob_pool pool = { .set = set, .src = src };
+	pvg_co_budget_init(&pool.budget);
+	size_t n = pvg_cpus_usable();
+	if (n > PVG_MAX_JOB_THREADS)
+		n = PVG_MAX_JOB_THREADS;
+	if (n > set->n_ccobs)
+		n = set->n_ccobs;
+	struct ccob_pool *workers[PVG_MAX_JOB_THREADS];
+	for (size_t i = 0; i < n; i++)
+		workers[i] = &pool;
+	pvg_run_jobs(ccob_worker, workers, n, sizeof(workers[0]));
+	pvg_co_budget_destroy(&pool.budget);
+	for (size_t i = 0; i < set->n_ccobs; i++) {
+		struct pvg_ccob_deferred *d = &set->ccobs[i];
+		if (d->err)
+			pvg_co_issue(set, d->where, "%s", d->err);
+		free(d->ent);
+		free(d->where);
+		free(d->err);
+	}
+	free(set->ccobs);
+	set->ccobs = NULL;
+	set->n_ccobs = 0;
 }
 
 static bool magic_at(const struct pvg_src *src, uint64_t off, uint64_t left, bool *ccob)

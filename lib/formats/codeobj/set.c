@@ -31,6 +31,36 @@ int pvg_src_read(const struct pvg_src *s, uint64_t off, void *buf, size_t n)
 	return 0;
 }
 
+void pvg_co_budget_init(struct pvg_co_budget *b)
+{
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	b->in_use = 0;
+}
+
+void pvg_co_budget_destroy(struct pvg_co_budget *b)
+{
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+}
+
+void pvg_co_budget_take(struct pvg_co_budget *b, uint64_t n)
+{
+	pthread_mutex_lock(&b->mu);
+	while (b->in_use && b->in_use + n > PVG_CO_DECODE_BUDGET)
+		pthread_cond_wait(&b->cv, &b->mu);
+	b->in_use += n;
+	pthread_mutex_unlock(&b->mu);
+}
+
+void pvg_co_budget_give(struct pvg_co_budget *b, uint64_t n)
+{
+	pthread_mutex_lock(&b->mu);
+	b->in_use -= n;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+}
+
 struct pvg_codeobj_set *pvg_codeobj_set_new(const char *path, const struct pvg_codeobj_opts *opts)
 {
 	struct pvg_codeobj_set *set = pvg_xcalloc(1, sizeof(*set));
@@ -96,6 +126,12 @@ void pvg_codeobj_set_free(struct pvg_codeobj_set *set)
 	}
 	free(set->issues);
 	free(set->deferred);
+	for (size_t i = 0; i < set->n_ccobs; i++) {
+		free(set->ccobs[i].ent);
+		free(set->ccobs[i].where);
+		free(set->ccobs[i].err);
+	}
+	free(set->ccobs);
 	for (size_t i = 0; i < set->n_sections; i++)
 		free(set->sections[i].name);
 	free(set->sections);
@@ -267,6 +303,20 @@ cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels)
 	pvg_json_add_u64(o, "container_offset", co->container_offset);
 	pvg_json_add_u64(o, "container_size", co->container_size);
 	pvg_json_add_bool(o, "compressed", co->compressed);
+	if (co->checksum != PVG_CSUM_NONE) {
+		pvg_json_add_str(o, "container_checksum",
+				 co->checksum == PVG_CSUM_VERIFIED    ? "verified"
+				 : co->checksum == PVG_CSUM_UNCHECKED ? "not verified"
+								      : "bad");
+		if (co->checksum == PVG_CSUM_UNCHECKED) {
+			_cleanup_free_ char *why = pvg_asprintf(
+				"only %" PRIu64 " of the bundle's %" PRIu64 " bytes were decompressed "
+				"(where the entries asked for end); its MD5 covers all of them and "
+				"was not checked",
+				co->ccob_decoded, co->ccob_bundle_size);
+			pvg_json_add_str(o, "container_checksum_why", why);
+		}
+	}
 	if (co->kind == PVG_CO_AMDGPU) {
 		pvg_json_add_int(o, "code_object_version", co->co_version);
 		char hex[16];
