@@ -11,8 +11,9 @@ CC=${CC:-clang}
 mkdir -p "$out"
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 	-D_GNU_SOURCE -fno-strict-aliasing -I"$src/lib" -I"$src/checks" -I"$out"
-	$(pkg-config --cflags libcjson libgit2 libproc2))
-printf '#define PVG_VERSION "fuzz"\n' >"$out/pvg-version.h"
+	$(pkg-config --cflags libcjson libgit2))
+# what meson's configure_file writes (meson.build), with the default prefix
+printf '#define PVG_VERSION "fuzz"\n#define PVG_DATADIR "/usr/local/share"\n#define PVG_WITNESS_LIB "/usr/local/lib/x86_64-linux-gnu/provgate/libprovgate-witness.so"\n' >"$out/pvg-version.h"
 # the whole library (the gates' decisions are fuzzed too), instrumented but without main;
 # lib/witness is the injection library, not part of it (its format and decoder are)
 objs=()
