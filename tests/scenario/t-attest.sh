@@ -34,8 +34,7 @@ scenario() {
 		pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$S
 		source "$PVG_SRC/tests/demo/scenario.sh"
 		trap scenario_stop EXIT
-		scenario_repo
-		build_extension || { cat logs/build.log; fail "build failed"; }
+		scenario_built || { cat logs/build.log; fail "build failed"; }
 		install_extension
 		sleep 0.05
 		scenario_start

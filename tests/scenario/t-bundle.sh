@@ -62,8 +62,7 @@ demo_chain() {
 	W=$T svc=/nonexistent scenario_tag="bdl-$CTR_TAG"
 	# shellcheck source=../demo/scenario.sh
 	source "$PVG_SRC/tests/demo/scenario.sh"
-	scenario_repo >/dev/null
-	build_extension || { cat logs/build.log; fail "build failed"; }
+	scenario_built || { cat logs/build.log; fail "build failed"; }
 	install_extension
 	: >gpu0
 	port=$(( 20000 + RANDOM % 12000 ))

@@ -8,8 +8,7 @@ setup() {
 	need cmake hipcc ninja git /usr/bin/python3
 	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
 	source "$PVG_SRC/tests/demo/scenario.sh"
-	scenario_repo
-	build_extension || { cat logs/build.log; fail "build failed"; }
+	scenario_built || { cat logs/build.log; fail "build failed"; }
 	port=20000 # the install phase never looks at the service
 	scenario_config
 	mkdir -p proj

@@ -18,8 +18,7 @@ setup() {
 	source "$PVG_SRC/tests/demo/scenario.sh"
 	trap scenario_stop EXIT
 	if [ ! -f .built ]; then
-		scenario_repo
-		build_extension || { cat logs/build.log; fail "build failed"; }
+		scenario_built || { cat logs/build.log; fail "build failed"; }
 		install_extension
 		sleep 0.05
 		mkdir -p data

@@ -20,8 +20,7 @@ setup() {
 	W=$T svc=$SVC scenario_tag="ctr-$CTR_TAG"
 	# shellcheck source=../demo/scenario.sh
 	source "$PVG_SRC/tests/demo/scenario.sh"
-	scenario_repo >/dev/null
-	build_extension || { cat logs/build.log; fail "build failed"; }
+	scenario_built || { cat logs/build.log; fail "build failed"; }
 	install_extension
 	: >gpu0
 	export PROVGATE_GPU_DEVICES="$T/gpu*"

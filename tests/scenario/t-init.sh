@@ -12,8 +12,7 @@ test_init_on_demo_scenario_certifies_without_edit() {
 	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
 	source "$PVG_SRC/tests/demo/scenario.sh"
 	trap scenario_stop EXIT
-	scenario_repo
-	build_extension || { cat logs/build.log; fail "build failed"; }
+	scenario_built || { cat logs/build.log; fail "build failed"; }
 	install_extension
 	sleep 0.05
 	scenario_start
@@ -52,8 +51,7 @@ test_init_on_venv_install_certifies_without_edit() {
 	need hipcc ninja git ss /usr/bin/python3 jq
 	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
 	source "$PVG_SRC/tests/demo/scenario.sh"
-	scenario_repo
-	build_extension || { cat logs/build.log; fail "build failed"; }
+	scenario_built || { cat logs/build.log; fail "build failed"; }
 	# a real package installed by pip into a venv: the module and the built library
 	/usr/bin/python3 -m venv --system-site-packages venv || fail "python3 -m venv"
 	cp build/_rocm_C.abi3.so repo/vllm_demo/

@@ -22,8 +22,7 @@ setup() {
 	trap stop_all EXIT
 	# shellcheck source=../demo/scenario.sh
 	source "$PVG_SRC/tests/demo/scenario.sh"
-	scenario_repo >/dev/null
-	build_extension || { cat logs/build.log; fail "build failed"; }
+	scenario_built || { cat logs/build.log; fail "build failed"; }
 	install_extension
 	: >gpu0
 	export PROVGATE_GPU_DEVICES="$T/gpu*"

@@ -92,8 +92,7 @@ test_pre_benchmark_hook_twice_in_the_repo() {
 	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
 	source "$PVG_SRC/tests/demo/scenario.sh"
 	trap scenario_stop EXIT
-	scenario_repo
-	build_extension || { cat logs/build.log; fail "build failed"; }
+	scenario_built || { cat logs/build.log; fail "build failed"; }
 	install_extension
 	sleep 0.05
 	scenario_start

@@ -10,8 +10,7 @@ setup() {
 	need hipcc ninja git ss /usr/bin/python3 jq
 	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
 	source "$PVG_SRC/tests/demo/scenario.sh"
-	scenario_repo
-	build_extension || { cat logs/build.log; fail "build failed"; }
+	scenario_built || { cat logs/build.log; fail "build failed"; }
 	install_extension
 	tag="pysvc-$$-$RANDOM"
 	sleep 0.05
