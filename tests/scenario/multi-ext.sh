@@ -173,46 +173,43 @@ mx_build_full() {
 	mx_build
 }
 
-# mx_generate DIR SET: the scenarios of SET, each a folder DIR/NAME to copy with mx_use.
-# All are built in DIR/w from the same baseline, one after another (CMake's cache and
-# ninja's state name that folder), the baseline's outputs kept in old/ (times kept):
-#   SET moe:     moe             "moe-align" rebuilt in full: logs/build.log compiles and
-#                                links all three extensions
-#   SET header:  header          "common-header" built by ninja: _rocm_C and _moe_C
-#                                recompiled and relinked, _C untouched
-#                header-partial  the same but only `ninja _rocm_C.abi3.so`: _moe_C is the
-#                                baseline's
-# Kept once complete (DIR/done); a DIR already done is left as it is.
+# mx_generate DIR: the scenarios, each a folder DIR/NAME to copy with mx_use. All are built
+# in DIR/w from one baseline build, one after another (CMake's cache and ninja's state name
+# that folder), the baseline's outputs kept in old/ (times kept):
+#   moe             "moe-align" rebuilt in full: logs/build.log compiles and links all three
+#                   extensions
+#   header          "common-header" built by ninja: _rocm_C and _moe_C recompiled and
+#                   relinked, _C untouched
+#   header-partial  the same but only `ninja _rocm_C.abi3.so`: _moe_C is the baseline's
+# Kept once complete (DIR/done); a DIR already done is left as it is. Concurrent calls wait
+# for the one making it.
 mx_generate() {
-	local dir=$1 set=$2
-	[ -f "$dir/done" ] && return 0
-	rm -rf "$dir" && mkdir -p "$dir"
-	# one step after another: a failed step stops here (set -e is off inside an && list)
-	local W=$dir/w
-	mkdir -p "$W" &&
-		mx_repo &&
-		mx_build --clean &&
-		cp -p "$W"/build/*.abi3.so "$W/old/" &&
-		cp -a "$W" "$dir/base" &&
-		sleep 1 || return 1 # the candidates' files are clearly newer than the baseline's
-	case $set in
-	moe)
+	local dir=$1
+	mkdir -p "$(dirname "$dir")"
+	(
+		flock 9
+		[ -f "$dir/done" ] && exit 0
+		rm -rf "$dir" && mkdir -p "$dir" || exit 1
+		# one step after another: a failed step stops here (set -e is off inside an && list)
+		W=$dir/w
+		mkdir -p "$W" &&
+			mx_repo &&
+			mx_build --clean &&
+			cp -p "$W"/build/*.abi3.so "$W/old/" &&
+			cp -a "$W" "$dir/base" &&
+			sleep 1 || exit 1 # the candidates' files are clearly newer than the baseline's
 		mx_git checkout -q moe-align &&
 			mx_build_full &&
-			mv "$W" "$dir/moe" || return 1
-		;;
-	header)
-		mx_git checkout -q common-header &&
+			mv "$W" "$dir/moe" && cp -a "$dir/base" "$W" &&
+			mx_git checkout -q common-header &&
 			mx_build _rocm_C.abi3.so &&
 			mv "$W" "$dir/header-partial" && cp -a "$dir/base" "$W" &&
 			mx_git checkout -q common-header &&
 			mx_build &&
-			mv "$W" "$dir/header" || return 1
-		;;
-	*) echo "mx_generate: no set $set" >&2; return 1 ;;
-	esac
-	rm -rf "$dir/base"
-	echo "$W" >"$dir/done"
+			mv "$W" "$dir/header" || exit 1
+		rm -rf "$dir/base"
+		echo "$W" >"$dir/done"
+	) 9>"$dir.lock"
 }
 
 # mx_use DIR NAME: a copy of scenario NAME of mx_generate DIR in $W, its log naming $W (the

@@ -13,8 +13,8 @@ scenario() {
 	W=$PWD svc="$PVG_BUILD/tests/helpers/fake-service"
 	trap mx_stop EXIT
 	local dir
-	dir=$(mx_cache)/moe
-	mx_generate "$dir" moe || fail "the scenario's build failed"
+	dir=$(mx_cache)/scenarios
+	mx_generate "$dir" || fail "the scenario's build failed"
 	mx_use "$dir" moe
 }
 
