@@ -629,14 +629,15 @@ agree_bundles() {
 	jq -r '.files[0].code_objects[] | select(.entry == 0) | "\(.bundle) \(.container_offset) \(.container_size)"' \
 		<<<"$out" >bundles.txt
 	echo "$out" >ours.json
+	# every entry's bundle and id, read once (jq over the whole report for each bundle is
+	# most of the time on a library of a hundred bundles)
+	jq -r '.files[0].code_objects[] | "\(.bundle)\t\(.id)"' ours.json >ids.tsv
 	local n=0 b off size
 	while read -r b off size; do
 		[ $((b % every)) -eq 0 ] || continue
-		"$PY" -c 'import sys
-f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]))
-open("cut.bin", "wb").write(f.read(int(sys.argv[3])))' "$lib" "$off" "$size"
+		dd if="$lib" of=cut.bin bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$size" status=none
 		clang-offload-bundler-15 --list --type=o --input=cut.bin | sort >theirs.txt
-		jq -r --argjson b "$b" '.files[0].code_objects[] | select(.bundle == $b) | .id' ours.json | sort >mine.txt
+		awk -F '\t' -v b="$b" '$1 == b { print $2 }' ids.tsv | sort >mine.txt
 		diff -u theirs.txt mine.txt || fail "bundle $b of $lib: ids differ"
 		n=$((n + 1))
 	done <bundles.txt
@@ -651,19 +652,21 @@ agree_notes() {
 	echo "$out" >ours.json
 	jq -r '.files[0].code_objects[] | select(.kind == "amdgpu") | "\(.bundle) \(.entry) \(.offset) \(.size)"' \
 		ours.json | awk -v l="$limit" '(NR - 1) % l == 0' >objs.txt
+	# every entry's note target and kernel symbols, read once (the report of a big library
+	# with --kernels is tens of MB: jq over it for each code object is most of the time)
+	jq -r '.files[0].code_objects[] | "\(.bundle)\t\(.entry)\t\(.note_target)"' ours.json >targets.tsv
+	jq -r '.files[0].code_objects[] | "\(.bundle)\t\(.entry)\t\((.kernels // [])[] | .symbol)"' \
+		ours.json >symbols.tsv
 	local n=0 b e off size
 	while read -r b e off size; do
-		"$PY" -c 'import sys
-f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]))
-open("co.elf", "wb").write(f.read(int(sys.argv[3])))' "$lib" "$off" "$size"
+		dd if="$lib" of=co.elf bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$size" status=none
 		llvm-readelf-15 --notes co.elf >notes.txt
 		local target
 		target=$(sed -n 's/^ *amdhsa.target: *//p' notes.txt | tr -d "'\"")
-		assert_eq "$(jq -r --argjson b "$b" --argjson e "$e" '.files[0].code_objects[] | select(.bundle == $b and .entry == $e) | .note_target' ours.json)" \
+		assert_eq "$(awk -F '\t' -v b="$b" -v e="$e" '$1 == b && $2 == e { print $3 }' targets.tsv)" \
 			"$target" "target of bundle $b entry $e"
 		sed -n 's/^ *\.symbol: *//p' notes.txt | tr -d "'\"" | sort >theirs.txt
-		jq -r --argjson b "$b" --argjson e "$e" '.files[0].code_objects[] | select(.bundle == $b and .entry == $e) | .kernels[].symbol' \
-			ours.json | sort >mine.txt
+		awk -F '\t' -v b="$b" -v e="$e" '$1 == b && $2 == e { print $3 }' symbols.tsv | sort >mine.txt
 		[ -s theirs.txt ] || fail "llvm-readelf printed no kernels for bundle $b entry $e"
 		diff -q theirs.txt mine.txt >/dev/null || { diff -u theirs.txt mine.txt | head -20; fail "kernels of bundle $b entry $e differ"; }
 		n=$((n + 1))
