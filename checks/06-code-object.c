@@ -378,7 +378,9 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 	cJSON_AddItemToObject(ev, "sections", pvg_codeobj_sections_json(set));
 	cJSON *objs = cJSON_AddArrayToObject(ev, "code_objects");
 	_cleanup_free_ bool *match = pvg_xcalloc(set->n_objs ? set->n_objs : 1, sizeof(bool));
-	size_t n_device = 0, n_match = 0, n_reloc = 0, n_reloc_match = 0, n_unchecked = 0;
+	size_t n_device = 0, n_match = 0, n_reloc = 0, n_reloc_match = 0;
+	/* CCOBs decompressed only as far as arch's entries: their checksums are unchecked */
+	size_t n_unchecked = pvg_codeobj_unchecked_bundles(set);
 	enum pvg_status st = PVG_PASS;
 	for (size_t i = 0; i < set->n_objs; i++) {
 		const struct pvg_code_object *co = &set->objs[i];
@@ -386,10 +388,6 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 			n_device++;
 		match[i] = !co->error && !relocatable(co) && pvg_codeobj_matches_arch(co, arch);
 		n_match += match[i];
-		/* a CCOB decompressed only as far as arch's entries: its checksum is unchecked */
-		n_unchecked += co->checksum == PVG_CSUM_UNCHECKED &&
-			       (i == 0 || co[-1].bundle != co->bundle ||
-				strcmp(co[-1].section, co->section) != 0);
 		n_reloc += relocatable(co) && co->kind != PVG_CO_HOST;
 		n_reloc_match += relocatable(co) && !co->error &&
 				 pvg_codeobj_matches_arch(co, arch);

@@ -81,15 +81,11 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 		_cleanup_free_ char *where = pvg_asprintf("  problem: %s: ", set->issues[i].where);
 		print_clean(f, where, set->issues[i].message);
 	}
-	size_t dev = 0, not_decoded = 0, unchecked = 0;
+	size_t dev = 0, not_decoded = 0, unchecked = pvg_codeobj_unchecked_bundles(set);
 	for (size_t i = 0; i < set->n_objs; i++) {
 		const struct pvg_code_object *co = &set->objs[i];
 		dev += co->kind != PVG_CO_HOST;
 		not_decoded += co->not_decoded;
-		/* a CCOB's entries share one checksum: count it at its first entry */
-		unchecked += co->checksum == PVG_CSUM_UNCHECKED &&
-			     (i == 0 || co[-1].bundle != co->bundle ||
-			      strcmp(co[-1].section, co->section) != 0);
 	}
 	if (not_decoded)
 		fprintf(f, "  %zu compressed entr%s not decoded past %s headers: kernels '?' "

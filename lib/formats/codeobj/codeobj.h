@@ -339,6 +339,9 @@ void pvg_co_budget_destroy(struct pvg_co_budget *b);
 /* Waits until n more bytes fit in PVG_CO_DECODE_BUDGET (or nothing else is held). */
 void pvg_co_budget_take(struct pvg_co_budget *b, uint64_t n);
 void pvg_co_budget_give(struct pvg_co_budget *b, uint64_t n);
+/* Runs fn(&pool) on one thread per usable CPU, at most max_threads of them (and at least
+ * one), until it returns on each: the decoders' pools, whose workers take items in turn. */
+void pvg_co_run_workers(void (*fn)(void *), void *pool, size_t max_threads);
 /* Kernel names from PTX text (".entry NAME"). */
 void pvg_ptx_kernels(const char *text, size_t n, struct pvg_code_object *co);
 
@@ -350,6 +353,9 @@ bool pvg_codeobj_matches_arch(const struct pvg_code_object *co, const char *arch
  * identifier is `want` ("_Z8wvSplitKPf" has "wvSplitK"). */
 bool pvg_codeobj_has_kernel(const struct pvg_code_object *co, const char *want);
 const char *pvg_co_kind_name(enum pvg_co_kind k);
+/* CCOB bundles of the set decompressed only in part (their checksum not verified): a
+ * bundle's entries share one checksum, so each bundle counts once. */
+size_t pvg_codeobj_unchecked_bundles(const struct pvg_codeobj_set *set);
 cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels);
 /* The host sections that held device code: name, offset, size, containers. */
 cJSON *pvg_codeobj_sections_json(const struct pvg_codeobj_set *set);

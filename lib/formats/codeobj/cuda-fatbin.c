@@ -18,7 +18,6 @@
 #include <zstd.h>
 
 #include "formats/codeobj/codeobj.h"
-#include "util/thread.h"
 
 #define FATBIN_KIND_PTX 1
 #define FATBIN_KIND_ELF 2
@@ -483,15 +482,7 @@ void pvg_cuda_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src 
 	struct decode_pool pool = { .set = set, .src = src };
 	pvg_co_budget_init(&pool.budget);
 	/* a thread per CPU, but not for a handful of entries */
-	size_t n = pvg_cpus_usable();
-	if (n > PVG_MAX_JOB_THREADS)
-		n = PVG_MAX_JOB_THREADS;
-	if (n > set->n_deferred / 8 + 1)
-		n = set->n_deferred / 8 + 1;
-	struct decode_pool *workers[PVG_MAX_JOB_THREADS];
-	for (size_t i = 0; i < n; i++)
-		workers[i] = &pool;
-	pvg_run_jobs(decode_worker, workers, n, sizeof(workers[0]));
+	pvg_co_run_workers(decode_worker, &pool, set->n_deferred / 8 + 1);
 	pvg_co_budget_destroy(&pool.budget);
 	free(set->deferred);
 	set->deferred = NULL;

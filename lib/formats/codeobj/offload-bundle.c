@@ -6,7 +6,6 @@
  * librocsparse has 111), and any of them may be a compressed CCOB bundle instead.
  */
 #include "formats/codeobj/codeobj.h"
-#include "util/thread.h"
 
 void pvg_bundle_clear(struct pvg_bundle *b)
 {
@@ -423,15 +422,7 @@ void pvg_hip_decode_deferred(struct pvg_codeobj_set *set, const struct pvg_src *
 		return;
 	struct ccob_pool pool = { .set = set, .src = src };
 	pvg_co_budget_init(&pool.budget);
-	size_t n = pvg_cpus_usable();
-	if (n > PVG_MAX_JOB_THREADS)
-		n = PVG_MAX_JOB_THREADS;
-	if (n > set->n_ccobs)
-		n = set->n_ccobs;
-	struct ccob_pool *workers[PVG_MAX_JOB_THREADS];
-	for (size_t i = 0; i < n; i++)
-		workers[i] = &pool;
-	pvg_run_jobs(ccob_worker, workers, n, sizeof(workers[0]));
+	pvg_co_run_workers(ccob_worker, &pool, set->n_ccobs);
 	pvg_co_budget_destroy(&pool.budget);
 	for (size_t i = 0; i < set->n_ccobs; i++) {
 		struct pvg_ccob_deferred *d = &set->ccobs[i];

@@ -5,6 +5,7 @@
  * its JSON form. Every parser below adds to a set; none of them calls back into the scanner.
  */
 #include "formats/codeobj/codeobj.h"
+#include "util/thread.h"
 
 int pvg_src_read(const struct pvg_src *s, uint64_t off, void *buf, size_t n)
 {
@@ -59,6 +60,33 @@ void pvg_co_budget_give(struct pvg_co_budget *b, uint64_t n)
 	b->in_use -= n;
 	pthread_cond_broadcast(&b->cv);
 	pthread_mutex_unlock(&b->mu);
+}
+
+void pvg_co_run_workers(void (*fn)(void *), void *pool, size_t max_threads)
+{
+	size_t n = pvg_cpus_usable();
+	if (n > PVG_MAX_JOB_THREADS)
+		n = PVG_MAX_JOB_THREADS;
+	if (n > max_threads)
+		n = max_threads;
+	if (n == 0)
+		n = 1;
+	void *workers[PVG_MAX_JOB_THREADS];
+	for (size_t i = 0; i < n; i++)
+		workers[i] = pool;
+	pvg_run_jobs(fn, workers, n, sizeof(workers[0]));
+}
+
+size_t pvg_codeobj_unchecked_bundles(const struct pvg_codeobj_set *set)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		n += co->checksum == PVG_CSUM_UNCHECKED &&
+		     (i == 0 || co[-1].bundle != co->bundle ||
+		      strcmp(co[-1].section, co->section) != 0);
+	}
+	return n;
 }
 
 struct pvg_codeobj_set *pvg_codeobj_set_new(const char *path, const struct pvg_codeobj_opts *opts)
