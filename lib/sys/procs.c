@@ -53,19 +53,23 @@ bool pvg_targets_tree_has_ns_pid(const struct pvg_targets *t, pid_t pid)
 	       bsearch(&pid, t->tree_ns_pids, t->n_tree_ns_pids, sizeof(pid_t), cmp_pid);
 }
 
+/* What a snapshot's process owns. */
+static void proc_clear(struct pvg_proc *p)
+{
+	free(p->cmdline);
+	free(p->sockets);
+	for (uint32_t k = 0; k < p->n_devices; k++)
+		free(p->devices[k]);
+	free(p->devices);
+}
+
 void pvg_targets_free(void *ptr)
 {
 	struct pvg_targets *t = ptr;
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->n; i++) {
-		struct pvg_proc *p = &t->procs[i];
-		free(p->cmdline);
-		free(p->sockets);
-		for (uint32_t k = 0; k < p->n_devices; k++)
-			free(p->devices[k]);
-		free(p->devices);
-	}
+	for (size_t i = 0; i < t->n; i++)
+		proc_clear(&t->procs[i]);
 	free(t->procs);
 	pvg_msg_clear(&t->msg);
 	free(t->targets);
@@ -280,12 +284,7 @@ static int snapshot(struct pvg_targets *t, bool fds, const struct pvg_strv *devi
 	for (size_t i = 0; i < t->n; i++) {
 		struct pvg_proc *p = &t->procs[i];
 		if (p->pid <= 0) {
-			/* exited while it was read */
-			free(p->cmdline);
-			free(p->sockets);
-			for (uint32_t m = 0; m < p->n_devices; m++)
-				free(p->devices[m]);
-			free(p->devices);
+			proc_clear(p); /* exited while it was read */
 			continue;
 		}
 		int64_t ns = boot_ns + (int64_t)(p->start_ticks * (uint64_t)t->tick_ns);
@@ -740,6 +739,24 @@ static void add_hit(struct pvg_fd_scan *s, const struct pvg_proc *p, uint64_t in
 	};
 }
 
+/* Whose fds a scan reads: not provgate's, no zombie's, no kernel thread's (they hold no
+ * files). */
+static bool fds_wanted(const struct pvg_proc *p)
+{
+	return !p->self && !p->zombie && !kernel_thread(p);
+}
+
+/* Counts what reading p's fds gave (0 or -errno): denied (another user, no privilege),
+ * scanned, or gone (-ENOENT: it exited since the listing). True when they were read. */
+static bool fds_outcome(struct pvg_fd_scan *out, const struct pvg_proc *p, int r)
+{
+	if (r == -EACCES || r == -EPERM)
+		add_pid(&out->denied, &out->n_denied, p->pid);
+	else if (r == 0)
+		out->n_scanned++;
+	return r == 0;
+}
+
 struct fd_scan_job {
 	const char *procfs;
 	const struct pvg_targets *t;
@@ -873,17 +890,10 @@ static void fd_scan_range(void *arg)
 	for (size_t i = job->from; i < job->to; i++) {
 		const struct pvg_proc *p = &t->procs[i];
 		bool want_dev = job->devices != NULL;
-		if (p->self || p->zombie || (!want_dev && job->n_inodes == 0))
+		if (!fds_wanted(p) || (!want_dev && job->n_inodes == 0))
 			continue;
-		if (p->pid == 2 || p->ppid == 2)
-			continue; /* kernel threads hold no files */
 		struct fd_match m = { job, out, p, want_dev };
-		int r = pvg_proc_fds(job->procfs, p->pid, match_fd, &m);
-		if (r == -EACCES || r == -EPERM)
-			add_pid(&out->denied, &out->n_denied, p->pid);
-		else if (r == 0)
-			out->n_scanned++;
-		/* -ENOENT: it exited since the snapshot */
+		fds_outcome(out, p, pvg_proc_fds(job->procfs, p->pid, match_fd, &m));
 	}
 }
 
@@ -894,15 +904,8 @@ static int fd_scan_read(const struct pvg_targets *t, const uint64_t *inodes, siz
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < t->n; i++) {
 		const struct pvg_proc *p = &t->procs[i];
-		if (p->self || p->zombie || (!devices && n_inodes == 0) || kernel_thread(p))
+		if (!fds_wanted(p) || (!devices && n_inodes == 0) || !fds_outcome(out, p, p->fds_err))
 			continue;
-		if (p->fds_err == -EACCES || p->fds_err == -EPERM) {
-			add_pid(&out->denied, &out->n_denied, p->pid);
-			continue;
-		}
-		if (p->fds_err < 0)
-			continue; /* -ENOENT: it exited before its fds were read */
-		out->n_scanned++;
 		for (uint32_t k = 0; k < p->n_sockets && n_inodes; k++)
 			for (size_t m = 0; m < n_inodes; m++)
 				if (p->sockets[k] == inodes[m]) {

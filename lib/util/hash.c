@@ -368,18 +368,12 @@ static void pair_push(struct pvg_pair_job *j, size_t k, size_t len, bool eof)
  * calling thread included), or -1. */
 static long procs_running(void)
 {
-	char buf[8192];
-	int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	if (pvg_read_file("/proc/stat", 1u << 20, &text, &len) < 0)
 		return -1;
-	ssize_t n = read_full(fd, (unsigned char *)buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	static const char key[] = "\nprocs_running ";
-	const char *p = strstr(buf, key);
-	return p ? strtol(p + sizeof(key) - 1, NULL, 10) : -1;
+	const char *p = strstr(text, "\nprocs_running ");
+	return p ? strtol(p + strlen("\nprocs_running "), NULL, 10) : -1;
 }
 
 /* Room for a hasher with a CPU of its own on a machine of ncpu CPUs: fewer other tasks

@@ -14,7 +14,6 @@
  */
 #include <limits.h>
 #include <lz4.h>
-#include <pthread.h>
 #include <zstd.h>
 
 #include "formats/codeobj/codeobj.h"
