@@ -356,17 +356,6 @@ static bool is_ws(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One byte of a docker record (not '\n'). */
 static void docker_byte(struct pvg_ctrlog *d, struct out *o, char c)
 {
@@ -470,7 +459,7 @@ static void docker_byte(struct pvg_ctrlog *d, struct out *o, char c)
 		return;
 	}
 	case J_LOG_U: {
-		int h = hexval(c);
+		int h = pvg_hex_digit(c);
 		if (h < 0) {
 			flush_high(d, o);
 			broken(d);

@@ -12,14 +12,8 @@ static bool hex_field(const char **p, const char *end, uint64_t *v, char stop)
 	const char *s = *p;
 	int digits = 0;
 	while (s < end && *s != stop) {
-		int d;
-		if (*s >= '0' && *s <= '9')
-			d = *s - '0';
-		else if (*s >= 'a' && *s <= 'f')
-			d = *s - 'a' + 10;
-		else if (*s >= 'A' && *s <= 'F')
-			d = *s - 'A' + 10;
-		else
+		int d = pvg_hex_digit(*s);
+		if (d < 0)
 			return false;
 		if (++digits > 16)
 			return false;

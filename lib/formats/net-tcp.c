@@ -24,24 +24,13 @@ static bool token(const char **p, const char *end, const char **t, size_t *tlen)
 	return true;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool parse_hex(const char *t, size_t n, uint64_t *v)
 {
 	uint64_t x = 0;
 	if (n == 0 || n > 16)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		int d = hexval(t[i]);
+		int d = pvg_hex_digit(t[i]);
 		if (d < 0)
 			return false;
 		x = x << 4 | (uint64_t)d;
@@ -77,7 +66,7 @@ static int parse_line(const char *s, const char *end, int family, struct pvg_tcp
 	if (!token(&s, end, &t, &n) || n != addr_hex + 5 || t[addr_hex] != ':')
 		return -EINVAL;
 	for (size_t i = 0; i < addr_hex / 2; i++) {
-		int hi = hexval(t[2 * i]), lo = hexval(t[2 * i + 1]);
+		int hi = pvg_hex_digit(t[2 * i]), lo = pvg_hex_digit(t[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
 		out->addr[i] = (unsigned char)(hi << 4 | lo);

@@ -263,6 +263,17 @@ char *pvg_utf8_sanitize(const char *str, size_t len)
 	return out;
 }
 
+int pvg_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 void pvg_hex(const unsigned char *bytes, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";

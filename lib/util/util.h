@@ -62,6 +62,8 @@ bool pvg_glob_match(const char *pattern, const char *path);
  * other than tab) written as the four characters "\xNN". */
 char *pvg_utf8_sanitize(const char *s, size_t len);
 void pvg_hex(const unsigned char *bytes, size_t n, char *out /* 2n+1 */);
+/* The value of one hex digit (either case), or -1. */
+int pvg_hex_digit(char c);
 /* Opens a regular file for reading without ever blocking on a FIFO: fstat fills *st;
  * a directory is -EISDIR, any other non-regular file -EINVAL. Returns the fd (blocking
  * reads from here on) or -errno. */
