@@ -492,6 +492,20 @@ static void *pair_reader_thread(void *arg)
 	return pair_reader(arg);
 }
 
+/* The hashing side waits for the next filled slot: false when there is one, true at the end. */
+static bool hasher_wait(struct pvg_pair_job *j)
+{
+	pthread_mutex_lock(&j->mu);
+	while (j->filled == j->hashed && !j->eof) {
+		j->hasher_waits = true;
+		pthread_cond_wait(&j->cv_hasher, &j->mu);
+	}
+	j->hasher_waits = false;
+	bool done = j->filled == j->hashed && j->eof;
+	pthread_mutex_unlock(&j->mu);
+	return done;
+}
+
 static void *pair_hasher(void *arg)
 {
 	struct pvg_pair_job *j = arg;
@@ -503,14 +517,7 @@ static void *pair_hasher(void *arg)
 	}
 	uint64_t last_report = pvg_now_ns();
 	for (;;) {
-		pthread_mutex_lock(&j->mu);
-		while (j->filled == j->hashed && !j->eof) {
-			j->hasher_waits = true;
-			pthread_cond_wait(&j->cv_hasher, &j->mu);
-		}
-		j->hasher_waits = false;
-		bool done = j->filled == j->hashed && j->eof;
-		pthread_mutex_unlock(&j->mu);
+		bool done = hasher_wait(j);
 		if (done)
 			break;
 		size_t k = j->hashed % j->ring;
@@ -588,14 +595,7 @@ static void *pair_compare(void *arg)
 	bool compare = true, sized = false;
 	uint64_t off = 0;
 	for (;;) {
-		pthread_mutex_lock(&j->mu);
-		while (j->filled == j->hashed && !j->eof) {
-			j->hasher_waits = true;
-			pthread_cond_wait(&j->cv_hasher, &j->mu);
-		}
-		j->hasher_waits = false;
-		bool done = j->filled == j->hashed && j->eof;
-		pthread_mutex_unlock(&j->mu);
+		bool done = hasher_wait(j);
 		if (!sized) {
 			/* the identities are read before the first chunk (or the end) is pushed */
 			sized = true;
