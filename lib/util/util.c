@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "util/util.h"
+#include "util/untrusted.h"
 
 static void oom(void)
 {
@@ -208,61 +209,6 @@ bool pvg_glob_match(const char *pattern, const char *path)
 	return m;
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t left)
-{
-	unsigned char c = s[0];
-	size_t n;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if ((c & 0xe0) == 0xc0) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if ((c & 0xf0) == 0xe0) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if ((c & 0xf8) == 0xf0) {
-		n = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n > left)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
-char *pvg_utf8_sanitize(const char *str, size_t len)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	char *out = pvg_xcalloc(len * 4 + 1, 1);
-	size_t o = 0;
-	for (size_t i = 0; i < len;) {
-		size_t n = s[i] ? utf8_seq(s + i, len - i) : 0;
-		if (n == 1 && (s[i] < 0x20 && s[i] != '\t'))
-			n = 0;
-		if (n == 0 || s[i] == 0x7f) {
-			o += (size_t)sprintf(out + o, "\\x%02x", s[i]);
-			i++;
-			continue;
-		}
-		memcpy(out + o, s + i, n);
-		o += n;
-		i += n;
-	}
-	out[o] = '\0';
-	return out;
-}
-
 int pvg_hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -286,23 +232,16 @@ void pvg_hex(const unsigned char *bytes, size_t n, char *out)
 
 int pvg_open_regular(const char *path, struct stat *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	int r = 0;
-	if (fstat(fd, st) < 0)
-		r = -errno;
-	else if (S_ISDIR(st->st_mode))
-		r = -EISDIR;
-	else if (!S_ISREG(st->st_mode))
-		r = -EINVAL;
-	int fl = r == 0 ? fcntl(fd, F_GETFL) : -1;
-	if (fl >= 0)
-		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
+	/* O_PATH first: a device named here is never opened, not even to be refused */
+	const struct pvg_untrusted how = { .root_fd = -1 };
+	struct pvg_untrusted_file f;
+	int fd = pvg_open_untrusted(path, &how, &f);
+	*st = f.st;
+	if (fd >= 0 || fd == -EISDIR)
+		return fd;
+	if (f.refused == PVG_REFUSED_DEVICE || f.refused == PVG_REFUSED_FIFO ||
+	    f.refused == PVG_REFUSED_SOCKET)
+		return -EINVAL;
 	return fd;
 }
 
@@ -315,6 +254,10 @@ int pvg_read_file(const char *path, size_t max, char **out, size_t *len)
 	_cleanup_close_ int fd = pvg_open_regular(path, &st);
 	if (fd < 0)
 		return fd;
+	/* a size over the bound is refused unread (a sparse file costs no disk to make
+	 * huge); /proc text says 0 and is bounded while it is read */
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
 	return pvg_read_fd(fd, max, out, len);
 }
 

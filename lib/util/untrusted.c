@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening what another user controls; see untrusted.h. */
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "util/untrusted.h"
+
+#define MAX_LINKS 40
+/* how long the child that opens as the service's user may take (a path on a hung NFS
+ * mount must not hang the run) */
+#define AS_USER_TIMEOUT_MS 10000
+
+bool pvg_untrusted_use_openat2(void)
+{
+	const char *e = getenv("PROVGATE_NO_OPENAT2");
+	return !(e && strcmp(e, "1") == 0);
+}
+
+const char *pvg_refusal_text(enum pvg_refusal r)
+{
+	switch (r) {
+	case PVG_REFUSED_NONE:
+		return "a regular file";
+	case PVG_REFUSED_DEVICE:
+		return "a device node";
+	case PVG_REFUSED_FIFO:
+		return "a FIFO";
+	case PVG_REFUSED_SOCKET:
+		return "a socket";
+	case PVG_REFUSED_DIRECTORY:
+		return "a directory";
+	case PVG_REFUSED_TOO_BIG:
+		return "larger than the bound";
+	case PVG_REFUSED_OWNER:
+		return "owned by another user";
+	case PVG_REFUSED_LINK:
+		return "reached through a link it may not follow";
+	case PVG_REFUSED_USER:
+		return "not readable by the service's user";
+	}
+	return "refused";
+}
+
+const char *pvg_refusal_word(enum pvg_refusal r)
+{
+	static const char *const words[] = { "", "device", "fifo", "socket", "directory",
+					     "too-big", "owner", "link", "denied" };
+	return (size_t)r < ARRAY_SIZE(words) ? words[r] : "refused";
+}
+
+/* ---- resolution ----------------------------------------------------------------------- */
+
+/* openat2 inside root: symlinks and ".." never leave it, magic links are refused. */
+static int resolve_openat2(int root_fd, const char *path, int flags)
+{
+	while (*path == '/')
+		path++;
+	struct open_how how = { .flags = (uint64_t)(flags | O_PATH | O_CLOEXEC),
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	long fd;
+	do
+		fd = syscall(SYS_openat2, root_fd, *path ? path : ".", &how, sizeof(how));
+	while (fd < 0 && errno == EAGAIN);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* Appends the components of path to the work list (stack of pending components, pushed in
+ * reverse so that the first pops first). */
+static int push_components(struct pvg_strv *todo, const char *path)
+{
+	_cleanup_free_ char *copy = pvg_strdup(path);
+	char *parts[PATH_MAX / 2];
+	size_t n = 0;
+	char *save = NULL;
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (n == ARRAY_SIZE(parts))
+			return -ENAMETOOLONG;
+		parts[n++] = c;
+	}
+	while (n > 0)
+		pvg_strv_push(todo, pvg_strdup(parts[--n]));
+	return 0;
+}
+
+static char *strv_pop(struct pvg_strv *v)
+{
+	if (v->n == 0)
+		return NULL;
+	char *s = v->v[--v->n];
+	v->v[v->n] = NULL;
+	return s;
+}
+
+/* The same without openat2 (kernels before 5.6): one component at a time, O_PATH|O_NOFOLLOW,
+ * a link read and resolved again from the root when absolute, ".." never above the root. The
+ * folders walked are kept so that ".." goes back to the folder we came from, not to what the
+ * name ".." means on disk (which a swapped folder could change). */
+static int resolve_walk(int root_fd, const char *path, int flags)
+{
+	_cleanup_(pvg_strv_clear) struct pvg_strv todo = { 0 };
+	int stack[PATH_MAX / 2];
+	size_t depth = 0;
+	int r = push_components(&todo, path);
+	if (r < 0)
+		return r;
+	int cur = openat(root_fd, ".", O_PATH | O_CLOEXEC | O_DIRECTORY);
+	if (cur < 0)
+		return -errno;
+	int links = 0;
+	for (;;) {
+		_cleanup_free_ char *c = strv_pop(&todo);
+		if (!c)
+			break;
+		if (strcmp(c, ".") == 0)
+			continue;
+		if (strcmp(c, "..") == 0) {
+			if (depth > 0) {
+				close(cur);
+				cur = stack[--depth];
+			}
+			continue;
+		}
+		int next = openat(cur, c, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		if (next < 0) {
+			r = -errno;
+			goto out;
+		}
+		struct stat st;
+		if (fstat(next, &st) < 0) {
+			r = -errno;
+			close(next);
+			goto out;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t l = readlinkat(next, "", target, sizeof(target) - 1);
+			close(next);
+			if (l < 0) {
+				r = -errno;
+				goto out;
+			}
+			target[l] = '\0';
+			if (++links > MAX_LINKS) {
+				r = -ELOOP;
+				goto out;
+			}
+			if (target[0] == '/') {
+				while (depth > 0) {
+					close(cur);
+					cur = stack[--depth];
+				}
+			}
+			r = push_components(&todo, target);
+			if (r < 0)
+				goto out;
+			continue;
+		}
+		if (todo.n > 0 && !S_ISDIR(st.st_mode)) {
+			close(next);
+			r = -ENOTDIR;
+			goto out;
+		}
+		if (depth == ARRAY_SIZE(stack)) {
+			close(next);
+			r = -ENAMETOOLONG;
+			goto out;
+		}
+		stack[depth++] = cur;
+		cur = next;
+	}
+	(void)flags;
+	while (depth > 0)
+		close(stack[--depth]);
+	return cur;
+out:
+	close(cur);
+	while (depth > 0)
+		close(stack[--depth]);
+	return r;
+}
+
+/* An O_PATH descriptor of path: inside root_fd when it is >= 0, else as named (links
+ * followed unless nofollow). */
+static int resolve(const struct pvg_untrusted *how, int dir_fd, const char *path)
+{
+	if (dir_fd >= 0) {
+		/* one component below an open folder: no link is followed at all */
+		if (!*path || strchr(path, '/') || strcmp(path, ".") == 0 || strcmp(path, "..") == 0)
+			return -EINVAL;
+		int fd = openat(dir_fd, path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		return fd < 0 ? -errno : fd;
+	}
+	if (how->root_fd >= 0) {
+		if (pvg_untrusted_use_openat2()) {
+			int fd = resolve_openat2(how->root_fd, path, 0);
+			if (fd != -ENOSYS)
+				return fd;
+		}
+		return resolve_walk(how->root_fd, path, 0);
+	}
+	int fd = open(path, O_PATH | O_CLOEXEC | (how->nofollow ? O_NOFOLLOW : 0));
+	return fd < 0 ? -errno : fd;
+}
+
+static enum pvg_refusal refusal_of(const struct stat *st, bool want_dir)
+{
+	if (S_ISREG(st->st_mode))
+		return want_dir ? PVG_REFUSED_DIRECTORY : PVG_REFUSED_NONE;
+	if (S_ISDIR(st->st_mode))
+		return want_dir ? PVG_REFUSED_NONE : PVG_REFUSED_DIRECTORY;
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		return PVG_REFUSED_DEVICE;
+	if (S_ISFIFO(st->st_mode))
+		return PVG_REFUSED_FIFO;
+	if (S_ISSOCK(st->st_mode))
+		return PVG_REFUSED_SOCKET;
+	return PVG_REFUSED_LINK; /* a link left unfollowed (nofollow, or one name below a dir) */
+}
+
+static int refusal_errno(enum pvg_refusal r)
+{
+	switch (r) {
+	case PVG_REFUSED_NONE:
+		return 0;
+	case PVG_REFUSED_DEVICE:
+		return -ENODEV;
+	case PVG_REFUSED_FIFO:
+	case PVG_REFUSED_SOCKET:
+		return -ENXIO;
+	case PVG_REFUSED_DIRECTORY:
+		return -EISDIR;
+	case PVG_REFUSED_TOO_BIG:
+		return -EFBIG;
+	case PVG_REFUSED_OWNER:
+		return -EPERM;
+	case PVG_REFUSED_LINK:
+		return -ELOOP;
+	case PVG_REFUSED_USER:
+		return -EACCES;
+	}
+	return -EINVAL;
+}
+
+/* Resolve, check, reopen: the whole open with the rights of the calling process. */
+static int open_checked(const struct pvg_untrusted *how, int dir_fd, const char *path,
+			struct pvg_untrusted_file *out)
+{
+	memset(out, 0, sizeof(*out));
+	int pfd = resolve(how, dir_fd, path);
+	if (pfd < 0) {
+		if (pfd == -ELOOP || pfd == -EXDEV)
+			out->refused = PVG_REFUSED_LINK;
+		return pfd == -EXDEV ? -ELOOP : pfd;
+	}
+	_cleanup_close_ int path_fd = pfd;
+	if (fstat(path_fd, &out->st) < 0)
+		return -errno;
+	out->refused = refusal_of(&out->st, how->want_dir);
+	if (out->refused == PVG_REFUSED_NONE && how->has_want_uid && out->st.st_uid != how->want_uid)
+		out->refused = PVG_REFUSED_OWNER;
+	if (out->refused == PVG_REFUSED_NONE && !how->want_dir && how->max_size &&
+	    (uint64_t)out->st.st_size > how->max_size)
+		out->refused = PVG_REFUSED_TOO_BIG;
+	if (out->refused != PVG_REFUSED_NONE)
+		return refusal_errno(out->refused);
+	/* The same inode, opened for reading: through the descriptor, not the path again, so a
+	 * name swapped since the fstat cannot put a device under it. */
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", path_fd);
+	int fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+				    (how->want_dir ? O_DIRECTORY : 0));
+	if (fd < 0) {
+		int e = -errno;
+		if (e == -EACCES || e == -EPERM)
+			out->refused = PVG_REFUSED_USER;
+		return e;
+	}
+	struct stat again;
+	if (fstat(fd, &again) < 0 || again.st_dev != out->st.st_dev ||
+	    again.st_ino != out->st.st_ino) {
+		/* /proc/self is not this process's (a foreign /proc mounted over it) */
+		close(fd);
+		return -EXDEV;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
+/* ---- as the service's user ------------------------------------------------------------ */
+
+/* what the child sends back beside the descriptor */
+struct as_user_answer {
+	struct pvg_untrusted_file f;
+	int err;
+};
+
+static void close_others(int keep_a, int keep_b)
+{
+	/* nothing of ours (reports being written, the root's descriptors) reaches the child's
+	 * new identity */
+	long max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (int fd = 3; fd < max; fd++)
+		if (fd != keep_a && fd != keep_b)
+			close(fd);
+}
+
+static _Noreturn void as_user_child(int sock, const struct pvg_untrusted *how, int dir_fd,
+				    const char *path)
+{
+	struct as_user_answer a = { 0 };
+	int keep = dir_fd >= 0 ? dir_fd : how->root_fd;
+	close_others(sock, keep);
+	const struct pvg_creds *c = how->as;
+	/* raw syscalls: the forked child of a threaded parent has one thread, and glibc's
+	 * set*id would try to signal the others */
+	if (syscall(SYS_setgroups, c->n_groups, c->groups) < 0 ||
+	    syscall(SYS_setresgid, c->gid, c->gid, c->gid) < 0 ||
+	    syscall(SYS_setresuid, c->uid, c->uid, c->uid) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		a.err = -errno;
+		(void)!write(sock, &a, sizeof(a));
+		_exit(1);
+	}
+	struct pvg_untrusted mine = *how;
+	mine.as = NULL;
+	int fd = open_checked(&mine, dir_fd, path, &a.f);
+	a.err = fd < 0 ? fd : 0;
+	struct msghdr msg = { 0 };
+	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	if (fd >= 0) {
+		memset(cbuf, 0, sizeof(cbuf));
+		msg.msg_control = cbuf;
+		msg.msg_controllen = sizeof(cbuf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	_exit(sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? 1 : 0);
+}
+
+static int open_as_user(const struct pvg_untrusted *how, int dir_fd, const char *path,
+			struct pvg_untrusted_file *out)
+{
+	memset(out, 0, sizeof(*out));
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return e;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		as_user_child(sv[1], how, dir_fd, path);
+	}
+	close(sv[1]);
+	_cleanup_close_ int sock = sv[0];
+	int fd = -1, r;
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+	int pr;
+	do
+		pr = poll(&p, 1, AS_USER_TIMEOUT_MS);
+	while (pr < 0 && errno == EINTR);
+	if (pr <= 0) {
+		kill(pid, SIGKILL);
+		r = pr == 0 ? -ETIMEDOUT : -errno;
+	} else {
+		struct as_user_answer a;
+		memset(&a, 0, sizeof(a));
+		struct msghdr msg = { 0 };
+		struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cbuf;
+		msg.msg_controllen = sizeof(cbuf);
+		ssize_t n;
+		do
+			n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		while (n < 0 && errno == EINTR);
+		for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; cm;
+		     cm = CMSG_NXTHDR(&msg, cm))
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+				memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		if (n != (ssize_t)sizeof(a)) {
+			r = n < 0 ? -errno : -EPROTO;
+		} else {
+			*out = a.f;
+			r = a.err;
+			if (r == 0 && fd < 0)
+				r = -EPROTO;
+		}
+		if (r < 0 && fd >= 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r == -EACCES || r == -EPERM) {
+		if (out->refused == PVG_REFUSED_NONE)
+			out->refused = PVG_REFUSED_USER;
+		r = -EACCES;
+	}
+	return r < 0 ? r : fd;
+}
+
+static int open_any(const char *path, int dir_fd, const struct pvg_untrusted *how,
+		    struct pvg_untrusted_file *out)
+{
+	struct pvg_untrusted_file scratch;
+	if (!out)
+		out = &scratch;
+	if (how->as)
+		return open_as_user(how, dir_fd, path, out);
+	return open_checked(how, dir_fd, path, out);
+}
+
+int pvg_open_untrusted(const char *path, const struct pvg_untrusted *how,
+		       struct pvg_untrusted_file *out)
+{
+	return open_any(path, -1, how, out);
+}
+
+int pvg_openat_untrusted(int dir_fd, const char *name, const struct pvg_untrusted *how,
+			 struct pvg_untrusted_file *out)
+{
+	if (dir_fd < 0)
+		return -EBADF;
+	return open_any(name, dir_fd, how, out);
+}
+
+/* ---- sizes ------------------------------------------------------------------------------ */
+
+uint64_t pvg_data_bytes(int fd, uint64_t size)
+{
+	uint64_t data = 0;
+	off_t pos = 0;
+	/* a file of a million extents is read as it is: counting stops there */
+	for (int extents = 0; (uint64_t)pos < size && extents < (1 << 20); extents++) {
+		off_t d = lseek(fd, pos, SEEK_DATA);
+		if (d < 0)
+			return errno == ENXIO ? data : size; /* ENXIO: only a hole is left */
+		off_t h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0)
+			return size;
+		if ((uint64_t)h > size)
+			h = (off_t)size;
+		data += (uint64_t)(h - d);
+		pos = h;
+		if (h <= d)
+			break;
+	}
+	if ((uint64_t)pos < size)
+		return size;
+	return data;
+}
+
+/* ---- credentials ------------------------------------------------------------------------ */
+
+int pvg_proc_creds(const char *procfs, pid_t pid, struct pvg_creds *out)
+{
+	memset(out, 0, sizeof(*out));
+	_cleanup_free_ char *path = pvg_asprintf("%s/%d/status", procfs, (int)pid);
+	_cleanup_free_ char *text = NULL;
+	int r = pvg_read_file(path, 1u << 16, &text, NULL);
+	if (r < 0)
+		return r == -ENOENT ? -ESRCH : r;
+	bool have_uid = false, have_gid = false;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		unsigned long v[4];
+		if (strncmp(line, "Uid:", 4) == 0 &&
+		    sscanf(line + 4, "%lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4 &&
+		    v[3] <= UINT32_MAX) {
+			out->uid = (uid_t)v[3]; /* the file-system uid decides what it may open */
+			have_uid = true;
+		} else if (strncmp(line, "Gid:", 4) == 0 &&
+			   sscanf(line + 4, "%lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4 &&
+			   v[3] <= UINT32_MAX) {
+			out->gid = (gid_t)v[3];
+			have_gid = true;
+		} else if (strncmp(line, "Groups:", 7) == 0) {
+			char *p = line + 7, *end;
+			for (;;) {
+				errno = 0;
+				unsigned long g = strtoul(p, &end, 10);
+				if (end == p)
+					break;
+				if (errno || g > UINT32_MAX)
+					return -EINVAL;
+				if (out->n_groups == PVG_CREDS_MAX_GROUPS)
+					return -E2BIG;
+				out->groups[out->n_groups++] = (gid_t)g;
+				p = end;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return have_uid && have_gid ? 0 : -EINVAL;
+}
