@@ -58,8 +58,9 @@ const char *pvg_basename(const char *path);
  * a double star spans components (docs/ then double star; double star, '/', '*.md'),
  * "[abc]" classes; a pattern ending in '/' covers the folder. */
 bool pvg_glob_match(const char *pattern, const char *path);
-/* Copy of s with every byte that is not part of valid UTF-8 (and every control byte
- * other than tab) written as the four characters "\xNN". */
+/* The JSON escaper (util/escape.c, whose rule escape.h gives): a copy of s with invalid
+ * UTF-8 and control bytes other than tab as "\xNN", C1 controls, noncharacters, line
+ * separators and bidi overrides as "\u{N}"; cJSON escapes quotes and backslashes after. */
 char *pvg_utf8_sanitize(const char *s, size_t len);
 void pvg_hex(const unsigned char *bytes, size_t n, char *out /* 2n+1 */);
 /* The value of one hex digit (either case), or -1. */
