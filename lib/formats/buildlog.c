@@ -1336,14 +1336,20 @@ int pvg_ninja_log_find(const char *text, size_t len, const char *output, int64_t
 			size_t on = (size_t)(f[4] - 1 - f[3]);
 			if (on == olen && memcmp(f[3], output, olen) == 0) {
 				size_t used;
-				long long v = 0;
+				int64_t v = 0;
+				bool over = false;
 				const char *m = f[2];
-				for (used = 0; m + used < f[3] - 1 && used < 19 && m[used] >= '0' &&
-					       m[used] <= '9';
+				for (used = 0; m + used < f[3] - 1 && m[used] >= '0' && m[used] <= '9';
 				     used++)
-					v = v * 10 + (m[used] - '0');
+					over |= __builtin_mul_overflow(v, 10, &v) ||
+						__builtin_add_overflow(v, m[used] - '0', &v);
+				/* seconds (before v5) are made nanoseconds; a time past 2262 fits
+				 * neither and the log that claims it is not believed */
 				if (used && m + used == f[3] - 1) {
-					*mtime_ns = v < 1000000000000LL ? (int64_t)v * 1000000000 : v;
+					if (over || (v < 1000000000000LL &&
+						     __builtin_mul_overflow(v, 1000000000, &v)))
+						return -ERANGE;
+					*mtime_ns = v;
 					found = 1;
 				}
 			}

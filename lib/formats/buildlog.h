@@ -220,5 +220,6 @@ bool pvg_depfile_mentions(const char *text, size_t len, const char *rel);
 /* ninja's .ninja_log ("# ninja log vN", then "start\tend\tmtime\toutput\thash" lines): the last
  * entry for output (as ninja names it, relative to its root), its recorded mtime in
  * nanoseconds (v5 and later write nanoseconds; a value below 10^12 is taken as seconds).
- * 1 found, 0 not, -EBADMSG not a ninja log. */
+ * 1 found, 0 not, -EBADMSG not a ninja log, -ERANGE when output's entry holds a time that no
+ * 64-bit count of nanoseconds since 1970 can (one past 2262). */
 int pvg_ninja_log_find(const char *text, size_t len, const char *output, int64_t *mtime_ns);

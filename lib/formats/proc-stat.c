@@ -37,7 +37,10 @@ int pvg_proc_stat_parse(const char *text, size_t len, struct pvg_proc_stat *out)
 		}
 		uint64_t x = 0;
 		while (q < end && *q >= '0' && *q <= '9') {
-			x = x * 10 + (uint64_t)(*q - '0');
+			/* the kernel writes each field in 64 bits: more is not its text */
+			if (__builtin_mul_overflow(x, 10, &x) ||
+			    __builtin_add_overflow(x, (uint64_t)(*q - '0'), &x))
+				return -EBADMSG;
 			q++;
 		}
 		v[k++] = x;

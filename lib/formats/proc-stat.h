@@ -12,7 +12,8 @@ struct pvg_proc_stat {
 };
 
 /* "pid (comm) S ppid pgrp ... starttime ...": comm may hold spaces and parentheses, so the
- * fields after it are counted from its last ')'. 0, or -EBADMSG when fields are missing. */
+ * fields after it are counted from its last ')'. 0, or -EBADMSG when fields are missing or a
+ * number does not fit in 64 bits. */
 int pvg_proc_stat_parse(const char *text, size_t len, struct pvg_proc_stat *out);
 /* The command line as one string: arguments joined by spaces, control bytes shown as '?';
  * NULL when it is empty (kernel threads, zombies). */

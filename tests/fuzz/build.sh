@@ -95,6 +95,8 @@ PY
 			cp /usr/share/zoneinfo/America/Los_Angeles "$corpus/tz-la" 2>/dev/null || true
 			printf 'AEST-10AEDT,M10.1.0,M4.1.0/3' >"$corpus/tz-rule" ;;
 		esac
+		# inputs that once crashed a target (tests/fuzz/crashes/TARGET-*) stay in its corpus
+		cp "$src"/tests/fuzz/crashes/"$t"-* "$corpus/" 2>/dev/null || true
 		echo "== fuzz-$t for ${secs}s"
 		# crash inputs go to $out/artifacts, never into the source tree
 		mkdir -p "$out/artifacts"

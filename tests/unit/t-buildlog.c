@@ -906,6 +906,50 @@ static void ninja_deps_log_is_read_and_bounded(void)
 	CHECK(!pvg_depfile_mentions(depfile, strlen(depfile), "hared.h"));
 }
 
+/* A .ninja_log's mtime is a number from a file: one that no 64-bit count of nanoseconds holds
+ * is an error, never a wrap or undefined behaviour (the fuzzer's 19 digits). */
+static int ninja_log_time(const char *mtime, int64_t *ns)
+{
+	_cleanup_free_ char *text =
+		pvg_asprintf("# ninja log v5\n1\t2\t%s\t_a_C.so\tdeadbeef\n", mtime);
+	*ns = -1;
+	return pvg_ninja_log_find(text, strlen(text), "_a_C.so", ns);
+}
+
+static void ninja_log_times_past_2262_are_refused(void)
+{
+	int64_t ns;
+	CHECK_INT(ninja_log_time("1796161293674377884", &ns), 1);
+	CHECK_INT(ns, 1796161293674377884LL);
+	CHECK_INT(ninja_log_time("9223372036854775807", &ns), 1); /* the last that fits */
+	CHECK_INT(ns, INT64_MAX);
+	CHECK_INT(ninja_log_time("9223372036854775808", &ns), -ERANGE);
+	CHECK_INT(ns, -1);
+	CHECK_INT(ninja_log_time("9999999999999999999", &ns), -ERANGE);
+	CHECK_INT(ninja_log_time("99999999999999999999999999999999999999", &ns), -ERANGE);
+	/* seconds (below 10^12) become nanoseconds, up to 2262-04-11 */
+	CHECK_INT(ninja_log_time("1700000000", &ns), 1);
+	CHECK_INT(ns, 1700000000000000000LL);
+	CHECK_INT(ninja_log_time("9223372036", &ns), 1);
+	CHECK_INT(ns, 9223372036000000000LL);
+	CHECK_INT(ninja_log_time("9223372037", &ns), -ERANGE);
+	CHECK_INT(ninja_log_time("999999999999", &ns), -ERANGE);
+	CHECK_INT(ninja_log_time("1000000000000", &ns), 1);
+	CHECK_INT(ns, 1000000000000LL);
+	/* leading zeros are no overflow */
+	CHECK_INT(ninja_log_time("00000000000000000000001700000000", &ns), 1);
+	CHECK_INT(ns, 1700000000000000000LL);
+	/* another output's impossible time is not this output's business */
+	const char *other = "# ninja log v5\n1\t2\t99999999999999999999\t_b_C.so\tx\n"
+			    "1\t2\t1700000000\t_a_C.so\tx\n";
+	CHECK_INT(pvg_ninja_log_find(other, strlen(other), "_a_C.so", &ns), 1);
+	CHECK_INT(ns, 1700000000000000000LL);
+	/* the line of the fuzzer's input (tests/fuzz/crashes) that overflowed: 73764376472 s */
+	static const char crash[] = "# ninja log v0.1\n11844\t16833\t179616472\t_a_C.so\taab9\n"
+				    "17987\t22140\t73764376472\t_a_C.so\taab9b92e4dabc9eb\n";
+	CHECK_INT(pvg_ninja_log_find(crash, sizeof(crash) - 1, "_a_C.so", &ns), -ERANGE);
+}
+
 /* Host-only compiles: a host compiler on a C/C++ file with no device flag. */
 static void host_only_compiles(void)
 {
@@ -964,6 +1008,7 @@ int main(void)
 	RUN(header_change_needs_every_consumer_relinked);
 	RUN(non_verbose_links_are_unverifiable_unless_globs_decide);
 	RUN(ninja_deps_log_is_read_and_bounded);
+	RUN(ninja_log_times_past_2262_are_refused);
 	_cleanup_free_ char *cmd = pvg_asprintf("rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;

@@ -148,6 +148,30 @@ static void metadata_counts_that_lie_are_refused(void)
 		deep[i] = 0x91;
 	CHECK(pvg_amdgpu_metadata_parse(deep, sizeof(deep), &co, &err) < 0);
 	free(err);
+	err = NULL;
+	/* a wavefront size no int holds (2^32 + 64, a uint64) is refused, not cut to 64 */
+	struct w w = { .n = 0 };
+	wb(&w, 0x81);
+	ws(&w, "amdhsa.kernels");
+	wb(&w, 0x91);
+	wb(&w, 0x82);
+	ws(&w, ".name"), ws(&w, "k");
+	ws(&w, ".wavefront_size"), wb(&w, 0xcf);
+	static const uint8_t big[8] = { 0, 0, 0, 1, 0, 0, 0, 64 };
+	memcpy(w.b + w.n, big, 8);
+	w.n += 8;
+	CHECK(pvg_amdgpu_metadata_parse(w.b, w.n, &co, &err) < 0);
+	CHECK(err && strstr(err, ".wavefront_size 4294967360"));
+	CHECK_INT(co.n_kernels, 0);
+	free(err);
+	err = NULL;
+	/* and a negative one (int64 -1) */
+	w.b[w.n - 9] = 0xd3;
+	memset(w.b + w.n - 8, 0xff, 8);
+	CHECK(pvg_amdgpu_metadata_parse(w.b, w.n, &co, &err) < 0);
+	CHECK(err && strstr(err, "out of range"));
+	CHECK_INT(co.n_kernels, 0);
+	free(err);
 }
 
 static size_t put_bundle(uint8_t *b, size_t cap, uint64_t n, const uint64_t *offs,

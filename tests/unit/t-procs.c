@@ -34,6 +34,15 @@ static void stat_and_cmdline_text(void)
 	CHECK_INT(pvg_proc_stat_parse("1 x S 0", 7, &st), -EBADMSG);
 	CHECK_INT(pvg_proc_stat_parse("1 (x)", 5, &st), -EBADMSG);
 	CHECK_INT(pvg_proc_stat_parse("", 0, &st), -EBADMSG);
+	/* a number no 64 bits hold is not the kernel's text: refused, never wrapped (a start
+	 * time of 2^64 + 5 would otherwise read as 5) */
+	const char *big = "1 (x) S 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 18446744073709551621";
+	CHECK_INT(pvg_proc_stat_parse(big, strlen(big), &st), -EBADMSG);
+	const char *max = "1 (x) S 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 18446744073709551615";
+	CHECK_INT(pvg_proc_stat_parse(max, strlen(max), &st), 0);
+	CHECK(st.start_ticks == UINT64_MAX);
+	const char *ppid = "1 (x) S 99999999999999999999999 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 7";
+	CHECK_INT(pvg_proc_stat_parse(ppid, strlen(ppid), &st), -EBADMSG);
 	char cl[] = "python3\0-m\0vllm\tserve\0\0";
 	char *t = pvg_cmdline_text(cl, sizeof(cl) - 1);
 	CHECK_STR(t, "python3 -m vllm?serve");

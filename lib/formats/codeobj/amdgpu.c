@@ -6,6 +6,8 @@
  * Processors missing from the public EF_AMDGPU_MACH table (Hygon gfx936 and its siblings)
  * keep their raw value; their target comes from the note.
  */
+#include <limits.h>
+
 #include "formats/codeobj/codeobj.h"
 
 static const struct {
@@ -282,6 +284,14 @@ static bool parse_kernel(struct mp *m, struct pvg_code_object *co)
 			sym = v.s;
 			sl = (size_t)v.len;
 		} else if (key_is(&k, ".wavefront_size") && v.type == MP_INT) {
+			/* lanes (32 or 64 on every AMD GPU): a number no int holds is no count, and
+			 * cutting it to one would report a plausible size the file never gave */
+			if (v.i < 0 || v.i > INT_MAX) {
+				m->err = pvg_asprintf("msgpack: .wavefront_size %" PRId64
+						      " at byte %zu is out of range",
+						      v.i, at);
+				return false;
+			}
 			wave = (int)v.i;
 		} else if (v.type == MP_ARRAY || v.type == MP_MAP) {
 			m->pos = at;
