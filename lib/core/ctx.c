@@ -143,7 +143,7 @@ int pvg_ctx_installed_at(struct pvg_ctx *ctx, size_t i, const char **path, const
 		} else if (a->a.python_module) {
 			a->installed_err = pvg_python_module_path(
 				cfg->install.python ? cfg->install.python : "python3",
-				a->a.python_module, &a->installed_path, &a->installed_msg);
+				a->a.python_module, NULL, &a->installed_path, &a->installed_msg);
 		} else {
 			a->installed_err = -EDESTADDRREQ;
 			if (cfg->n_artifacts)
