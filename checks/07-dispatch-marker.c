@@ -15,6 +15,7 @@
 #include "facts.h"
 #include "sys/container-log.h"
 #include "sys/zone.h"
+#include "util/untrusted.h"
 
 struct marker_read;
 static const char *undecided_why(const struct marker_read *m);
@@ -94,6 +95,7 @@ struct marker_read {
 	int view_r;	/* pvg_service_view_get: 0 or -errno */
 	char *view_why;
 	int log_err;	/* opening the log: 0 or errno */
+	enum pvg_refusal log_refused; /* with log_err: what the log was instead of a file */
 	int scan_r;	/* the scan: 0 or -errno */
 	cJSON *ev;	/* "service", "log_created" for the evidence */
 	bool after;	/* log created after the service started */
@@ -269,13 +271,19 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 		m->log_path = pvg_strdup(cfg->markers.log);
 	}
 
-	struct stat st;
-	_cleanup_close_ int fd = pvg_open_regular(m->log_path, &st);
+	/* resolved as O_PATH and checked before anything opens it: a log replaced by a link to
+	 * a device, a FIFO or a socket is refused unopened (the config names the path, so its
+	 * links are followed) */
+	struct pvg_untrusted how = { .root_fd = -1 };
+	struct pvg_untrusted_file f;
+	_cleanup_close_ int fd = pvg_open_untrusted(m->log_path, &how, &f);
 	if (fd < 0) {
 		m->log_err = -fd;
+		m->log_refused = f.refused;
 		pvg_service_view_release(&view);
 		return m;
 	}
+	struct stat st = f.st;
 	m->btime_known = created_after(fd, &view.start, &m->after, m->ev) == 0;
 	if (!m->btime_known)
 		m->after = false;
@@ -302,6 +310,33 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	scan->view = NULL;
 	pvg_service_view_release(&view);
 	return m;
+}
+
+/* A log that is no regular file is refused before it is opened, each kind with its code:
+ * opening a device can act (a watchdog reboots, /proc/kmsg drains), a FIFO can block. */
+static bool log_refused(const struct marker_read *m, struct pvg_result *res)
+{
+	const char *code;
+	switch (m->log_refused) {
+	case PVG_REFUSED_DEVICE:
+		code = "dispatch-marker.log-device";
+		break;
+	case PVG_REFUSED_FIFO:
+		code = "dispatch-marker.log-fifo";
+		break;
+	case PVG_REFUSED_SOCKET:
+		code = "dispatch-marker.log-socket";
+		break;
+	default:
+		return false;
+	}
+	pvg_summary(res, "the service log is %s, not a file", pvg_refusal_text(m->log_refused));
+	pvg_problem(res, code,
+		    "point markers.log at the regular file the service writes its log to (a "
+		    "pipe or a terminal is not read: redirect the service's output to a file)",
+		    "service log %s is %s (refused unopened)", m->log_path,
+		    pvg_refusal_text(m->log_refused));
+	return true;
 }
 
 /* output_elsewhere for a gate that fails, looked up once and put in the evidence */
@@ -379,6 +414,8 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 			    m->log_err == ESRCH ? "the service exited during the check" : cl->why.text);
 		return PVG_UNVERIFIABLE;
 	}
+	if (m->log_err && log_refused(m, res))
+		return PVG_UNVERIFIABLE;
 	if (m->log_err) {
 		int e = m->log_err;
 		const char *w = e == ENOENT ? note_elsewhere(m, ctx, ev) : NULL;
@@ -400,6 +437,8 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 	const struct pvg_marker_scan scan = m->scan;
 	bool after = m->after;
 	pvg_json_add_u64(ev, "bytes", scan.bytes);
+	if (scan.hole_bytes)
+		pvg_json_add_u64(ev, "hole_bytes", scan.hole_bytes);
 	pvg_json_add_bool(ev, "log_created_after_start", after);
 	cJSON *mk = cJSON_AddObjectToObject(ev, "markers");
 	pvg_json_add_u64(mk, "live", scan.markers_live);
@@ -444,7 +483,9 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 			    w ? w
 			      : "run the benchmark against the service, with its output going to "
 				"markers.log",
-			    "the service log %s is empty", m->log_path);
+			    "the service log %s is empty%s", m->log_path,
+			    scan.hole_bytes ? " (its size is all holes: nothing was written there)"
+					    : "");
 		status = PVG_FAIL;
 		goto out;
 	}

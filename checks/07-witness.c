@@ -142,14 +142,15 @@ static bool answered(const struct pvg_witness_header *h, uint64_t token)
 /* Makes the request and waits until every live file has answered it or is final, a writer
  * is gone, or answer_ms has passed. What each file did is decided afterwards, on the files
  * as read then. */
-static void ask_fresh(const struct pvg_ctx *ctx, const struct live_set *live, struct fresh *f)
+static void ask_fresh(const struct pvg_ctx *ctx, const struct pvg_witness_folder *folder,
+		      const struct live_set *live, struct fresh *f)
 {
 	const struct pvg_config *cfg = ctx->cfg;
 	memset(f, 0, sizeof(*f));
 	int watch = -1;
-	pvg_witness_dir_wait(cfg->witness.dir, &watch, 0);
+	pvg_witness_dir_wait(folder, &watch, 0);
 	_cleanup_free_ char *req = NULL;
-	f->err = pvg_witness_request(cfg->witness.dir, &f->token, &req);
+	f->err = pvg_witness_request(folder, &f->token, &req);
 	if (f->err < 0) {
 		f->token = 0;
 		pvg_witness_watch_close(&watch);
@@ -159,7 +160,7 @@ static void ask_fresh(const struct pvg_ctx *ctx, const struct live_set *live, st
 	for (;;) {
 		struct pvg_witness_dir d;
 		size_t pending = 0;
-		if (pvg_witness_dir_read(cfg->witness.dir, NULL, NULL, &d) == 0) {
+		if (pvg_witness_dir_read(folder, NULL, NULL, &d) == 0) {
 			for (size_t i = 0; i < d.n; i++) {
 				const struct pvg_witness_read *r = &d.files[i];
 				size_t which;
@@ -181,12 +182,12 @@ static void ask_fresh(const struct pvg_ctx *ctx, const struct live_set *live, st
 		uint64_t now = mono_ms();
 		if (!pending || now >= deadline)
 			break;
-		pvg_witness_dir_wait(cfg->witness.dir, &watch,
+		pvg_witness_dir_wait(folder, &watch,
 				     (long)(deadline - now < 50 ? deadline - now : 50));
 	}
 	f->waited_ms = (long)(mono_ms() - start);
 	pvg_witness_watch_close(&watch);
-	unlink(req);
+	pvg_witness_request_remove(folder, req);
 }
 
 /* witness-<nspid>-<start_ticks>-<boot>.pvgw: whose a file says it is, when its bytes cannot */
@@ -361,8 +362,41 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 
 	enum pvg_status status = check_environment(ctx, res, t->primary, ev);
 
+	/* the folder is opened once, never through a link, and everything below goes through
+	 * that descriptor: a folder swapped for a link to a root-only folder is refused, not
+	 * written to */
+	_cleanup_(pvg_witness_folder_close) struct pvg_witness_folder folder;
+	int fo = pvg_witness_folder_open(cfg->witness.dir, &folder);
+	if (fo < 0) {
+		if (folder.is_link)
+			pvg_problem(res, "dispatch-marker.witness-dir-link",
+				    "name the folder itself in witness.dir, not a link to it (a "
+				    "folder the service's user can replace by a link would make "
+				    "provgate write and read where that link points)",
+				    "witness folder %s is a symbolic link: refused, nothing in it "
+				    "read or created", cfg->witness.dir);
+		else
+			pvg_problem(res, "dispatch-marker.witness-dir-unreadable",
+				    fo == -ENOENT ? "create the folder and start the service with "
+						    "PROVGATE_WITNESS_DIR pointing at it"
+				    : fo == -ENOTDIR ? "point witness.dir at a folder"
+						     : "let provgate read the witness folder",
+				    "witness folder %s: %s", cfg->witness.dir, strerror(-fo));
+		*summary = pvg_asprintf("witness folder %s: %s",
+					folder.is_link ? "refused" : "unreadable",
+					folder.is_link ? "a symbolic link" : strerror(-fo));
+		free(live.t);
+		return worse(status, PVG_UNVERIFIABLE);
+	}
+	cJSON *fj = cJSON_AddObjectToObject(ev, "folder");
+	pvg_json_add_int(fj, "owner_uid", (int)folder.st.st_uid);
+	pvg_json_add_int(fj, "owner_gid", (int)folder.st.st_gid);
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)(folder.st.st_mode & 07777));
+	pvg_json_add_str(fj, "mode", mode);
+
 	struct fresh fr;
-	ask_fresh(ctx, &live, &fr);
+	ask_fresh(ctx, &folder, &live, &fr);
 	cJSON *rq = cJSON_AddObjectToObject(ev, "request");
 	pvg_json_add_u64(rq, "token", fr.token);
 	pvg_json_add_int(rq, "answer_ms", (int)cfg->witness.answer_ms);
@@ -377,7 +411,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 	}
 
 	struct pvg_witness_dir dir;
-	int dr = pvg_witness_dir_read(cfg->witness.dir, keep_live, &live, &dir);
+	int dr = pvg_witness_dir_read(&folder, keep_live, &live, &dir);
 	if (dr < 0) {
 		pvg_problem(res, "dispatch-marker.witness-dir-unreadable",
 			    dr == -ENOENT ? "create the folder and start the service with "
@@ -398,7 +432,8 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 	for (size_t i = 0; i < dir.n; i++) {
 		const struct pvg_witness_read *f = &dir.files[i];
 		if (f->err < 0 || f->perr != PVG_WITNESS_OK) {
-			unreadable++;
+			if (!f->too_large)
+				unreadable++;
 			if (name_is_target(f->name, &live)) {
 				_cleanup_free_ char *clean = pvg_utf8_sanitize(f->name, strlen(f->name));
 				pvg_problem(res, "dispatch-marker.witness-corrupt",
@@ -471,6 +506,10 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 	pvg_json_add_u64(ign, "unreadable", unreadable);
 	if (dir.over_limit)
 		pvg_json_add_u64(ign, "over_limit", dir.over_limit);
+	/* skipped unread: what is no regular file is never opened, what is over the cap by
+	 * its size never read */
+	pvg_json_add_u64(ign, "not_regular", dir.not_regular);
+	pvg_json_add_u64(ign, "too_large", dir.too_large);
 	pvg_json_add_u64(ev, "graph_launches", graph_launches);
 	pvg_json_add_u64(ev, "graph_replays_itemized", itemized);
 	pvg_json_add_u64(ev, "graph_replays_opaque", opaque);

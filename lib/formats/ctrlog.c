@@ -714,6 +714,20 @@ size_t pvg_ctrlog_finish(struct pvg_ctrlog *d, char *out_buf, size_t cap)
 	return o.w;
 }
 
+size_t pvg_ctrlog_hole(struct pvg_ctrlog *d, uint64_t n, char *out_buf, size_t cap)
+{
+	struct out o = { out_buf, 0, cap };
+	/* the record begun before the hole ends there, as at a line end; a line a part left
+	 * open (CRI P, docker's cut) ends too: nothing after the hole carries it on */
+	if (d->in_pos > d->rec_file) /* bytes of a record were read */
+		record_end(d, &o);
+	if (d->open || d->pending_nl)
+		line_end(d, &o);
+	d->in_pos += n;
+	record_begin(d, d->in_pos);
+	return o.w;
+}
+
 const struct pvg_ctrlog_line *pvg_ctrlog_line_at(const struct pvg_ctrlog *d, uint64_t off)
 {
 	/* the last line that begins at or before off */

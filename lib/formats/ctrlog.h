@@ -91,6 +91,10 @@ size_t pvg_ctrlog_decode(struct pvg_ctrlog *d, const char *in, size_t n, char *o
 /* At the end of the log: a record without its line end ends there. Writes what it still
  * holds into out (cap at least PVG_CTRLOG_SLACK) and returns how many bytes; call once. */
 size_t pvg_ctrlog_finish(struct pvg_ctrlog *d, char *out, size_t cap);
+/* A hole of n bytes in the log (SEEK_HOLE: no bytes were ever written there): holds no
+ * record, and ends the record and the line begun before it. Writes what that ends into out
+ * (cap at least PVG_CTRLOG_SLACK: the caller checks) and returns how many bytes. */
+size_t pvg_ctrlog_hole(struct pvg_ctrlog *d, uint64_t n, char *out, size_t cap);
 /* The decoded line that holds decoded offset off, or NULL (dropped or not yet written). */
 const struct pvg_ctrlog_line *pvg_ctrlog_line_at(const struct pvg_ctrlog *d, uint64_t off);
 /* Forgets the lines that end at or before off (the caller is done with them). */

@@ -952,20 +952,78 @@ static void begin_overlong(struct pvg_marker_scan *s, const char *start, const c
 	memset(s->cont_forbid_seen, 0, (s->n_forbid + 1) * sizeof(bool));
 }
 
-/* Where the log's bytes come from: a file or memory. */
+/* Where the log's bytes come from: a file or memory. A file is read one data extent at a
+ * time (SEEK_DATA/SEEK_HOLE): a hole holds no bytes anyone wrote, so it holds no log line,
+ * and a sparse terabyte costs two seeks, not a terabyte of zeros. */
 struct source {
 	int fd;
 	const char *mem;
 	size_t len, off;
+	bool plain_reads;  /* the file cannot tell its holes (a pipe): read() as it comes */
+	uint64_t pos;      /* offset of the next read */
+	uint64_t data_end; /* end of the data extent pos is in */
+	uint64_t hole;     /* a hole of this many bytes ends at pos, not yet taken by the scan */
+	uint64_t holes;    /* bytes skipped in holes */
 };
 
+static void source_open(struct source *src, int fd, const char *mem, size_t len)
+{
+	*src = (struct source){ .fd = fd, .mem = mem, .len = len };
+	off_t at = fd >= 0 ? lseek(fd, 0, SEEK_CUR) : -1;
+	src->plain_reads = at < 0;
+	src->pos = src->data_end = at < 0 ? 0 : (uint64_t)at;
+}
+
+/* Finds the data extent at or after pos. 1: one is there (a hole before it is in
+ * src->hole), 0: only a hole is left (the end), -errno. */
+static int source_next_extent(struct source *src)
+{
+	off_t d = lseek(src->fd, (off_t)src->pos, SEEK_DATA);
+	if (d < 0) {
+		if (errno == ENXIO)
+			return 0;
+		/* a file system that cannot say: the whole file is data */
+		src->plain_reads = true;
+		return lseek(src->fd, (off_t)src->pos, SEEK_SET) < 0 ? -errno : 1;
+	}
+	off_t h = lseek(src->fd, d, SEEK_HOLE);
+	if (h < 0)
+		return -errno;
+	if ((uint64_t)d > src->pos) {
+		src->hole += (uint64_t)d - src->pos;
+		src->holes += (uint64_t)d - src->pos;
+	}
+	src->pos = (uint64_t)d;
+	src->data_end = (uint64_t)h;
+	return 1;
+}
+
+/* Bytes read into dst; 0 at the end, or with src->hole set: a hole came first, and the
+ * caller ends the line before it and then reads on. */
 static ssize_t source_read(struct source *src, char *dst, size_t cap)
 {
 	if (src->fd >= 0) {
+		if (!src->plain_reads && src->pos >= src->data_end) {
+			int r = source_next_extent(src);
+			if (r <= 0)
+				return r;
+			if (src->hole)
+				return 0;
+		}
+		if (!src->plain_reads && src->data_end - src->pos < cap)
+			cap = (size_t)(src->data_end - src->pos);
 		for (;;) {
-			ssize_t r = read(src->fd, dst, cap);
-			if (r >= 0 || errno != EINTR)
-				return r < 0 ? -errno : r;
+			ssize_t r = src->plain_reads ? read(src->fd, dst, cap)
+						     : pread(src->fd, dst, cap, (off_t)src->pos);
+			if (r >= 0 || errno != EINTR) {
+				if (r < 0)
+					return -errno;
+				src->pos += (uint64_t)r;
+				/* a file cut shorter than its extent said: its end is here */
+				if (r == 0)
+					src->data_end = src->pos;
+				return r;
+			}
 		}
 	}
 	size_t n = src->len - src->off;
@@ -991,11 +1049,21 @@ struct decoded {
 static int decode_more(struct pvg_marker_scan *s, struct source *src, struct decoded *d,
 		       char *buf, size_t *have, bool *eof)
 {
-	if (!d->raw_eof && d->raw_have < PVG_MARKER_BUF) {
+	if (src->hole) {
+		/* the hole ends the record before it once the decoder has taken that record's
+		 * bytes */
+		if (d->raw_have == 0 && PVG_MARKER_BUF - *have >= PVG_CTRLOG_SLACK &&
+		    d->dec.n_lines + 2 <= d->dec.cap_lines) {
+			*have += pvg_ctrlog_hole(&d->dec, src->hole, buf + *have,
+						 PVG_MARKER_BUF - *have);
+			src->hole = 0;
+			return 1;
+		}
+	} else if (!d->raw_eof && d->raw_have < PVG_MARKER_BUF) {
 		ssize_t r = source_read(src, d->raw + d->raw_have, PVG_MARKER_BUF - d->raw_have);
 		if (r < 0)
 			return (int)r;
-		if (r == 0)
+		if (r == 0 && !src->hole)
 			d->raw_eof = true;
 		d->raw_have += (size_t)r;
 		s->bytes += (uint64_t)r;
@@ -1018,12 +1086,14 @@ static int decode_more(struct pvg_marker_scan *s, struct source *src, struct dec
 /* A container runtime's log: raw (taken) holds its first raw_have bytes; the decoded text
  * is scanned in blocks, each line's runtime time and file offset in the decoder's table. */
 static int scan_decoded(struct pvg_marker_scan *s, struct source *src, char *raw, size_t raw_have,
-			bool raw_eof)
+			bool raw_eof, uint64_t raw_base)
 {
 	_cleanup_free_ char *raw_buf = raw;
 	_cleanup_free_ char *buf = pvg_xcalloc(PVG_MARKER_BUF, 1);
 	struct decoded d = { .raw = raw, .raw_have = raw_have, .raw_eof = raw_eof };
 	pvg_ctrlog_init(&d.dec, s->log_kind, CTR_LINES);
+	/* a hole before the first record: the records' offsets are the file's */
+	(void)pvg_ctrlog_hole(&d.dec, raw_base, buf, PVG_MARKER_BUF);
 	s->ctr = &d.dec;
 	size_t have = 0;
 	uint64_t base = 0; /* offset of buf[0] in the decoded text */
@@ -1076,31 +1146,55 @@ static int scan_decoded(struct pvg_marker_scan *s, struct source *src, char *raw
 static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_t mem_len)
 {
 	prepare(s);
-	struct source src = { fd, mem, mem_len, 0 };
+	struct source src;
+	source_open(&src, fd, mem, mem_len);
 	_cleanup_free_ char *buf = pvg_xcalloc(PVG_MARKER_BUF, 1);
 	size_t chunk = pvg_read_plan_get()->chunk;
 	size_t have = 0, done = 0;
-	uint64_t base = 0; /* file offset of buf[0] */
+	uint64_t base = src.pos; /* file offset of buf[0] */
 	bool eof = false, detected = false;
+	int r = 0;
 	while (!eof || done < have) {
+		bool hole = false;
 		if (!eof) {
 			size_t want = PVG_MARKER_BUF - have < chunk ? PVG_MARKER_BUF - have : chunk;
-			ssize_t r = source_read(&src, buf + have, want);
-			if (r < 0)
-				return (int)r;
-			if (r == 0)
+			ssize_t n = source_read(&src, buf + have, want);
+			if (n < 0) {
+				r = (int)n;
+				break;
+			}
+			if (n == 0 && src.hole)
+				hole = true;
+			else if (n == 0)
 				eof = true;
-			have += (size_t)r;
-			s->bytes += (uint64_t)r;
+			have += (size_t)n;
+			s->bytes += (uint64_t)n;
 		}
 		if (!detected) {
-			/* a CRI head needs 64 bytes, or its line end */
-			if (!eof && have < 64 && !memchr(buf, '\n', have))
+			if (hole && have == 0) {
+				/* the log begins with a hole (truncated under its writer) */
+				base += src.hole;
+				src.hole = 0;
+				continue;
+			}
+			/* a CRI head needs 64 bytes, or its line end (or the hole that ends it) */
+			if (!eof && !hole && have < 64 && !memchr(buf, '\n', have))
 				continue;
 			detected = true;
 			s->log_kind = pvg_ctrlog_detect(buf, have);
-			if (s->log_kind != PVG_CTRLOG_PLAIN)
-				return scan_decoded(s, &src, TAKE_PTR(buf), have, eof);
+			if (s->log_kind != PVG_CTRLOG_PLAIN) {
+				r = scan_decoded(s, &src, TAKE_PTR(buf), have, eof, base);
+				break;
+			}
+		}
+		if (hole) {
+			/* the hole ends the line before it; nothing of it is kept */
+			scan_lines(s, buf + done, buf + have, s->cont, base + done);
+			s->cont = false;
+			base += have + src.hole;
+			have = done = 0;
+			src.hole = 0;
+			continue;
 		}
 		/* the complete lines read so far (all of it at the end) */
 		const char *nl = have > done ? memrchr(buf + done, '\n', have - done) : NULL;
@@ -1134,7 +1228,8 @@ static int scan_stream(struct pvg_marker_scan *s, int fd, const char *mem, size_
 		if (eof && have == 0)
 			break;
 	}
-	return 0;
+	s->hole_bytes = src.holes;
+	return r;
 }
 
 int pvg_marker_scan_fd(struct pvg_marker_scan *s, int fd)

@@ -155,7 +155,8 @@ struct pvg_marker_scan {
 	const struct pvg_line_zone *zone;     /* the writer's zone, or NULL: provgate's */
 
 	/* results */
-	uint64_t bytes;
+	uint64_t bytes;           /* read: the data of the file, not its holes */
+	uint64_t hole_bytes;      /* skipped in holes (a sparse file): no line is there */
 	size_t overlong_lines;    /* lines longer than the buffer */
 	size_t markers_live;      /* attributable marker lines (parsed) */
 	size_t markers_unattributed;
