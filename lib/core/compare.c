@@ -602,7 +602,9 @@ static bool judge_side(struct pvg_compare *c, const char *role,
 		ok = false;
 	} else {
 		const cJSON *pid = get(svc, "pid");
-		side->pid = cJSON_IsNumber(pid) ? (long)pid->valuedouble : -1;
+		/* range first: converting an out-of-range double to long is undefined behaviour */
+		double p = cJSON_IsNumber(pid) ? pid->valuedouble : -1;
+		side->pid = p >= 1 && p <= 4194304 /* PID_MAX_LIMIT */ ? (long)p : -1;
 		side->start_time = dup_or_null(pvg_json_get_str(svc, "start_time"));
 	}
 	side->certified = ok;

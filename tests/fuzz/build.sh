@@ -3,6 +3,8 @@
 # --run SECONDS, runs each for that long on a corpus seeded from tests/fixtures.
 #   tests/fuzz/build.sh               build
 #   tests/fuzz/build.sh --run 60      build, then fuzz each target for 60 s
+#   tests/fuzz/build.sh --seed        build and seed each corpus-TARGET/, run nothing
+#                                     (tests/fuzz/remote.sh runs them elsewhere)
 # Needs clang (Debian's clang-14 or newer) and its libFuzzer runtime (libclang-rt-*-dev).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,7 +32,7 @@ for t in "${targets[@]}"; do
 done
 echo "built: ${targets[*]/#/$out/fuzz-}"
 
-if [ "${1:-}" = --run ]; then
+if [ "${1:-}" = --run ] || [ "${1:-}" = --seed ]; then
 	secs=${2:-60}
 	fx="$src/tests/fixtures/codeobj"
 	for t in "${targets[@]}"; do
@@ -97,6 +99,7 @@ PY
 		esac
 		# inputs that once crashed a target (tests/fuzz/crashes/TARGET-*) stay in its corpus
 		cp "$src"/tests/fuzz/crashes/"$t"-* "$corpus/" 2>/dev/null || true
+		[ "$1" = --seed ] && continue
 		echo "== fuzz-$t for ${secs}s"
 		# crash inputs go to $out/artifacts, never into the source tree
 		mkdir -p "$out/artifacts"

@@ -446,6 +446,26 @@ static void compare_refuses_malformed_documents(void)
 	pvg_compare_clear(&c);
 }
 
+/* A report's pid is a number from a file: one no pid can be (2^32 + 1, 1e300, which no long
+ * holds) is unknown, never converted with undefined behaviour or cut to another pid. */
+static void compare_reads_only_pids_that_can_be(void)
+{
+	static const char *const pids[] = { "4294967297", "1e300", "-1e300", "0", "4194305" };
+	for (size_t i = 0; i < ARRAY_SIZE(pids) + 1; i++) {
+		_cleanup_free_ char *doc = pvg_asprintf(
+			"{\"schema\":\"provgate.report/1\",\"environment\":{\"service\":"
+			"{\"pid\":%s}}}", i < ARRAY_SIZE(pids) ? pids[i] : "4242");
+		cJSON *a = cJSON_Parse(doc);
+		struct pvg_compare_input ai = { "a.json", a, NULL, NULL };
+		struct pvg_compare c;
+		CHECK_INT(pvg_compare_reports(&ai, &ai, NULL, 0, &c), 0);
+		CHECK_INT(c.baseline.pid, i < ARRAY_SIZE(pids) ? -1 : 4242);
+		CHECK_INT(c.candidate.pid, i < ARRAY_SIZE(pids) ? -1 : 4242);
+		pvg_compare_clear(&c);
+		cJSON_Delete(a);
+	}
+}
+
 int main(void)
 {
 	RUN(build_id_matches_readelf_on_real_files);
@@ -457,5 +477,6 @@ int main(void)
 	RUN(device_mappings_are_not_shared_objects);
 	RUN(profiler_libraries_are_told_from_tools);
 	RUN(compare_refuses_malformed_documents);
+	RUN(compare_reads_only_pids_that_can_be);
 	TAP_EXIT();
 }
