@@ -4,6 +4,7 @@
 #include <signal.h>
 #include "core/attest.h"
 #include "core/run.h"
+#include "util/escape.h"
 
 enum { EXIT_OK = 0, EXIT_NOT_CERTIFIED = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 

@@ -47,26 +47,36 @@ static int load(const char *path, struct side_input *in)
 	return 0;
 }
 
-static void cell(FILE *f, const char *s, int width)
+/* The reports' text is another node's: escaped for the terminal (util/escape.h). */
+static char *term(const char *s)
 {
-	if (!s)
-		s = "(absent)";
+	return pvg_escape_term(s ? s : "?", s ? strlen(s) : 1);
+}
+
+static void cell(FILE *f, const char *raw, int width)
+{
+	_cleanup_free_ char *s = term(raw ? raw : "(absent)");
 	size_t n = strlen(s);
 	if (n <= CELL) {
 		fprintf(f, "%-*s", width, s);
 		return;
 	}
-	/* the end of a long value tells more (a build-id's tail, a path's file name) */
-	fprintf(f, "...%-*s", width - 3, s + n - (CELL - 3));
+	/* the end of a long value tells more (a build-id's tail, a path's file name); the cut
+	 * starts at a character, never inside one */
+	const char *tail = s + n - (CELL - 3);
+	while ((*tail & 0xc0) == 0x80)
+		tail++;
+	fprintf(f, "...%-*s", width - 3, tail);
 }
 
 static void print_text(FILE *f, const struct pvg_compare *c, const char *const *declared,
 		       size_t n_declared, int verbosity, const struct cli_style *st)
 {
 	if (verbosity >= 0) {
+		_cleanup_free_ char *bp = term(c->baseline.path), *bn = term(c->baseline.name),
+				    *cp = term(c->candidate.path), *cn = term(c->candidate.name);
 		fprintf(f, "%sprovgate compare%s: baseline %s (%s) vs candidate %s (%s)\n", st->bold,
-			st->reset, c->baseline.path, c->baseline.name ? c->baseline.name : "?",
-			c->candidate.path, c->candidate.name ? c->candidate.name : "?");
+			st->reset, bp, bn, cp, cn);
 		size_t shown = 0, equal = 0, wname = 5;
 		for (size_t i = 0; i < c->n_fields; i++) {
 			const struct pvg_compare_field *fl = &c->fields[i];
@@ -91,7 +101,8 @@ static void print_text(FILE *f, const struct pvg_compare *c, const char *const *
 			const char *col = fl->verdict == PVG_FIELD_DECLARED ? st->pass
 					  : quiet			     ? st->dim
 									     : st->fail;
-			fprintf(f, "  %-*s  ", (int)wname, fl->name);
+			_cleanup_free_ char *name = term(fl->name);
+			fprintf(f, "  %-*s  ", (int)wname, name);
 			cell(f, fl->baseline_unreadable ? "(unreadable)" : fl->baseline, CELL);
 			fputs("  ", f);
 			cell(f, fl->candidate_unreadable ? "(unreadable)" : fl->candidate, CELL);
@@ -104,18 +115,24 @@ static void print_text(FILE *f, const struct pvg_compare *c, const char *const *
 			fprintf(f, "  %s%s%zu shared object%s without a build-id compared by size only\n",
 				st->warn, st->reset, c->n_weak, c->n_weak == 1 ? "" : "s");
 		for (size_t i = 0; i < c->n_problems; i++) {
-			fprintf(f, "  %s%s%s: %s\n", st->fail, c->problems[i].code, st->reset,
-				c->problems[i].message);
-			if (c->problems[i].hint)
-				fprintf(f, "    %shint: %s%s\n", st->dim, c->problems[i].hint, st->reset);
+			fprintf(f, "  %s%s%s: ", st->fail, c->problems[i].code, st->reset);
+			pvg_fputs_term(c->problems[i].message, f);
+			fputc('\n', f);
+			if (c->problems[i].hint) {
+				fprintf(f, "    %shint: ", st->dim);
+				pvg_fputs_term(c->problems[i].hint, f);
+				fprintf(f, "%s\n", st->reset);
+			}
 		}
 	}
 	if (c->like_for_like) {
 		fprintf(f, "%sLIKE FOR LIKE%s: both certified, different service processes; they "
 			   "differ only in",
 			st->pass, st->reset);
-		for (size_t d = 0; d < n_declared; d++)
-			fprintf(f, "%s %s", d ? "," : "", declared[d]);
+		for (size_t d = 0; d < n_declared; d++) {
+			fprintf(f, "%s ", d ? "," : "");
+			pvg_fputs_term(declared[d], f);
+		}
 		fputc('\n', f);
 	} else {
 		fprintf(f, "%sREFUSED%s: not an A/B pair (%zu problem%s:", st->fail, st->reset,

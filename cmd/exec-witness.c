@@ -83,8 +83,10 @@ int cli_exec_witness(const struct run_opts *o, const char *dir_arg)
 	struct pvg_targets *t = NULL;
 	int r = pvg_targets_scan(&cfg->service, &t);
 	if (r < 0 || t->err) {
+		const char *why = r < 0 ? strerror(-r) : t->msg.text ? t->msg.text : "none";
+		_cleanup_free_ char *shown = pvg_escape_term(why, strlen(why));
 		printf("\nNo live service yet (%s): start it with the variables above, then run "
-		       "provgate certify.\n", r < 0 ? strerror(-r) : t->msg.text ? t->msg.text : "none");
+		       "provgate certify.\n", shown);
 		if (t)
 			pvg_targets_free(t);
 		return EXIT_OK;
@@ -111,8 +113,12 @@ int cli_exec_witness(const struct run_opts *o, const char *dir_arg)
 		} else {
 			_cleanup_free_ char *a = realpath(d, NULL), *b = realpath(dir, NULL);
 			bool same = a && b ? strcmp(a, b) == 0 : strcmp(d, dir) == 0;
-			printf("  pid %d: %s=%s, %s=%s%s\n", (int)pid, PVG_WITNESS_DIR_ENV, d, loader,
-			       cuda ? cuda : hsa, same ? "" : " (another folder than DIR)");
+			/* the service's own variables: its user wrote them */
+			const char *lv = cuda ? cuda : hsa;
+			_cleanup_free_ char *dv = pvg_escape_term(d, strlen(d)),
+					    *lvv = pvg_escape_term(lv, strlen(lv));
+			printf("  pid %d: %s=%s, %s=%s%s\n", (int)pid, PVG_WITNESS_DIR_ENV, dv, loader,
+			       lvv, same ? "" : " (another folder than DIR)");
 			if (!same)
 				rc = EXIT_NOT_CERTIFIED;
 		}

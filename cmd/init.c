@@ -128,15 +128,19 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 	}
 	_cleanup_free_ char *body = cJSON_Print(root);
 	cJSON_Delete(root);
-	/* the guesses and the gaps as comments at the top: provgate allows // comments */
+	/* the guesses and the gaps as comments at the top: provgate allows // comments. They
+	 * quote process names, command lines and paths, which the service's user chose: escaped,
+	 * so that no newline or comment end lets that text reach the parser. */
 	char *text = pvg_strdup("// Written by provgate init: check what it guessed.\n");
 	for (size_t i = 0; i < g->notes.n; i++) {
-		char *t = pvg_asprintf("%s// guessed: %s\n", text, g->notes.v[i]);
+		_cleanup_free_ char *c = pvg_escape_comment(g->notes.v[i], strlen(g->notes.v[i]));
+		char *t = pvg_asprintf("%s// guessed: %s\n", text, c);
 		free(text);
 		text = t;
 	}
 	for (size_t i = 0; i < g->todo.n; i++) {
-		char *t = pvg_asprintf("%s// TODO: %s\n", text, g->todo.v[i]);
+		_cleanup_free_ char *c = pvg_escape_comment(g->todo.v[i], strlen(g->todo.v[i]));
+		char *t = pvg_asprintf("%s// TODO: %s\n", text, c);
 		free(text);
 		text = t;
 	}
@@ -219,8 +223,9 @@ static int init_main(int argc, char **argv)
 	int r = pvg_config_parse(cfg, text, strlen(text), out, &err);
 	pvg_config_free(cfg);
 	if (r < 0) {
+		_cleanup_free_ char *why = pvg_escape_term(err.message, strlen(err.message));
 		fprintf(stderr, "provgate init: internal error: the config it made does not load: %s\n",
-			err.message);
+			why);
 		pvg_discovery_clear(&g);
 		return EXIT_INTERNAL;
 	}
@@ -233,10 +238,16 @@ static int init_main(int argc, char **argv)
 	FILE *f = strcmp(out, "-") == 0 ? stderr : stdout;
 	if (strcmp(out, "-") != 0)
 		fprintf(f, "wrote %s\n", out);
-	for (size_t i = 0; i < g.notes.n; i++)
-		fprintf(f, "  guessed: %s\n", g.notes.v[i]);
-	for (size_t i = 0; i < g.todo.n; i++)
-		fprintf(f, "  to fill in: %s\n", g.todo.v[i]);
+	for (size_t i = 0; i < g.notes.n; i++) {
+		fputs("  guessed: ", f);
+		pvg_fputs_term(g.notes.v[i], f);
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < g.todo.n; i++) {
+		fputs("  to fill in: ", f);
+		pvg_fputs_term(g.todo.v[i], f);
+		fputc('\n', f);
+	}
 	if (!g.todo.n)
 		fprintf(f, "nothing left to fill in; markers.require and markers.facts say what the "
 			   "benchmark claims (see provgate.json(5)); then: provgate certify\n");

@@ -42,6 +42,10 @@ static int show_process(const struct pvg_proc *p, long tick_ns, bool json, bool 
 	int r = pvg_maps_read(pvg_procfs_root(), p->pid, &maps);
 	if (r == 0 && maps.n == 0)
 		r = -ESRCH;
+	/* the name and command line are the process's own words: never raw to a terminal */
+	const char *who = p->cmdline && p->cmdline[0] ? p->cmdline : p->comm;
+	_cleanup_free_ char *comm = pvg_escape_term(p->comm, strlen(p->comm)),
+			    *shown_who = pvg_escape_term(who, strlen(who));
 	cJSON *pj = NULL;
 	if (json) {
 		pj = cJSON_CreateObject();
@@ -57,7 +61,7 @@ static int show_process(const struct pvg_proc *p, long tick_ns, bool json, bool 
 		if (json)
 			pvg_json_add_str(pj, "error", why);
 		else
-			printf("%spid %d%s %s: %s\n", st->bold, (int)p->pid, st->reset, p->comm, why);
+			printf("%spid %d%s %s: %s\n", st->bold, (int)p->pid, st->reset, comm, why);
 		return r;
 	}
 	pvg_mapped_files_build(pvg_procfs_root(), p->pid, &maps, &p->start, tick_ns, &files);
@@ -66,7 +70,7 @@ static int show_process(const struct pvg_proc *p, long tick_ns, bool json, bool 
 		stale += is_stale(&files.f[i]);
 	if (!json)
 		printf("%spid %d%s %s (ppid %d, started %s): %zu files mapped, %zu stale\n", st->bold,
-		       (int)p->pid, st->reset, p->cmdline ? p->cmdline : p->comm, (int)p->ppid, started,
+		       (int)p->pid, st->reset, shown_who, (int)p->ppid, started,
 		       files.n, stale);
 	cJSON *fa = json ? cJSON_AddArrayToObject(pj, "files") : NULL;
 	for (size_t i = 0; i < files.n; i++) {
@@ -96,7 +100,7 @@ static int show_process(const struct pvg_proc *p, long tick_ns, bool json, bool 
 		}
 		if (!all && !is_stale(f))
 			continue;
-		_cleanup_free_ char *shown = pvg_utf8_sanitize(f->path, strlen(f->path));
+		_cleanup_free_ char *shown = pvg_escape_term(f->path, strlen(f->path));
 		printf("  %s%-11s%s %s", is_stale(f) ? st->fail : st->dim, state, st->reset, shown);
 		if (f->replaced && !f->stat_err)
 			printf("  (maps inode %" PRIu64 ", path is inode %" PRIu64 " now)", f->inode,
@@ -173,8 +177,11 @@ static int maps_main(int argc, char **argv)
 		/* the selection speaks of config keys; maps has none */
 		if (by_pid && t->err == -ESRCH)
 			fprintf(stderr, "provgate maps: no process %ld\n", pid);
-		else if (by_pid)
-			fprintf(stderr, "provgate maps: process %ld: %s\n", pid, t->msg.text);
+		else if (by_pid) {
+			fprintf(stderr, "provgate maps: process %ld: ", pid);
+			pvg_fputs_term(t->msg.text, stderr);
+			fputc('\n', stderr);
+		}
 		else
 			fprintf(stderr, "provgate maps: no process matches \"%s\"\n", what);
 		pvg_targets_free(t);

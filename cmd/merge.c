@@ -10,9 +10,10 @@
 #include "cli.h"
 #include "core/cluster.h"
 
+/* Report text for the terminal (util/escape.h); NULL stays NULL. */
 static char *clean_dup(const char *s)
 {
-	return s ? pvg_utf8_sanitize(s, strlen(s)) : NULL;
+	return s ? pvg_escape_term(s, strlen(s)) : NULL;
 }
 
 /* One testcase: name, and the problems order[0..n) of m (a failure when there are any). */
@@ -61,19 +62,13 @@ static char *cluster_junit(const struct pvg_cluster *m)
 	return cli_junit_end(f, &buf);
 }
 
-static void put_clean(FILE *f, const char *s)
-{
-	_cleanup_free_ char *c = pvg_utf8_sanitize(s ? s : "", s ? strlen(s) : 0);
-	fputs(c, f);
-}
-
 static void print_table(FILE *f, const struct pvg_cluster *m, const struct cli_style *st,
 			bool quiet)
 {
 	if (!quiet) {
 		fprintf(f, "provgate merge: %zu node%s expected (", m->expected.n,
 			m->expected.n == 1 ? "" : "s");
-		put_clean(f, m->nodes_spec);
+		pvg_fputs_term(m->nodes_spec, f);
 		fprintf(f, ", from %s), %zu report%s read\n\n", m->nodes_source, m->n_reports,
 			m->n_reports == 1 ? "" : "s");
 		size_t w = 4;
@@ -87,10 +82,12 @@ static void print_table(FILE *f, const struct pvg_cluster *m, const struct cli_s
 			const char *status = pvg_cluster_node_status(m, i);
 			const struct pvg_cluster_report *r =
 				m->slot[i] >= 0 ? &m->reports[m->slot[i]] : NULL;
-			fprintf(f, "  %-*s  %s%-9s%s  ", (int)w, m->expected.host[i],
+			_cleanup_free_ char *host = clean_dup(m->expected.host[i]);
+			_cleanup_free_ char *at = clean_dup(r && r->started_at ? r->started_at : "-");
+			fprintf(f, "  %-*s  %s%-9s%s  ", (int)w, host,
 				strcmp(status, "certified") == 0 ? st->pass : st->fail, status,
 				st->reset);
-			fprintf(f, "%-20.20s", r && r->started_at ? r->started_at : "-");
+			fprintf(f, "%-20.20s", at);
 			for (int k = 0; k < PVG_CLUSTER_ID__MAX; k++) {
 				const char *v = r ? r->ident[k] : NULL;
 				_cleanup_free_ char *c = clean_dup(v ? v : "-");
@@ -98,7 +95,7 @@ static void print_table(FILE *f, const struct pvg_cluster *m, const struct cli_s
 			}
 			fputs("  ", f);
 			if (r)
-				put_clean(f, r->path);
+				pvg_fputs_term(r->path, f);
 			else if (m->claims[i] > 1)
 				fprintf(f, "%zu reports", m->claims[i]);
 			else
@@ -111,18 +108,23 @@ static void print_table(FILE *f, const struct pvg_cluster *m, const struct cli_s
 		fputc('\n', f);
 		for (size_t k = 0; k < m->n_problems; k++) {
 			fprintf(f, "  %s%s%s ", st->fail, m->problems[k].code, st->reset);
-			put_clean(f, m->problems[k].message);
+			pvg_fputs_term(m->problems[k].message, f);
 			fputc('\n', f);
 		}
 		if (m->n_problems)
 			fputc('\n', f);
 	}
 	if (m->n_problems == 0) {
+		/* the values the reports agree on are still the reports' text */
+		_cleanup_free_ char *inst = clean_dup(m->agreed[PVG_CLUSTER_INSTALLED]),
+				    *build = clean_dup(m->agreed[PVG_CLUSTER_BUILD]),
+				    *commit = clean_dup(m->agreed[PVG_CLUSTER_COMMIT]),
+				    *config = clean_dup(m->agreed[PVG_CLUSTER_CONFIG]);
 		fprintf(f, "%sCLUSTER CERTIFIED%s: %zu node%s, installed %.12s, build %.12s, commit "
 			   "%.12s, config %.12s, reports within %ld s\n",
 			st->pass, st->reset, m->expected.n, m->expected.n == 1 ? "" : "s",
-			m->agreed[PVG_CLUSTER_INSTALLED], m->agreed[PVG_CLUSTER_BUILD], m->agreed[PVG_CLUSTER_COMMIT],
-			m->agreed[PVG_CLUSTER_CONFIG], (long)(m->last - m->first));
+			inst ? inst : "(null)", build ? build : "(null)", commit ? commit : "(null)",
+			config ? config : "(null)", (long)(m->last - m->first));
 		return;
 	}
 	/* the nodes named, in list order */
@@ -131,13 +133,14 @@ static void print_table(FILE *f, const struct pvg_cluster *m, const struct cli_s
 	const char *sep = " (";
 	for (size_t i = 0; i < m->expected.n; i++)
 		if (strcmp(pvg_cluster_node_status(m, i), "certified") != 0) {
-			fprintf(f, "%s%s", sep, m->expected.host[i]);
+			fputs(sep, f);
+			pvg_fputs_term(m->expected.host[i], f);
 			sep = ", ";
 		}
 	for (size_t k = 0; k < m->n_problems; k++)
 		if (m->problems[k].node && m->problems[k].ix < 0) {
 			fprintf(f, "%s", sep);
-			put_clean(f, m->problems[k].node);
+			pvg_fputs_term(m->problems[k].node, f);
 			sep = ", ";
 		}
 	if (strcmp(sep, ", ") == 0)
@@ -258,8 +261,12 @@ static int merge_main(int argc, char **argv)
 		}
 	for (int i = optind; i < argc; i++) {
 		r = pvg_cluster_add(m, argv[i], &err);
-		if (r != 0)
-			fprintf(stderr, "provgate: merge: %s\n", err.message);
+		if (r != 0) {
+			/* it may quote a report another node wrote */
+			fputs("provgate: merge: ", stderr);
+			pvg_fputs_term(err.message, stderr);
+			fputc('\n', stderr);
+		}
 		if (r < 0) {
 			pvg_cluster_free(m);
 			return EXIT_USAGE;

@@ -36,13 +36,6 @@ static const char *status_colour(const struct cli_style *st, enum pvg_status s)
 	}
 }
 
-/* Terminal text must not carry escape sequences from paths or logs. */
-static void put_clean(FILE *f, const char *s)
-{
-	_cleanup_free_ char *c = pvg_utf8_sanitize(s ? s : "", s ? strlen(s) : 0);
-	fputs(c, f);
-}
-
 void cli_print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask only,
 		     int verbosity, const struct cli_style *st)
 {
@@ -56,7 +49,7 @@ void cli_print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask on
 			*p = (char)(*p - 32 * (*p >= 'a' && *p <= 'z'));
 		fprintf(f, "  %d %-16s %s%-12s%s ", r->id, r->name, status_colour(st, r->status),
 			label, st->reset);
-		put_clean(f, r->summary);
+		pvg_fputs_term(r->summary, f);
 		fputc('\n', f);
 		for (size_t k = 0; k < r->n_problems; k++) {
 			const struct pvg_problem *p = &r->problems[k];
@@ -65,20 +58,23 @@ void cli_print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask on
 				fprintf(f, "      %s%s%s\n", st->bold, p->code, st->reset);
 			} else {
 				fprintf(f, "      %s%s%s: ", st->bold, p->code, st->reset);
-				put_clean(f, p->message);
+				pvg_fputs_term(p->message, f);
 				fputc('\n', f);
 			}
 			/* problems in a row with the same hint (one per process, say) share one */
 			const struct pvg_problem *next = k + 1 < r->n_problems ? p + 1 : NULL;
 			if (p->hint && !(next && next->hint && strcmp(next->hint, p->hint) == 0)) {
 				fprintf(f, "      %shint:%s ", st->dim, st->reset);
-				put_clean(f, p->hint);
+				pvg_fputs_term(p->hint, f);
 				fputc('\n', f);
 			}
 		}
 		if (verbosity > 0 && r->evidence && r->evidence->child) {
+			/* cJSON escapes C0 controls only: the rest of the rule still applies */
 			_cleanup_free_ char *ev = cJSON_PrintUnformatted(r->evidence);
-			fprintf(f, "      %sevidence:%s %s\n", st->dim, st->reset, ev);
+			fprintf(f, "      %sevidence:%s ", st->dim, st->reset);
+			pvg_fputs_term(ev, f);
+			fputc('\n', f);
 		}
 	}
 }
@@ -97,12 +93,12 @@ void cli_print_header(FILE *f, const struct pvg_run *run, const struct cli_style
 	fprintf(f, "%sprovgate %s%s", st->bold, pvg_version(), st->reset);
 	if (run->cfg->name) {
 		fputs(" · ", f);
-		put_clean(f, run->cfg->name);
+		pvg_fputs_term(run->cfg->name, f);
 	}
 	fprintf(f, " · phase %s", pvg_phase_name(run->phase));
 	if (run->cfg->path) {
 		fputs(" · ", f);
-		put_clean(f, run->cfg->path);
+		pvg_fputs_term(run->cfg->path, f);
 	}
 	fputc('\n', f);
 }
@@ -257,17 +253,7 @@ int cli_write_reports(const char *json, const char *junit, const struct pvg_run 
 
 void cli_xml_escape(FILE *f, const char *s)
 {
-	_cleanup_free_ char *c = pvg_utf8_sanitize(s ? s : "", s ? strlen(s) : 0);
-	for (const char *p = c; *p; p++) {
-		switch (*p) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&apos;", f); break;
-		default: fputc(*p, f);
-		}
-	}
+	pvg_fputs_xml(s, f);
 }
 
 /* ---- the one JUnit writer (run, certify, exec, compare, merge) ---- */
@@ -464,11 +450,13 @@ void cli_progress(const char *path, uint64_t done, uint64_t total)
 		progress_start = now;
 	/* Only once hashing has taken more than a second: short runs stay quiet. */
 	if (now - progress_start > 1000000000u) {
+		const char *name = pvg_basename(path);
+		_cleanup_free_ char *shown = pvg_escape_term(name, strlen(name));
 		if (done >= total)
-			fprintf(stderr, "\r\033[Khashed %s (%.1f MiB)\n", pvg_basename(path),
+			fprintf(stderr, "\r\033[Khashed %s (%.1f MiB)\n", shown,
 				(double)total / 1048576.0);
 		else
-			fprintf(stderr, "\r\033[Khashing %s: %3d%% of %.1f MiB", pvg_basename(path),
+			fprintf(stderr, "\r\033[Khashing %s: %3d%% of %.1f MiB", shown,
 				total ? (int)(done * 100 / total) : 0, (double)total / 1048576.0);
 	}
 	pthread_mutex_unlock(&progress_lock);

@@ -6,12 +6,6 @@
 
 enum { OPT_KEY = 256, OPT_ARTIFACT, OPT_KEYID };
 
-static void put_clean(FILE *f, const char *s)
-{
-	_cleanup_free_ char *c = pvg_utf8_sanitize(s ? s : "", s ? strlen(s) : 0);
-	fputs(c, f);
-}
-
 static void line(FILE *f, const struct cli_style *st, const char *label, const char *fmt, ...)
 	PVG_PRINTF(4, 5);
 static void line(FILE *f, const struct cli_style *st, const char *label, const char *fmt, ...)
@@ -21,7 +15,7 @@ static void line(FILE *f, const struct cli_style *st, const char *label, const c
 	_cleanup_free_ char *text = pvg_vasprintf(fmt, ap);
 	va_end(ap);
 	fprintf(f, "  %s%-11s%s ", st->dim, label, st->reset);
-	put_clean(f, text);
+	pvg_fputs_term(text, f);
 	fputc('\n', f);
 }
 
@@ -30,7 +24,7 @@ static void print_text(FILE *f, const struct pvg_attest_verification *v, const c
 {
 	if (verbosity >= 0) {
 		fprintf(f, "%sprovgate %s%s · verify-attestation ", st->bold, pvg_version(), st->reset);
-		put_clean(f, file);
+		pvg_fputs_term(file, f);
 		fputc('\n', f);
 		if (v->payload_type)
 			line(f, st, "envelope", "DSSE, payloadType %s, %zu signature%s", v->payload_type,
@@ -69,7 +63,7 @@ static void print_text(FILE *f, const struct pvg_attest_verification *v, const c
 		}
 		for (size_t i = 0; i < v->n_problems; i++) {
 			fprintf(f, "  %s%s%s: ", st->bold, v->problems[i].code, st->reset);
-			put_clean(f, v->problems[i].message);
+			pvg_fputs_term(v->problems[i].message, f);
 			fputc('\n', f);
 		}
 	}
@@ -83,7 +77,7 @@ static void print_text(FILE *f, const struct pvg_attest_verification *v, const c
 		fputc('\n', f);
 	} else {
 		fprintf(f, "%sNOT VERIFIED%s: ", st->fail, st->reset);
-		put_clean(f, v->n_problems ? v->problems[0].message : "no verdict");
+		pvg_fputs_term(v->n_problems ? v->problems[0].message : "no verdict", f);
 		fputc('\n', f);
 	}
 }
