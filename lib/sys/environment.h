@@ -38,7 +38,7 @@ struct pvg_gpu_facts {
 
 struct pvg_env_var {
 	char *name;
-	char *value; /* "<redacted>" when the name holds TOKEN, KEY, SECRET or PASSWORD */
+	char *value; /* "<redacted>" when pvg_env_name_secret says so */
 	bool redacted;
 };
 
@@ -82,7 +82,8 @@ struct pvg_service_facts {
 /* Is NAME one that steers kernels (VLLM_*, HIP_*, HSA_*, ROCM_*, ROCR_*, AMD_*, CUDA_*,
  * PYTORCH_*, NCCL_*, RCCL_*, TORCH_*, TRITON_*, MIOPEN_*, NVTX_*, ROCP_*, and the Nsight
  * tools' NV_NSIGHT_*, NVIDIA_PROCESS_INJECTION_*, NV_COMPUTE_PROFILER_*; LD_PRELOAD,
- * LD_LIBRARY_PATH)? Is its value a secret (TOKEN, KEY, SECRET, PASSWORD in the name)? */
+ * LD_LIBRARY_PATH)? Is its value a secret (TOKEN, KEY, SECRET, PASSWORD, PASSWD, CREDENTIAL,
+ * AUTH, PRIVATE, COOKIE or SESSION in the name, in any case)? */
 bool pvg_env_name_steers(const char *name, size_t len);
 bool pvg_env_name_secret(const char *name, size_t len);
 

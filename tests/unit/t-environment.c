@@ -194,6 +194,40 @@ static void environ_keeps_steering_variables_and_redacts_secrets(void)
 	CHECK(pvg_env_name_steers("ROCR_VISIBLE_DEVICES", 20));
 }
 
+static void environ_redacts_every_secret_looking_name_in_any_case(void)
+{
+	static const char *const secret[] = {
+		"VLLM_HF_TOKEN", "HIP_API_KEY", "CUDA_SECRET", "TORCH_PASSWORD", "NCCL_PASSWD",
+		"VLLM_CREDENTIALS_FILE", "TRITON_AUTH_HEADER", "ROCM_PRIVATE_KEY_PATH",
+		"VLLM_COOKIE", "TORCH_SESSION_ID", "vllm_oauth_bearer", "Vllm_Session", "NCCL_passwd",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(secret); i++) {
+		CHECK(pvg_env_name_secret(secret[i], strlen(secret[i])));
+		if (!pvg_env_name_secret(secret[i], strlen(secret[i])))
+			printf("#   %s is not redacted\n", secret[i]);
+	}
+	static const char *const plain[] = { "VLLM_ATTENTION_BACKEND", "HIP_VISIBLE_DEVICES",
+					     "NCCL_DEBUG", "TORCH_CUDA_ARCH_LIST", "VLLM_USE_V1" };
+	for (size_t i = 0; i < ARRAY_SIZE(plain); i++)
+		CHECK(!pvg_env_name_secret(plain[i], strlen(plain[i])));
+	/* the name's length bounds the match: a word past it does not count */
+	CHECK(!pvg_env_name_secret("VLLM_SESSION", 8));
+	/* and through the environ reader, the value never reaches the report */
+	static const char env[] = "VLLM_USE_V1=1\0NCCL_IB_AUTH=hunter2\0TORCH_Cookie=c=1\0"
+				  "HIP_PRIVATE_PATH=/k\0CUDA_SESSION=s\0VLLM_CREDENTIAL=x\0"
+				  "ROCM_PASSWD=p";
+	struct pvg_env_var *v;
+	size_t n;
+	pvg_environ_parse(env, sizeof(env) - 1, &v, &n);
+	CHECK_INT(n, 7);
+	for (size_t i = 0; i < n; i++) {
+		bool plain_var = strcmp(v[i].name, "VLLM_USE_V1") == 0;
+		CHECK(v[i].redacted == !plain_var);
+		CHECK_STR(v[i].value, plain_var ? "1" : "<redacted>");
+	}
+	pvg_env_vars_free(v, n);
+}
+
 static void host_and_gpu_read_from_fixture_trees(void)
 {
 	char tmp[] = "/tmp/pvg-env-XXXXXX";
@@ -472,6 +506,7 @@ int main(void)
 	RUN(corrupt_elf_variants_are_refused_not_crashed);
 	RUN(note_parser_finds_gnu_build_id_only);
 	RUN(environ_keeps_steering_variables_and_redacts_secrets);
+	RUN(environ_redacts_every_secret_looking_name_in_any_case);
 	RUN(host_and_gpu_read_from_fixture_trees);
 	RUN(a_real_child_is_read_as_a_service);
 	RUN(device_mappings_are_not_shared_objects);
