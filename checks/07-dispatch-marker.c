@@ -96,6 +96,7 @@ struct marker_read {
 	char *view_why;
 	int log_err;	/* opening the log: 0 or errno */
 	enum pvg_refusal log_refused; /* with log_err: what the log was instead of a file */
+	struct stat log_st_refused;   /* with log_refused: what was seen */
 	int scan_r;	/* the scan: 0 or -errno */
 	cJSON *ev;	/* "service", "log_created" for the evidence */
 	bool after;	/* log created after the service started */
@@ -275,11 +276,14 @@ static struct marker_read *read_markers(struct pvg_ctx *ctx)
 	 * a device, a FIFO or a socket is refused unopened (the config names the path, so its
 	 * links are followed) */
 	struct pvg_untrusted how = { .root_fd = -1 };
+	if (m->container)
+		pvg_container_log_how(&m->clog, &how); /* the runtime's user's file, as they read it */
 	struct pvg_untrusted_file f;
 	_cleanup_close_ int fd = pvg_open_untrusted(m->log_path, &how, &f);
 	if (fd < 0) {
 		m->log_err = -fd;
 		m->log_refused = f.refused;
+		m->log_st_refused = f.st;
 		pvg_service_view_release(&view);
 		return m;
 	}
@@ -339,6 +343,47 @@ static bool log_refused(const struct marker_read *m, struct pvg_result *res)
 	return true;
 }
 
+/* The log a container runtime names, refused as not its runtime's user's file (SPEC §11): not
+ * owned by that user, not readable by them, or a link where the file should be. */
+static bool container_log_refused(const struct marker_read *m, struct pvg_result *res)
+{
+	const struct pvg_container_log *cl = &m->clog;
+	_cleanup_free_ char *owner = pvg_asprintf("uid %u", (unsigned)cl->owner);
+	_cleanup_free_ char *seen = NULL;
+	switch (m->log_refused) {
+	case PVG_REFUSED_OWNER:
+		seen = pvg_asprintf("owned by uid %u, not by its runtime's user (%s)",
+				    (unsigned)m->log_st_refused.st_uid, owner);
+		break;
+	case PVG_REFUSED_USER:
+		seen = pvg_asprintf("not readable by its runtime's user (%s)", owner);
+		break;
+	case PVG_REFUSED_LINK:
+		seen = pvg_strdup("a link where the runtime's file should be");
+		break;
+	default:
+		return false;
+	}
+	pvg_summary(res, "the container's log is refused: %s", seen);
+	pvg_problem(res, "dispatch-marker.container-log-refused",
+		    "a log found through a container runtime counts only as that runtime's own "
+		    "file: check which process started the service, or set markers.log to the "
+		    "service's log file",
+		    "markers.log is \"container\": %s (found in %s) is %s; it was not read",
+		    m->log_path, cl->how ? cl->how : "?", seen);
+	return true;
+}
+
+/* A zone file of the service that was refused (a device, a FIFO, a file of the kernel's, one
+ * its user may not read) is a problem of its own, whatever the markers decided. */
+static void zone_refused(const struct marker_read *m, struct pvg_result *res)
+{
+	if (!m->zone.refused)
+		return;
+	pvg_problem(res, "dispatch-marker.zone-file-refused", m->zone.why.hint,
+		    "the service's time zone is unknown: %s", m->zone.why.text);
+}
+
 /* output_elsewhere for a gate that fails, looked up once and put in the evidence */
 static const char *note_elsewhere(struct marker_read *m, const struct pvg_ctx *ctx, cJSON *ev)
 {
@@ -364,7 +409,8 @@ static void prepare_dispatch_marker(struct pvg_ctx *ctx)
 		pvg_ctx_set_slot(ctx, PVG_SLOT_MARKERS, read_markers(ctx), marker_read_free);
 }
 
-static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
+static enum pvg_status markers_decide(struct pvg_ctx *ctx, struct pvg_result *res,
+				      struct marker_read *m)
 {
 	const struct pvg_config *cfg = ctx->cfg;
 	if (!configured(cfg)) {
@@ -381,9 +427,6 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 	pvg_json_add_str(ev, "log", cfg->markers.log);
 	pvg_json_add_str(ev, "prefix", cfg->markers.prefix);
 
-	_cleanup_(marker_read_freep) struct marker_read *m = pvg_ctx_take_slot(ctx, PVG_SLOT_MARKERS);
-	if (!m)
-		m = read_markers(ctx);
 	for (cJSON *it = m->ev->child; it;) {
 		cJSON *next = it->next;
 		cJSON_AddItemToObject(ev, it->string, cJSON_DetachItemViaPointer(m->ev, it));
@@ -408,12 +451,16 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 		const struct pvg_container_log *cl = &m->clog;
 		pvg_summary(res, "%s", m->log_err == ESRCH ? "the service exited during the check"
 							: cl->why.text);
-		pvg_problem(res, "dispatch-marker.container-log",
+		pvg_problem(res,
+			    cl->runtime_not_trusted ? "dispatch-marker.runtime-not-trusted"
+						    : "dispatch-marker.container-log",
 			    m->log_err == ESRCH ? "start the service and check again" : cl->why.hint,
 			    "markers.log is \"container\": %s",
 			    m->log_err == ESRCH ? "the service exited during the check" : cl->why.text);
 		return PVG_UNVERIFIABLE;
 	}
+	if (m->container && m->log_err && container_log_refused(m, res))
+		return PVG_UNVERIFIABLE;
 	if (m->log_err && log_refused(m, res))
 		return PVG_UNVERIFIABLE;
 	if (m->log_err) {
@@ -613,6 +660,20 @@ out:
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
 	return status;
+}
+
+static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	_cleanup_(marker_read_freep) struct marker_read *m = NULL;
+	if (configured(ctx->cfg)) {
+		m = pvg_ctx_take_slot(ctx, PVG_SLOT_MARKERS);
+		if (!m)
+			m = read_markers(ctx);
+	}
+	enum pvg_status st = markers_decide(ctx, res, m);
+	if (m)
+		zone_refused(m, res);
+	return st;
 }
 
 /* Markers, the witness, or both (each configured part must pass; a failure outranks an

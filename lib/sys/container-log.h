@@ -14,6 +14,7 @@
  */
 #pragma once
 #include "formats/container.h"
+#include "util/untrusted.h"
 #include "util/util.h"
 
 struct pvg_container_log {
@@ -23,11 +24,28 @@ struct pvg_container_log {
 	char *driver;  /* the engine's log driver ("k8s-file", "json-file", "journald", ...) */
 	char *how;     /* where it was found ("conmon -l (pid 4242)", "config.v2.json") */
 	bool no_file;  /* the engine keeps this container's output in no file (journald, none) */
+	/* path NULL because the only runtime process that named this container (a conmon among
+	 * its ancestors, a dockerd) is not believed: owned by neither root nor the service's
+	 * (rootless engine's) user; why names it and its owner */
+	bool runtime_not_trusted;
 	struct pvg_msg why; /* path NULL: why, and what to do */
+	/* Whose the log is (SPEC §11): the runtime's user (root, or a rootless engine's own
+	 * user); the log must be owned by them, and when that is not root it is read with their
+	 * rights (creds), never ours. */
+	uid_t owner;
+	bool as_user;
+	struct pvg_creds creds;
 };
 
-/* root: where engine state files are read ("/", or a fixture tree). 0 (path or why set),
- * -ESRCH when the process is gone. */
+/* root: where engine state files are read ("/", or a fixture tree, whose owner then stands
+ * for root). A runtime process (conmon, dockerd) is believed only when it runs as root, or as
+ * the service's user or the owner of the service's user namespace (a rootless engine); the
+ * engine state found through it is read as its user could, owned by that user. 0 (path or
+ * why set), -ESRCH when the process is gone. */
 int pvg_container_log_find(const char *procfs, const char *root, pid_t pid,
 			   struct pvg_container_log *out);
+/* How l->path (found) is opened with pvg_open_untrusted (root_fd -1): as its runtime's user
+ * may, refused unless it is a regular file owned by l->owner, and not a link as its last
+ * name. how->as points into l. */
+void pvg_container_log_how(const struct pvg_container_log *l, struct pvg_untrusted *how);
 void pvg_container_log_clear(struct pvg_container_log *l);

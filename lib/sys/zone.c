@@ -2,48 +2,88 @@
 /* The time zone of a process, read from its environment and its root; see zone.h. */
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 
 #include "sys/zone.h"
+#include "util/untrusted.h"
 
 #define ZONE_FILE_MAX (1u << 20)
 
-/* Opens path (absolute, in the process's view) inside the root rootfd: symlinks and ".."
- * never leave it, as they do not for the process itself. fd or -errno. */
-static int open_in_root(int rootfd, const char *path)
+/* How a zone file is opened: in the process's root, with its user's rights (as NULL: ours,
+ * when that user is us). */
+struct zone_open {
+	int rootfd;
+	const struct pvg_creds *as;
+	const char *refused; /* on a refusal: a word for it ("device", "kernel-file", ...) */
+	char *refused_text;  /* and what was seen */
+};
+
+/* The kernel's own files (procfs, sysfs, debugfs, tracefs, securityfs) say "regular file"
+ * but reading one can do something (/proc/kmsg consumes the kernel log's unread messages):
+ * they are never read as a zone. */
+static bool kernel_fs(int fd)
 {
-	while (*path == '/')
-		path++;
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-	long fd = syscall(SYS_openat2, rootfd, *path ? path : ".", &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return true; /* cannot tell: not read */
+	switch ((unsigned long)sf.f_type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case SECURITYFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+	case BPF_FS_MAGIC:
+		return true;
+	}
+	return false;
 }
 
-/* Reads a regular file's bytes from fd (closed here). 0 or -errno (-EFBIG over max). */
-static int read_all(int fd, size_t max, char **out, size_t *len)
-{
-	_cleanup_close_ int f = fd;
-	struct stat st;
-	*out = NULL;
-	if (fstat(f, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	return pvg_read_fd(f, max, out, len);
-}
+/* The smallest TZif file: its 44-byte header. */
+#define TZIF_MIN 44
 
-/* The zone file at path in the process's root: 0 (parsed into tz), -ENOENT, -EINVAL (not a
- * TZif file), -ENOTSUP (leap seconds), -errno. */
-static int zone_file(int rootfd, const char *path, struct pvg_tz *tz)
+/* The zone file at path in the process's root, opened as its user could (SPEC §11): resolved
+ * O_PATH inside the root, only a regular file of at most ZONE_FILE_MAX bytes is opened, and
+ * a file of the kernel's or one too short to be TZif is never read. 0 (parsed into tz),
+ * -ENOENT, -EINVAL (not a TZif file), -ENOTSUP (leap seconds), -errno; a refusal sets
+ * o->refused. */
+static int zone_file(struct zone_open *o, const char *path, struct pvg_tz *tz)
 {
-	int fd = open_in_root(rootfd, path);
-	if (fd < 0)
+	const struct pvg_untrusted how = { .root_fd = o->rootfd, .max_size = ZONE_FILE_MAX,
+					   .as = o->as };
+	struct pvg_untrusted_file f;
+	free(o->refused_text);
+	o->refused_text = NULL;
+	o->refused = NULL;
+	_cleanup_close_ int fd = pvg_open_untrusted(path, &how, &f);
+	if (fd < 0) {
+		/* A file the service's user may not read is refused as that user was: EACCES is
+		 * what the user learns by trying it themselves (and ENOENT for a missing one), so
+		 * the report tells them nothing about root's files that they could not learn
+		 * without it. A type is only seen where the user may look (search rights on its
+		 * folders), as their own stat would. */
+		if (f.refused != PVG_REFUSED_NONE) {
+			o->refused = pvg_refusal_word(f.refused);
+			o->refused_text = pvg_asprintf("%s, refused %s", pvg_refusal_text(f.refused),
+						       f.refused == PVG_REFUSED_USER ||
+								       f.refused == PVG_REFUSED_LINK
+							       ? "as the service's user would be"
+							       : "unopened");
+		}
 		return fd;
+	}
+	if (kernel_fs(fd)) {
+		o->refused = "kernel-file";
+		o->refused_text = pvg_strdup("a file of the kernel's (procfs, sysfs), refused unread");
+		return -EINVAL;
+	}
+	if (f.st.st_size < TZIF_MIN)
+		return -EINVAL; /* nothing read: no TZif file is shorter than its header */
 	_cleanup_free_ char *bytes = NULL;
 	size_t len = 0;
-	int r = read_all(fd, ZONE_FILE_MAX, &bytes, &len);
+	int r = pvg_read_fd(fd, ZONE_FILE_MAX, &bytes, &len);
 	if (r < 0)
 		return r;
 	return pvg_tzif_parse(bytes, len, tz);
@@ -94,6 +134,21 @@ static const char *env_get(const char *env, size_t len, const char *name)
 	return NULL;
 }
 
+static void zone_open_clear(struct zone_open *o)
+{
+	free(o->refused_text);
+	o->refused_text = NULL;
+}
+
+/* A zone file refused: unknown, and which refusal it was (a problem of its own in the gate). */
+static void refused(struct pvg_proc_zone *z, const struct zone_open *o, char *text)
+{
+	set_unknown(z, "set TZ in the service's environment to a zone file of its root (a TZif "
+		       "file its user can read) or to a POSIX TZ rule, or log timestamps with "
+		       "their offset (%z)", text);
+	z->refused = o->refused;
+}
+
 static const char *const HINT_TZ = "set TZ in the service's environment to a zone its root "
 				   "has (TZ=Asia/Shanghai with tzdata installed) or to UTC, or "
 				   "log timestamps with their offset (%z)";
@@ -118,6 +173,21 @@ int pvg_proc_zone_read(const char *procfs, pid_t pid, struct pvg_proc_zone *out)
 	snprintf(path, sizeof(path), "%s/%d/root", procfs, (int)pid);
 	_cleanup_close_ int rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int root_err = rootfd < 0 ? errno : 0;
+	/* The question is what the service's C library reads: its files are opened with its
+	 * user's rights (ours only where that user is us). */
+	struct pvg_creds creds;
+	int cr = pvg_proc_creds(procfs, pid, &creds);
+	if (cr == -ESRCH)
+		return -ESRCH;
+	if (cr < 0) {
+		set_unknown(out, "run provgate as root or as the service's user, so that it can read "
+			    "the service's credentials",
+			    pvg_asprintf("the service's user (%s/%d/status) cannot be read: %s", procfs,
+					 (int)pid, strerror(-cr)));
+		return 0;
+	}
+	_cleanup_(zone_open_clear) struct zone_open zo = {
+		.rootfd = rootfd, .as = creds.uid == geteuid() ? NULL : &creds };
 	const char *tz = env_get(env, env_len, "TZ");
 	if (tz && (!*tz || utc_name(*tz == ':' ? tz + 1 : tz))) {
 		set_known(out, "UTC", pvg_asprintf("TZ=%s in its environment", tz));
@@ -129,10 +199,17 @@ int pvg_proc_zone_read(const char *procfs, pid_t pid, struct pvg_proc_zone *out)
 		const char *dir = env_get(env, env_len, "TZDIR");
 		_cleanup_free_ char *file = name[0] == '/' ? pvg_strdup(name)
 				: pvg_asprintf("%s/%s", dir && *dir ? dir : "/usr/share/zoneinfo", name);
-		int fr = rootfd < 0 ? -root_err : zone_file(rootfd, file, &out->tz);
+		int fr = rootfd < 0 ? -root_err : zone_file(&zo, file, &out->tz);
 		if (fr == 0) {
 			set_known(out, name, pvg_asprintf("TZ=%s in its environment, %s in its root",
 							  tz, file));
+			return 0;
+		}
+		if (zo.refused) {
+			refused(out, &zo,
+				pvg_asprintf("TZ=%s in its environment names %s in its root: %s; "
+					     "provgate reads no zone from it", tz, file,
+					     zo.refused_text));
 			return 0;
 		}
 		/* glibc reads TZ as a POSIX rule when no file has its name */
@@ -155,7 +232,13 @@ int pvg_proc_zone_read(const char *procfs, pid_t pid, struct pvg_proc_zone *out)
 					 strerror(root_err)));
 		return 0;
 	}
-	int fr = zone_file(rootfd, "/etc/localtime", &out->tz);
+	int fr = zone_file(&zo, "/etc/localtime", &out->tz);
+	if (zo.refused) {
+		refused(out, &zo,
+			pvg_asprintf("no TZ in its environment, and /etc/localtime in its root is %s",
+				     zo.refused_text));
+		return 0;
+	}
 	struct stat lst;
 	if (fr == -ENOENT && fstatat(rootfd, "etc/localtime", &lst, AT_SYMLINK_NOFOLLOW) == 0) {
 		set_unknown(out, HINT_TZ,

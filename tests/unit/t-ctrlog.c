@@ -481,6 +481,15 @@ static void service_zone_from_environ_and_root(void)
 		 dir, dir, dir, dir, dir, dir, dir, dir, dir);
 	CHECK_INT(system(cmd), 0);
 	char p[4096];
+	/* each runs as us: its zone files are opened with our own rights */
+	char status[128];
+	int sl = snprintf(status, sizeof(status), "Uid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\n",
+			  geteuid(), geteuid(), geteuid(), geteuid(), getegid(), getegid(),
+			  getegid(), getegid());
+	for (int pid = 10; pid <= 12; pid++) {
+		snprintf(p, sizeof(p), "%s/%d/status", dir, pid);
+		write_file(p, status, (size_t)sl);
+	}
 	snprintf(p, sizeof(p), "%s/10/environ", dir);
 	write_file(p, "PATH=/bin\0TZ=Asia/Shanghai\0", 28);
 	struct pvg_proc_zone z;
@@ -522,6 +531,37 @@ static void service_zone_from_environ_and_root(void)
 	CHECK(z.known);
 	CHECK_STR(z.name, "UTC");
 	pvg_proc_zone_clear(&z);
+	/* TZ naming a FIFO, a device, a folder or a file of the kernel's: refused, each says
+	 * what it was, and nothing is read (a FIFO would block) */
+	snprintf(cmd, sizeof(cmd), "mkfifo %s/12/root/fifo && mkdir %s/12/root/dir %s/12/root/proc",
+		 dir, dir, dir);
+	CHECK_INT(system(cmd), 0);
+	/* as root: a device node, reached through a link inside the root, and procfs */
+	snprintf(cmd, sizeof(cmd), "mknod %s/12/root/null c 1 3 && ln -s /null %s/12/root/zone && "
+		 "mount -t proc proc %s/12/root/proc", dir, dir, dir);
+	bool as_root = geteuid() == 0 && system(cmd) == 0;
+	static const struct {
+		const char *env, *word, *text;
+	} bad[] = {
+		{ "TZ=/fifo", "fifo", "a FIFO" },
+		{ "TZ=/dir", "directory", "a directory" },
+		{ "TZ=:/zone", "device", "a device node" },
+		{ "TZ=/proc/version", "kernel-file", "kernel" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		if (i >= 2 && !as_root)
+			continue;
+		write_file(p, bad[i].env, strlen(bad[i].env) + 1);
+		CHECK_INT(pvg_proc_zone_read(dir, 12, &z), 0);
+		CHECK(!z.known);
+		CHECK(z.refused && strcmp(z.refused, bad[i].word) == 0);
+		CHECK(z.why.text && strstr(z.why.text, bad[i].text));
+		pvg_proc_zone_clear(&z);
+	}
+	if (as_root) {
+		snprintf(cmd, sizeof(cmd), "umount %s/12/root/proc", dir);
+		CHECK_INT(system(cmd), 0); /* before rm -rf below */
+	}
 	/* a process that is gone */
 	CHECK_INT(pvg_proc_zone_read(dir, 13, &z), -ESRCH);
 	pvg_proc_zone_clear(&z);
@@ -578,6 +618,9 @@ static void container_logs_from_engine_state(void)
 		 "%1$s/root/var/lib/docker/containers/%2$s %1$s/root/var/log/containers "
 		 "%1$s/root/var/log/pods/ns_pod_1234/ctr && "
 		 "echo '19 (conmon) S 1 19' >%1$s/proc/19/stat && echo conmon >%1$s/proc/19/comm && "
+		 "printf 'Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n' >%1$s/proc/19/status && "
+		 "printf 'Uid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n' "
+		 ">%1$s/proc/20/status && "
 		 "echo '20 (python3) S 19 20' >%1$s/proc/20/stat && echo python3 >%1$s/proc/20/comm && "
 		 "echo '0::/libpod_parent/libpod-%2$s' >%1$s/proc/20/cgroup && "
 		 "echo '30 (python3) S 1 30' >%1$s/proc/30/stat && "
@@ -607,7 +650,31 @@ static void container_logs_from_engine_state(void)
 	CHECK_STR(l.path, "/x/ctr.log");
 	CHECK_STR(l.driver, "k8s-file");
 	CHECK(l.how && strstr(l.how, "conmon"));
+	CHECK(!l.as_user && !l.runtime_not_trusted);
 	pvg_container_log_clear(&l);
+	/* a conmon of another user than the service's is not believed, whatever it names */
+	snprintf(cmd, sizeof(cmd), "printf 'Uid:\t4242\t4242\t4242\t4242\nGid:\t4242\t4242\t4242\t4242\n' "
+		 ">%s/proc/19/status", dir);
+	CHECK_INT(system(cmd), 0);
+	CHECK_INT(pvg_container_log_find(procfs, root, 20, &l), 0);
+	CHECK(l.path == NULL && l.runtime_not_trusted && !l.no_file);
+	CHECK(l.why.text && strstr(l.why.text, "conmon (pid 19)") && strstr(l.why.text, "uid 4242"));
+	pvg_container_log_clear(&l);
+	/* the service's own user's conmon (rootless podman): believed, and the log is theirs,
+	 * read with their rights */
+	snprintf(cmd, sizeof(cmd), "printf 'Uid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n' "
+		 ">%s/proc/19/status", dir);
+	CHECK_INT(system(cmd), 0);
+	CHECK_INT(pvg_container_log_find(procfs, root, 20, &l), 0);
+	CHECK_STR(l.path, "/x/ctr.log");
+	CHECK(l.as_user && l.owner == 1000 && l.creds.uid == 1000 && l.creds.gid == 1000);
+	struct pvg_untrusted how = { .root_fd = -1 };
+	pvg_container_log_how(&l, &how);
+	CHECK(how.as == &l.creds && how.has_want_uid && how.want_uid == 1000 && how.nofollow);
+	pvg_container_log_clear(&l);
+	snprintf(cmd, sizeof(cmd), "printf 'Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n' "
+		 ">%s/proc/19/status", dir);
+	CHECK_INT(system(cmd), 0);
 	/* the same container logging to the journal: no file, and says so */
 	n = (size_t)snprintf(cl, sizeof(cl), "/usr/bin/conmon%c-c%c%s%c-l%cjournald", 0, 0, ID, 0, 0);
 	write_file(p, cl, n + 1);
@@ -621,6 +688,9 @@ static void container_logs_from_engine_state(void)
 	CHECK_INT(pvg_container_log_find(procfs, root, 30, &l), 0);
 	CHECK(l.path && strstr(l.path, "-json.log"));
 	CHECK_STR(l.driver, "json-file");
+	struct stat rst;
+	CHECK_INT(stat(root, &rst), 0);
+	CHECK(!l.as_user && l.owner == rst.st_uid); /* the default data root is root's */
 	pvg_container_log_clear(&l);
 	snprintf(cmd, sizeof(cmd),
 		 "echo '{\"LogConfig\":{\"Type\":\"journald\"}}' "
