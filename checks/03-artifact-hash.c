@@ -107,9 +107,12 @@ static enum pvg_status hash_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
 		return PVG_FAIL;
 	}
 	if (r < 0) {
-		pvg_summary(res, "could not ask the interpreter where %s is", a->python_module);
+		pvg_summary(res, "cannot tell where %s is installed", a->python_module);
 		pvg_problem(res, "artifact-hash.python-failed",
-			    "check install.python names a working interpreter", "%s", why);
+			    "name the interpreter inside its installation (a venv's bin/python3, or "
+			    "PREFIX/bin/python3.X beside PREFIX/lib/python3.X): provgate reads its "
+			    "files and never runs it; or set install.artifact",
+			    "%s", why);
 		return PVG_UNVERIFIABLE;
 	}
 

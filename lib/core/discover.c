@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include "core/config.h"
@@ -17,6 +18,7 @@
 #include "sys/container-log.h"
 #include "sys/environment.h"
 #include "sys/gpu-procs.h"
+#include "sys/pymodule.h"
 #include "sys/scope.h"
 #include "util/hash.h"
 
@@ -600,6 +602,22 @@ static void python_of(struct pvg_discovery *g, const char *installed)
 	g->python_module = TAKE_PTR(mod);
 	note(g, "install.python_module %s, resolved by %s%s", g->python_module,
 	     rel_to(g->dir, g->python), is_file(cfg) ? " (a venv)" : "");
+	/* SPEC §11: an interpreter another user can change is only ever read, never run */
+	_cleanup_free_ char *what = NULL;
+	uid_t owner = 0;
+	if (pvg_python_writable_by_others(g->python, &what, &owner) == 1) {
+		struct passwd *pw = owner ? getpwuid(owner) : NULL;
+		_cleanup_free_ char *who =
+			!owner ? pvg_strdup("users other than root (group or others may write it)")
+			: pw   ? pvg_asprintf("user %s (uid %u)", pw->pw_name, (unsigned)owner)
+			       : pvg_asprintf("uid %u", (unsigned)owner);
+		note(g, "install.python %s can be changed by %s, through %s: provgate never runs "
+			"it; it resolves install.python_module by reading the files of that "
+			"installation (pyvenv.cfg, site-packages, the path lines of .pth files, "
+			"setuptools' editable finders as data), so a .pth import line or another "
+			"import hook there is not followed",
+		     rel_to(g->dir, g->python), who, rel_to(g->dir, what));
+	}
 }
 
 static void find_service(struct pvg_discovery *g, const char *procfs)

@@ -434,6 +434,7 @@ static const char *assignment(const char *text, const char *name)
 int pvg_editable_finder_parse(const char *text, struct pvg_editable_finder *f)
 {
 	memset(f, 0, sizeof(*f));
+	_cleanup_free_ char *a = NULL, *b = NULL; /* before any goto below */
 	/* the two find_spec bodies setuptools has shipped; any other finder is not ours to
 	 * guess at */
 	if (!strstr(text, "class _EditableFinder"))
@@ -506,12 +507,12 @@ int pvg_editable_finder_parse(const char *text, struct pvg_editable_finder *f)
 	p = assignment(text, "PATH_PLACEHOLDER");
 	if (!p)
 		goto bad_ns;
-	_cleanup_free_ char *a = pvg_py_str_literal(&p);
+	a = pvg_py_str_literal(&p);
 	skip_ws(&p);
 	if (!a || *p++ != '+')
 		goto bad_ns;
 	skip_ws(&p);
-	_cleanup_free_ char *b = pvg_py_str_literal(&p);
+	b = pvg_py_str_literal(&p);
 	if (!b)
 		goto bad_ns;
 	f->placeholder = pvg_asprintf("%s%s", a, b);
