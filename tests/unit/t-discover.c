@@ -161,6 +161,22 @@ static void venv_install_mapped_by_the_service(void)
 	CHECK_STR(d.arch, "gfx936");
 	CHECK(has_line(&d.todo, "markers.log: the service writes no regular file"));
 	pvg_discovery_clear(&d);
+
+	/* root's venv says nothing more; handed to another user, init says that provgate only
+	 * reads it (SPEC §11) */
+	CHECK(chmod(py, 0755) == 0);
+	pvg_discover(root, procfs, &d);
+	CHECK(!has_line(&d.notes, "can be changed by"));
+	pvg_discovery_clear(&d);
+	if (geteuid() == 0) {
+		_cleanup_free_ char *venv = pvg_path_join(root, "venv");
+		CHECK(chown(venv, 65534, 65534) == 0);
+		pvg_discover(root, procfs, &d);
+		CHECK(has_line(&d.notes, "install.python venv/bin/python3 can be changed by "));
+		CHECK(has_line(&d.notes, "uid 65534, through venv: provgate never runs it") ||
+		      has_line(&d.notes, "(uid 65534), through venv: provgate never runs it"));
+		pvg_discovery_clear(&d);
+	}
 }
 
 int main(void)
