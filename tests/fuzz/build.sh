@@ -25,7 +25,7 @@ while IFS= read -r c; do
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
 done < <(find "$src/lib" "$src/checks" -name '*.c' -not -path "$src/lib/witness/*" | sort)
-targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind})
+targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind escape})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
 		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lpthread
@@ -73,6 +73,8 @@ JSON
 			find "$src"/tests/fixtures/buildlog/multi/make-deps -name '*.d' -exec cp {} "$corpus/" \; ;;
 		report-kind) printf '{"schema": "provgate.report/1"}' >"$corpus/report.json"
 			printf '{"payloadType": "x", "payload": "eyJfdHlwZSI6ImluLXRvdG8iLCJwcmVkaWNhdGVUeXBlIjoicHJvdmdhdGUifQ=="}' >"$corpus/dsse.json" ;;
+		escape) printf '\033[2J\n{\233 \302\233 \357\277\276 */ \342\200\250 <&>"' >"$corpus/a"
+			printf 'svc \355\240\200 \364\220\200\200 \300\257 \342\200\256 x' >"$corpus/b" ;;
 		hostlist) printf 'gpu[01-04,07]' >"$corpus/a"; printf 'r[1-2]n[001-3],x' >"$corpus/b"
 			printf 'reports/{node}-{{x}}.json' >"$corpus/c" ;;
 		dsse) cp "$src"/tests/fixtures/attest/*.json "$corpus/" ;;
