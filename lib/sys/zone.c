@@ -140,7 +140,7 @@ static void zone_open_clear(struct zone_open *o)
 	o->refused_text = NULL;
 }
 
-/* A zone file refused: unknown, and which refusal it was (a problem of its own in the gate). */
+/* A zone file refused: unknown, and which refusal it was (for the caller to report). */
 static void refused(struct pvg_proc_zone *z, const struct zone_open *o, char *text)
 {
 	set_unknown(z, "set TZ in the service's environment to a zone file of its root (a TZif "
