@@ -31,9 +31,29 @@ static cJSON *file_json(const struct pvg_file_id *id, bool full)
 
 /* Explains why one side could not be hashed; returns the status that follows from it. */
 static enum pvg_status side_problem(struct pvg_result *res, const char *side,
-				    const struct pvg_file_id *id)
+				    const struct pvg_file_id *id, const struct pvg_file_id *other)
 {
 	int e = -id->err; /* positive, for the comparisons below */
+	if (id->too_large || id->sparse) {
+		/* refused from its size or its holes, unread: where the other side was read and
+		 * its size differs, they are not the same bytes whatever these hold */
+		bool differ = other && other->hashed && other->size != id->size;
+		_cleanup_free_ char *why =
+			id->too_large
+				? pvg_asprintf("is %" PRIu64 " bytes, more than install.max_artifact_size "
+					       "(%" PRIu64 ")", id->size, pvg_hash_max_size())
+				: pvg_asprintf("is %" PRIu64 " bytes of which %" PRIu64 " are data: "
+					       "mostly holes, a sparse file and no library", id->size,
+					       id->data_bytes);
+		pvg_problem(res, id->too_large ? "artifact-hash.too-large" : "artifact-hash.sparse",
+			    id->too_large ? "point the config at the library itself, or raise "
+					    "install.max_artifact_size if it really is this large"
+					  : "reinstall the artifact: a library is written whole, never "
+					    "as holes",
+			    "%s artifact %s %s; not read%s", side, id->path, why,
+			    differ ? ", and its size differs from the other side's" : "");
+		return differ ? PVG_FAIL : PVG_UNVERIFIABLE;
+	}
 	if (e == ENOENT || e == ENOTDIR) {
 		pvg_problem(res,
 			    strcmp(side, "build") == 0 ? "artifact-hash.build-missing"
@@ -143,9 +163,9 @@ static enum pvg_status hash_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
 	enum pvg_status st = PVG_PASS;
 	size_t first = res->n_problems;
 	if (!b->hashed)
-		st = pvg_status_worst(st, side_problem(res, "build", b));
+		st = pvg_status_worst(st, side_problem(res, "build", b, in));
 	if (!in->hashed)
-		st = pvg_status_worst(st, side_problem(res, "installed", in));
+		st = pvg_status_worst(st, side_problem(res, "installed", in, b));
 	if (st != PVG_PASS) {
 		pvg_summary(res, "cannot compare: %s", res->problems[first].message);
 		return st;

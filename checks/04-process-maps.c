@@ -13,6 +13,7 @@
 
 #include "checks.h"
 #include "facts.h"
+#include "util/untrusted.h"
 #include "sys/maps.h"
 #include "sys/ns.h"
 
@@ -70,10 +71,32 @@ static enum pvg_status check_bytes(struct pvg_ctx *ctx, struct pvg_result *res,
 {
 	struct pvg_mapping m = { .start = f->first_start, .end = f->first_end };
 	_cleanup_free_ char *mf = pvg_map_files_path(ctx->procfs, p->pid, &m);
-	_cleanup_close_ int fd = open(mf, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		int e = errno;
+	/* The link is resolved as O_PATH and looked at before it is opened: the process may
+	 * have put a device (/dev/kfd, a watchdog) at this address since its maps were read,
+	 * and that is never opened; the mapped file is read whole, so it has the artifact's
+	 * size bound. */
+	const struct pvg_untrusted how = { .root_fd = -1, .max_size = pvg_hash_max_size() };
+	struct pvg_untrusted_file uf;
+	_cleanup_close_ int fd = pvg_open_untrusted(mf, &how, &uf);
+	struct stat st = uf.st;
+	if (fd >= 0 && (uint64_t)st.st_size >= PVG_HASH_SPARSE_MIN &&
+	    pvg_data_bytes(fd, (uint64_t)st.st_size) < (uint64_t)st.st_size / 2)
+		uf.refused = PVG_REFUSED_TOO_BIG; /* mostly holes: no library */
+	if (fd >= 0)
+		(void)lseek(fd, 0, SEEK_SET); /* pvg_data_bytes' seeks moved it */
+	if (uf.refused != PVG_REFUSED_NONE && uf.refused != PVG_REFUSED_USER &&
+	    uf.refused != PVG_REFUSED_LINK) {
+		pvg_problem(res, "process-maps.unreadable",
+			    "the mapping is no longer the installed library: run again",
+			    "process %d maps %s at %s, which is now %s (%" PRIu64 " bytes): not read",
+			    (int)p->pid, f->path, mf,
+			    uf.refused == PVG_REFUSED_TOO_BIG ? "over the bound or mostly holes"
+							      : pvg_refusal_text(uf.refused),
+			    (uint64_t)st.st_size);
+		return PVG_UNVERIFIABLE;
+	}
+	if (fd < 0) {
+		int e = -fd;
 		if ((e == ENOENT || e == ESRCH) && !target) {
 			pvg_json_add_str(pj, "error", "exited while being scanned");
 			return PVG_PASS; /* a worker that went away proves nothing either way */

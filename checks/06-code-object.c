@@ -368,8 +368,10 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 		bool missing = r == -ENOENT || r == -ENOTDIR;
 		pvg_summary(res, "cannot read %s: %s", path, strerror(-r));
 		pvg_problem(res, missing ? "code-object.no-artifact" : "code-object.unreadable",
-			    missing ? "install the artifact, or fix install.artifact"
-				    : "run provgate as a user that can read the artifact",
+			    missing	    ? "install the artifact, or fix install.artifact"
+			    : r == -EFBIG ? "it is larger than install.max_artifact_size, or mostly "
+					    "holes (a sparse file): not read"
+					  : "run provgate as a user that can read the artifact",
 			    "installed artifact %s: %s", path,
 			    r == -EINVAL ? "not a regular file" : strerror(-r));
 		return missing || r == -EINVAL ? PVG_FAIL : PVG_UNVERIFIABLE;

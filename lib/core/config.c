@@ -20,6 +20,7 @@ enum field_kind {
 	F_ARCH,
 	F_BOOL,
 	F_COUNT, /* integer >= 0 */
+	F_SIZE,  /* bytes: an integer >= 1, or a string "16GiB" (KiB, MiB, GiB, TiB) */
 	F_PID,   /* integer >= 1 */
 	F_PORT,  /* 1..65535 */
 	F_STRV,  /* array of non-empty strings */
@@ -67,6 +68,7 @@ static const struct field install_fields[] = {
 	CFX("artifact", F_PATH, install.artifact),
 	CF("python_module", F_STRING, install.python_module),
 	CFX("python", F_PROGRAM, install.python),
+	CF("max_artifact_size", F_SIZE, install.max_artifact_size),
 	END,
 };
 
@@ -164,6 +166,7 @@ struct pvg_config *pvg_config_new(void)
 	cfg->markers.min_count = 1;
 	cfg->witness.min_count = 1;
 	cfg->witness.answer_ms = 2000;
+	cfg->install.max_artifact_size = PVG_HASH_MAX_SIZE_DEFAULT;
 	return cfg;
 }
 
@@ -477,6 +480,50 @@ static int expand_value(const struct loader *ld, const char *key, char **s)
 	}
 	free(*s);
 	*s = out;
+	return 0;
+}
+
+/* A size in bytes: 1 to 2^53 (what a JSON number holds exactly), as a number or as a string
+ * with a binary unit. */
+static int parse_size(const struct loader *ld, const char *key, const cJSON *j, uint64_t *out)
+{
+	const double max = 9007199254740992.0;
+	double v;
+	if (cJSON_IsNumber(j)) {
+		v = j->valuedouble;
+	} else if (cJSON_IsString(j)) {
+		const char *s = j->valuestring;
+		char *end;
+		errno = 0;
+		unsigned long long n = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &end, 10) : 0;
+		if (!(s[0] >= '0' && s[0] <= '9') || errno)
+			end = NULL;
+		static const struct { const char *unit; unsigned shift; } units[] = {
+			{ "", 0 }, { "B", 0 }, { "KiB", 10 }, { "MiB", 20 }, { "GiB", 30 }, { "TiB", 40 },
+		};
+		size_t u = ARRAY_SIZE(units);
+		while (end && *end == ' ')
+			end++;
+		for (size_t i = 0; end && i < ARRAY_SIZE(units) && u == ARRAY_SIZE(units); i++)
+			if (strcmp(end, units[i].unit) == 0)
+				u = i;
+		if (u == ARRAY_SIZE(units)) {
+			set_err(ld->err, "%s: %s: \"%s\" is not a size (a number of bytes, or one "
+					 "with KiB, MiB, GiB or TiB: \"16GiB\")", ld->origin, key, s);
+			return -EINVAL;
+		}
+		v = (double)n * (double)(1ull << units[u].shift);
+	} else {
+		set_err(ld->err, "%s: %s: expected a size (bytes, or a string like \"16GiB\"), got %s",
+			ld->origin, key, json_type_name(j));
+		return -EINVAL;
+	}
+	if (!(v >= 1 && v <= max) || v != (double)(uint64_t)v) {
+		set_err(ld->err, "%s: %s: expected a size from 1 byte to 8 PiB, got %g", ld->origin,
+			key, v);
+		return -EINVAL;
+	}
+	*out = (uint64_t)v;
 	return 0;
 }
 
@@ -863,6 +910,8 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 		return 0;
 	case F_COUNT:
 		return parse_integer(ld, key, j, 0, INT_MAX, (long *)dst);
+	case F_SIZE:
+		return parse_size(ld, key, j, (uint64_t *)dst);
 	case F_PID:
 		return parse_integer(ld, key, j, 1, INT_MAX, (long *)dst);
 	case F_PORT:
@@ -1413,6 +1462,7 @@ int pvg_config_override(struct pvg_config *cfg, const char *key, const char *val
 	case F_LOG:
 	case F_PROGRAM:
 	case F_ARCH:
+	case F_SIZE: /* "17179869184" or "16GiB": parse_size reads both */
 		j = cJSON_CreateString(value);
 		break;
 	default:

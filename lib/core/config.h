@@ -51,6 +51,9 @@ struct pvg_config {
 		char *artifact;
 		char *python_module;
 		char *python; /* default "python3" */
+		/* the largest artifact (build or installed) read whole: larger ones are refused
+		 * unread (PVG_HASH_MAX_SIZE_DEFAULT, 16 GiB) */
+		uint64_t max_artifact_size;
 	} install;
 	struct pvg_service_spec service;
 	bool allow_profiler; /* service.allow_profiler: a run meant to profile (gate 5) */

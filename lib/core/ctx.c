@@ -33,6 +33,8 @@ void pvg_ctx_init(struct pvg_ctx *ctx, const struct pvg_config *cfg, enum pvg_ph
 	ctx->started_ns = pvg_now_ns();
 	ctx->started_at = time(NULL);
 	ctx->chain = new_chain();
+	/* every artifact and build file read whole is bounded by the config's size */
+	pvg_hash_set_max_size(cfg->install.max_artifact_size);
 	struct pvg_artifact *v = pvg_config_artifacts(cfg, &ctx->n_arts);
 	ctx->arts = pvg_xcalloc(ctx->n_arts ? ctx->n_arts : 1, sizeof(*ctx->arts));
 	for (size_t i = 0; i < ctx->n_arts; i++) {

@@ -11,6 +11,7 @@
 
 #include "util/hash.h"
 #include "util/thread.h"
+#include "util/untrusted.h"
 
 /* How files are read (tests/bench/chunks measures the choices against `openssl dgst` and
  * `cat` in one run): chunks that stay in the reading core's cache (copying 256 KiB chunks out
@@ -119,46 +120,86 @@ void pvg_file_id_clear(struct pvg_file_id *id)
 	memset(id, 0, sizeof(*id));
 }
 
-/* Opens without blocking, records the identity from fstat, refuses what is not a regular
- * file, and returns the fd (blocking again), or -errno with out->err/err_what set. */
+static _Atomic uint64_t max_file_size = PVG_HASH_MAX_SIZE_DEFAULT;
+
+void pvg_hash_set_max_size(uint64_t bytes)
+{
+	max_file_size = bytes ? bytes : PVG_HASH_MAX_SIZE_DEFAULT;
+}
+
+uint64_t pvg_hash_max_size(void)
+{
+	return max_file_size;
+}
+
+/* Resolves the path as O_PATH first (nothing named here is opened as a device, not even to
+ * be refused), records the identity from fstat, refuses what is not a regular file, is over
+ * the bound, or is mostly holes (a sparse terabyte costs no disk and would be hashed for an
+ * hour), and returns the fd, or -errno with out->err/err_what set. */
 static int open_identity(const char *path, struct pvg_file_id *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->path = pvg_strdup(path);
-	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		out->err = -errno;
+	const struct pvg_untrusted how = { .root_fd = -1, .max_size = max_file_size };
+	struct pvg_untrusted_file f;
+	int fd = pvg_open_untrusted(path, &how, &f);
+	if (fd < 0 && f.refused == PVG_REFUSED_NONE) {
+		out->err = fd;
 		out->err_what = "open";
 		return out->err;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		out->err = -errno;
-		out->err_what = "stat";
-		close(fd);
+	const struct stat *st = &f.st;
+	out->mode = st->st_mode;
+	out->size = (uint64_t)st->st_size;
+	out->dev = (uint64_t)st->st_dev;
+	out->ino = (uint64_t)st->st_ino;
+	out->mtime = st->st_mtim;
+	out->ctime = st->st_ctim;
+	switch (f.refused) {
+	case PVG_REFUSED_NONE:
+		break;
+	case PVG_REFUSED_TOO_BIG:
+		out->too_large = true;
+		out->err = -EFBIG;
+		out->err_what = "is larger than the bound on an artifact";
+		return out->err;
+	case PVG_REFUSED_DIRECTORY:
+		out->err = -EISDIR;
+		out->err_what = "is a directory";
+		return out->err;
+	case PVG_REFUSED_FIFO:
+	case PVG_REFUSED_DEVICE:
+	case PVG_REFUSED_SOCKET:
+		out->err = -EINVAL;
+		out->err_what = f.refused == PVG_REFUSED_FIFO ? "is a FIFO, not a regular file"
+				: f.refused == PVG_REFUSED_DEVICE ? "is a device, not a regular file"
+								  : "is a socket, not a regular file";
+		return out->err;
+	default:
+		out->err = fd < 0 ? fd : -EINVAL;
+		out->err_what = "open";
 		return out->err;
 	}
-	out->mode = st.st_mode;
-	out->size = (uint64_t)st.st_size;
-	out->dev = (uint64_t)st.st_dev;
-	out->ino = (uint64_t)st.st_ino;
-	out->mtime = st.st_mtim;
-	out->ctime = st.st_ctim;
-	if (!S_ISREG(st.st_mode)) {
-		out->err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		out->err_what = S_ISDIR(st.st_mode)   ? "is a directory"
-				: S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
-				: S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
-					? "is a device, not a regular file"
-					: S_ISSOCK(st.st_mode) ? "is a socket, not a regular file"
-							       : "is not a regular file";
-		close(fd);
-		return out->err;
+	if (out->size >= PVG_HASH_SPARSE_MIN) {
+		/* a few seeks: what a real library (all data) never fails */
+		out->data_bytes = pvg_data_bytes(fd, out->size);
+		/* the seeks moved the offset that the readers start from */
+		if (lseek(fd, 0, SEEK_SET) < 0) {
+			out->err = -errno;
+			out->err_what = "seek";
+			close(fd);
+			return out->err;
+		}
+		if (out->data_bytes < out->size / 2) {
+			out->sparse = true;
+			out->err = -EFBIG;
+			out->err_what = "is mostly holes (a sparse file), not a library";
+			close(fd);
+			return out->err;
+		}
+	} else {
+		out->data_bytes = out->size;
 	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl >= 0)
-		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	return fd;
 }

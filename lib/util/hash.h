@@ -17,6 +17,10 @@ struct pvg_file_id {
 	uint64_t ino;
 	struct timespec mtime;
 	struct timespec ctime;
+	/* refused unread (err -EFBIG): over pvg_hash_max_size, or mostly holes */
+	bool too_large;
+	bool sparse;
+	uint64_t data_bytes; /* not holes (pvg_data_bytes), for files of PVG_HASH_SPARSE_MIN on */
 	unsigned char sha256[32];
 	char hex[65];
 	bool hashed;
@@ -53,6 +57,13 @@ void pvg_sha256_hex(const void *data, size_t n, char out[65]);
 
 /* Opens without blocking (FIFOs), fstats, refuses non-regular files with -EINVAL
  * (err_what says why), hashes the regular file on the same fd. */
+/* Every file hashed is opened as pvg_open_untrusted does (never a device) and refused
+ * unread when it is larger than the bound (a run sets it from its config; 0: the default)
+ * or, from PVG_HASH_SPARSE_MIN bytes on, when less than half of it is data (SEEK_DATA). */
+#define PVG_HASH_MAX_SIZE_DEFAULT (16ull << 30)
+#define PVG_HASH_SPARSE_MIN (64u << 20)
+void pvg_hash_set_max_size(uint64_t bytes);
+uint64_t pvg_hash_max_size(void);
 int pvg_hash_file(const char *path, struct pvg_file_id *out);
 /* Hashes n files concurrently, one thread each (n <= 8). Returns 0; per-file errors in out[i]. */
 int pvg_hash_files(const char *const *paths, size_t n, struct pvg_file_id *out);

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 
 #include "formats/codeobj/codeobj.h"
+#include "util/hash.h"
+#include "util/untrusted.h"
 
 static struct pvg_co_section *add_section(struct pvg_codeobj_set *set, const char *name,
 					  uint64_t off, uint64_t size)
@@ -258,8 +260,20 @@ int pvg_codeobj_scan_fd(int fd, const char *path, const struct pvg_codeobj_opts 
 int pvg_codeobj_scan_path(const char *path, const struct pvg_codeobj_opts *opts,
 			  struct pvg_codeobj_set **out)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* never a device, and an artifact's size bound (util/hash.h): a sparse terabyte whose
+	 * headers name huge sections is refused, not read */
+	const struct pvg_untrusted how = { .root_fd = -1, .max_size = pvg_hash_max_size() };
+	struct pvg_untrusted_file f;
+	_cleanup_close_ int fd = pvg_open_untrusted(path, &how, &f);
 	if (fd < 0)
+		return f.refused == PVG_REFUSED_DEVICE || f.refused == PVG_REFUSED_FIFO ||
+				       f.refused == PVG_REFUSED_SOCKET
+			       ? -EINVAL
+			       : fd;
+	if ((uint64_t)f.st.st_size >= PVG_HASH_SPARSE_MIN &&
+	    pvg_data_bytes(fd, (uint64_t)f.st.st_size) < (uint64_t)f.st.st_size / 2)
+		return -EFBIG;
+	if (lseek(fd, 0, SEEK_SET) < 0) /* pvg_data_bytes' seeks moved it */
 		return -errno;
 	return pvg_codeobj_scan_fd(fd, path, opts, out);
 }
