@@ -2,8 +2,6 @@
 /* The time zone of a process, read from its environment and its root; see zone.h. */
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/magic.h>
-#include <sys/statfs.h>
 
 #include "sys/zone.h"
 #include "util/untrusted.h"
@@ -19,34 +17,12 @@ struct zone_open {
 	char *refused_text;  /* and what was seen */
 };
 
-/* The kernel's own files (procfs, sysfs, debugfs, tracefs, securityfs) say "regular file"
- * but reading one can do something (/proc/kmsg consumes the kernel log's unread messages):
- * they are never read as a zone. */
-static bool kernel_fs(int fd)
-{
-	struct statfs sf;
-	if (fstatfs(fd, &sf) < 0)
-		return true; /* cannot tell: not read */
-	switch ((unsigned long)sf.f_type) {
-	case PROC_SUPER_MAGIC:
-	case SYSFS_MAGIC:
-	case DEBUGFS_MAGIC:
-	case TRACEFS_MAGIC:
-	case SECURITYFS_MAGIC:
-	case CGROUP_SUPER_MAGIC:
-	case CGROUP2_SUPER_MAGIC:
-	case BPF_FS_MAGIC:
-		return true;
-	}
-	return false;
-}
-
 /* The smallest TZif file: its 44-byte header. */
 #define TZIF_MIN 44
 
 /* The zone file at path in the process's root, opened as its user could (SPEC §11): resolved
  * O_PATH inside the root, only a regular file of at most ZONE_FILE_MAX bytes is opened, and
- * a file of the kernel's or one too short to be TZif is never read. 0 (parsed into tz),
+ * a file of the kernel's is never opened, one too short to be TZif never read. 0 (parsed into tz),
  * -ENOENT, -EINVAL (not a TZif file), -ENOTSUP (leap seconds), -errno; a refusal sets
  * o->refused. */
 static int zone_file(struct zone_open *o, const char *path, struct pvg_tz *tz)
@@ -73,11 +49,6 @@ static int zone_file(struct zone_open *o, const char *path, struct pvg_tz *tz)
 							       : "unopened");
 		}
 		return fd;
-	}
-	if (kernel_fs(fd)) {
-		o->refused = "kernel-file";
-		o->refused_text = pvg_strdup("a file of the kernel's (procfs, sysfs), refused unread");
-		return -EINVAL;
 	}
 	if (f.st.st_size < TZIF_MIN)
 		return -EINVAL; /* nothing read: no TZif file is shorter than its header */

@@ -7,7 +7,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -45,6 +47,8 @@ const char *pvg_refusal_text(enum pvg_refusal r)
 		return "reached through a link it may not follow";
 	case PVG_REFUSED_USER:
 		return "not readable by the service's user";
+	case PVG_REFUSED_KERNEL_FS:
+		return "a kernel interface file (procfs, sysfs, ...), not data";
 	}
 	return "refused";
 }
@@ -52,7 +56,8 @@ const char *pvg_refusal_text(enum pvg_refusal r)
 const char *pvg_refusal_word(enum pvg_refusal r)
 {
 	static const char *const words[] = { "", "device", "fifo", "socket", "directory",
-					     "too-big", "owner", "link", "denied" };
+					     "too-big", "owner", "link", "denied",
+					     "kernel-file" };
 	return (size_t)r < ARRAY_SIZE(words) ? words[r] : "refused";
 }
 
@@ -245,8 +250,27 @@ static int refusal_errno(enum pvg_refusal r)
 		return -ELOOP;
 	case PVG_REFUSED_USER:
 		return -EACCES;
+	case PVG_REFUSED_KERNEL_FS:
+		return -ENODEV;
 	}
 	return -EINVAL;
+}
+
+/* File systems whose files are the kernel's interfaces: a read (or an open) acts. */
+static bool kernel_fs(int fd)
+{
+	static const unsigned long types[] = { PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC,
+					       TRACEFS_MAGIC, SECURITYFS_MAGIC, 0x62656570 /* configfs */,
+					       BPF_FS_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+					       0x6e736673 /* nsfs */, 0x42494e4d /* binfmt_misc */,
+					       PSTOREFS_MAGIC, EFIVARFS_MAGIC };
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return true; /* cannot tell: treat as the kernel's */
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+		if ((unsigned long)sf.f_type == types[i])
+			return true;
+	return false;
 }
 
 /* Resolve, check, reopen: the whole open with the rights of the calling process. */
@@ -264,6 +288,9 @@ static int open_checked(const struct pvg_untrusted *how, int dir_fd, const char 
 	if (fstat(path_fd, &out->st) < 0)
 		return -errno;
 	out->refused = refusal_of(&out->st, how->want_dir);
+	bool service_side = dir_fd >= 0 || how->root_fd >= 0 || how->as;
+	if (out->refused == PVG_REFUSED_NONE && service_side && kernel_fs(path_fd))
+		out->refused = PVG_REFUSED_KERNEL_FS;
 	if (out->refused == PVG_REFUSED_NONE && how->has_want_uid && out->st.st_uid != how->want_uid)
 		out->refused = PVG_REFUSED_OWNER;
 	if (out->refused == PVG_REFUSED_NONE && !how->want_dir && how->max_size &&
@@ -333,9 +360,8 @@ static _Noreturn void as_user_child(int sock, const struct pvg_untrusted *how, i
 		(void)!write(sock, &a, sizeof(a));
 		_exit(1);
 	}
-	struct pvg_untrusted mine = *how;
-	mine.as = NULL;
-	int fd = open_checked(&mine, dir_fd, path, &a.f);
+	/* open_checked sees no creds but must still treat the path as the service's */
+	int fd = open_checked(how, dir_fd, path, &a.f);
 	a.err = fd < 0 ? fd : 0;
 	struct msghdr msg = { 0 };
 	struct iovec iov = { .iov_base = &a, .iov_len = sizeof(a) };
@@ -432,7 +458,9 @@ static int open_any(const char *path, int dir_fd, const struct pvg_untrusted *ho
 	struct pvg_untrusted_file scratch;
 	if (!out)
 		out = &scratch;
-	if (how->as)
+	/* not root: no other user's rights can be taken, and ours are no more than the
+	 * caller's own; the same uid needs no child at all */
+	if (how->as && geteuid() == 0 && !(how->as->uid == 0 && how->as->gid == 0))
 		return open_as_user(how, dir_fd, path, out);
 	return open_checked(how, dir_fd, path, out);
 }
@@ -449,6 +477,80 @@ int pvg_openat_untrusted(int dir_fd, const char *name, const struct pvg_untruste
 	if (dir_fd < 0)
 		return -EBADF;
 	return open_any(name, dir_fd, how, out);
+}
+
+/* ---- the bounded whole-file readers of util.h ---------------------------------------- */
+
+int pvg_open_regular(const char *path, struct stat *st)
+{
+	/* O_PATH first: a device named here is never opened, not even to be refused */
+	const struct pvg_untrusted how = { .root_fd = -1 };
+	struct pvg_untrusted_file f;
+	int fd = pvg_open_untrusted(path, &how, &f);
+	*st = f.st;
+	if (fd >= 0 || fd == -EISDIR)
+		return fd;
+	if (f.refused == PVG_REFUSED_DEVICE || f.refused == PVG_REFUSED_FIFO ||
+	    f.refused == PVG_REFUSED_SOCKET)
+		return -EINVAL;
+	return fd;
+}
+
+int pvg_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	*out = NULL;
+	if (len)
+		*len = 0;
+	struct stat st;
+	_cleanup_close_ int fd = pvg_open_regular(path, &st);
+	if (fd < 0)
+		return fd;
+	/* a size over the bound is refused unread (a sparse file costs no disk to make
+	 * huge); /proc text says 0 and is bounded while it is read */
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	return pvg_read_fd(fd, max, out, len);
+}
+
+int pvg_read_fd(int fd, size_t max, char **out, size_t *len)
+{
+	*out = NULL;
+	if (len)
+		*len = 0;
+	/* /proc files report size 0: start small and grow as we read, up to max */
+	size_t cap = max < 16384 ? max : 16384, have = 0;
+	_cleanup_free_ char *buf = pvg_xcalloc(cap + 1, 1);
+	for (;;) {
+		if (have == cap && cap < max) {
+			cap = cap * 2 > max ? max : cap * 2;
+			buf = pvg_xrealloc(buf, cap + 1, 1);
+		}
+		if (have == max) {
+			/* one more byte tells "exactly max" from "too big" */
+			char c;
+			ssize_t r;
+			do
+				r = read(fd, &c, 1);
+			while (r < 0 && errno == EINTR);
+			if (r > 0)
+				return -EFBIG;
+			break;
+		}
+		ssize_t r = read(fd, buf + have, cap - have);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		have += (size_t)r;
+	}
+	buf[have] = '\0';
+	*out = TAKE_PTR(buf);
+	if (len)
+		*len = have;
+	return 0;
 }
 
 /* ---- sizes ------------------------------------------------------------------------------ */

@@ -12,7 +12,11 @@
  * descriptor itself (/proc/self/fd/N), never by its path again. With as set, all of that
  * happens in a forked child that has the service user's uid, gid and groups, no
  * capabilities and no_new_privs, and hands the descriptor back: the answer is what that user
- * could have opened.
+ * could have opened. Where provgate itself is not root it cannot take on another user's
+ * rights, and has no more than its own to lend: it then opens with those.
+ * A path from the service side (root_fd, a folder's descriptor, or as) never reaches a
+ * kernel file system's file (procfs, sysfs, debugfs, tracefs, securityfs, configfs, bpf, ...):
+ * its "regular" files are interfaces, not data.
  */
 #pragma once
 #include "util/util.h"
@@ -29,6 +33,9 @@ enum pvg_refusal {
 	PVG_REFUSED_LINK,      /* a magic link (/proc/PID/fd/N, /proc/self/root) on the way, or
 				* a link where none is allowed: -ELOOP */
 	PVG_REFUSED_USER,      /* the service's user may not open it: -EACCES */
+	PVG_REFUSED_KERNEL_FS, /* a file of procfs, sysfs, debugfs, ... reached from the service
+				* side (/proc/kmsg as a time zone): reading one can change the
+				* kernel's state: -ENODEV */
 };
 
 /* The credentials a file is opened with on the service user's behalf. */

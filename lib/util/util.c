@@ -4,58 +4,6 @@
 #include <sys/stat.h>
 
 #include "util/util.h"
-#include "util/untrusted.h"
-
-static void oom(void)
-{
-	fputs("provgate: out of memory\n", stderr);
-	abort();
-}
-
-char *pvg_strdup(const char *s)
-{
-	if (!s)
-		return NULL;
-	char *d = strdup(s);
-	if (!d)
-		oom();
-	return d;
-}
-
-char *pvg_vasprintf(const char *fmt, va_list ap)
-{
-	char *s;
-	if (vasprintf(&s, fmt, ap) < 0)
-		oom();
-	return s;
-}
-
-char *pvg_asprintf(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *s = pvg_vasprintf(fmt, ap);
-	va_end(ap);
-	return s;
-}
-
-void *pvg_xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n ? n : 1, size ? size : 1);
-	if (!p)
-		oom();
-	return p;
-}
-
-void *pvg_xrealloc(void *p, size_t n, size_t size)
-{
-	if (size && n > SIZE_MAX / size)
-		oom();
-	void *q = realloc(p, (n && size) ? n * size : 1);
-	if (!q)
-		oom();
-	return q;
-}
 
 char *pvg_path_join(const char *dir, const char *rel)
 {
@@ -228,78 +176,6 @@ void pvg_hex(const unsigned char *bytes, size_t n, char *out)
 		out[2 * i + 1] = digits[bytes[i] & 15];
 	}
 	out[2 * n] = '\0';
-}
-
-int pvg_open_regular(const char *path, struct stat *st)
-{
-	/* O_PATH first: a device named here is never opened, not even to be refused */
-	const struct pvg_untrusted how = { .root_fd = -1 };
-	struct pvg_untrusted_file f;
-	int fd = pvg_open_untrusted(path, &how, &f);
-	*st = f.st;
-	if (fd >= 0 || fd == -EISDIR)
-		return fd;
-	if (f.refused == PVG_REFUSED_DEVICE || f.refused == PVG_REFUSED_FIFO ||
-	    f.refused == PVG_REFUSED_SOCKET)
-		return -EINVAL;
-	return fd;
-}
-
-int pvg_read_file(const char *path, size_t max, char **out, size_t *len)
-{
-	*out = NULL;
-	if (len)
-		*len = 0;
-	struct stat st;
-	_cleanup_close_ int fd = pvg_open_regular(path, &st);
-	if (fd < 0)
-		return fd;
-	/* a size over the bound is refused unread (a sparse file costs no disk to make
-	 * huge); /proc text says 0 and is bounded while it is read */
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
-	return pvg_read_fd(fd, max, out, len);
-}
-
-int pvg_read_fd(int fd, size_t max, char **out, size_t *len)
-{
-	*out = NULL;
-	if (len)
-		*len = 0;
-	/* /proc files report size 0: start small and grow as we read, up to max */
-	size_t cap = max < 16384 ? max : 16384, have = 0;
-	_cleanup_free_ char *buf = pvg_xcalloc(cap + 1, 1);
-	for (;;) {
-		if (have == cap && cap < max) {
-			cap = cap * 2 > max ? max : cap * 2;
-			buf = pvg_xrealloc(buf, cap + 1, 1);
-		}
-		if (have == max) {
-			/* one more byte tells "exactly max" from "too big" */
-			char c;
-			ssize_t r;
-			do
-				r = read(fd, &c, 1);
-			while (r < 0 && errno == EINTR);
-			if (r > 0)
-				return -EFBIG;
-			break;
-		}
-		ssize_t r = read(fd, buf + have, cap - have);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			break;
-		have += (size_t)r;
-	}
-	buf[have] = '\0';
-	*out = TAKE_PTR(buf);
-	if (len)
-		*len = have;
-	return 0;
 }
 
 void pvg_format_time(time_t t, long ns, char *out, size_t size)

@@ -235,6 +235,25 @@ static void as_the_service_user_reads_only_what_it_could(void)
 	CHECK_INT(f.refused, PVG_REFUSED_DEVICE);
 }
 
+static void kernel_files_are_refused_from_the_service_side(void)
+{
+	/* /proc/kmsg's kind: a path the service named never reaches procfs or sysfs, while
+	 * provgate's own reads of /proc text (no root, no creds) still do */
+	_cleanup_close_ int host = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const struct pvg_untrusted in_root = { .root_fd = host };
+	struct pvg_untrusted_file f;
+	CHECK_INT(pvg_open_untrusted("/proc/version", &in_root, &f), -ENODEV);
+	CHECK_INT(f.refused, PVG_REFUSED_KERNEL_FS);
+	CHECK_INT(pvg_open_untrusted("/sys/kernel/uevent_seqnum", &in_root, &f), -ENODEV);
+	const struct pvg_untrusted own = { .root_fd = -1 };
+	int fd = pvg_open_untrusted("/proc/version", &own, &f);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	_cleanup_close_ int proc = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK_INT(pvg_openat_untrusted(proc, "status", &own, &f), -ENODEV);
+}
+
 static void creds_come_from_the_status_file(void)
 {
 	struct pvg_creds c;
@@ -254,6 +273,7 @@ int main(void)
 	RUN(one_name_below_a_folder_never_follows_a_link);
 	RUN(owner_is_checked_when_asked);
 	RUN(as_the_service_user_reads_only_what_it_could);
+	RUN(kernel_files_are_refused_from_the_service_side);
 	RUN(creds_come_from_the_status_file);
 	_cleanup_free_ char *cmd = pvg_asprintf("rm -rf '%s'", root);
 	(void)!system(cmd);
