@@ -555,7 +555,8 @@ int pvg_read_fd(int fd, size_t max, char **out, size_t *len)
 
 /* ---- sizes ------------------------------------------------------------------------------ */
 
-uint64_t pvg_data_bytes(int fd, uint64_t size)
+/* Counts without moving fd's offset (pread-style callers and read callers alike). */
+static uint64_t data_bytes(int fd, uint64_t size)
 {
 	uint64_t data = 0;
 	off_t pos = 0;
@@ -576,6 +577,15 @@ uint64_t pvg_data_bytes(int fd, uint64_t size)
 	}
 	if ((uint64_t)pos < size)
 		return size;
+	return data;
+}
+
+uint64_t pvg_data_bytes(int fd, uint64_t size)
+{
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	uint64_t data = data_bytes(fd, size);
+	if (at >= 0)
+		(void)lseek(fd, at, SEEK_SET);
 	return data;
 }
 

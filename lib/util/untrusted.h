@@ -76,7 +76,7 @@ const char *pvg_refusal_text(enum pvg_refusal r);
 const char *pvg_refusal_word(enum pvg_refusal r);
 
 /* The bytes of fd's file that are data, not holes, counted with SEEK_DATA/SEEK_HOLE up to
- * size; where the file system cannot tell, size itself. */
+ * size; where the file system cannot tell, size itself. fd's offset is where it was. */
 uint64_t pvg_data_bytes(int fd, uint64_t size);
 
 /* The process's file-system credentials from /proc/PID/status (Uid/Gid's fourth field,

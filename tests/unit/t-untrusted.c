@@ -164,8 +164,10 @@ static void sizes_are_checked_before_reading(void)
 	fd = open_in("/var/sparse", 0, &f);
 	CHECK(fd >= 0);
 	if (fd >= 0) {
+		CHECK(lseek(fd, 4096, SEEK_SET) == 4096);
 		uint64_t data = pvg_data_bytes(fd, (uint64_t)f.st.st_size);
 		CHECK(data < (1u << 20)); /* one block or so: the rest is a hole */
+		CHECK(lseek(fd, 0, SEEK_CUR) == 4096); /* where the caller left it */
 		close(fd);
 	}
 	/* pvg_read_file refuses a file over its bound from the size, unread */
