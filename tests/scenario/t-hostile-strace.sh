@@ -72,7 +72,7 @@ start_service() {
 	service_pid=$!
 	for _ in $(seq 200); do [ -s run/engine.pid ] && break; sleep 0.05; done
 	[ -s run/engine.pid ] || fail "the service did not start"
-	request "4096 5120" || fail "no request"
+	request "4096 5120 torch.bfloat16" || fail "no request"
 }
 
 write_config() {
@@ -92,12 +92,15 @@ test_root_certify_runs_nothing_opens_no_device_and_stays_in_the_service_root() {
 	write_config
 	rm -f /tmp/pvg-pth-ran
 	set +e
-	strace -f -yy -s 512 -o "$T/trace" -e trace=execve,execveat,open,openat,openat2 \
+	# LeakSanitizer cannot run under ptrace; the other tests check for leaks
+	ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -yy -s 512 -o "$T/trace" -e trace=execve,execveat,open,openat,openat2 \
 		"$PROVGATE" certify -c provgate.json --keep-going --json "$T/report.json" \
 		>"$T/out" 2>"$T/err"
 	rc=$?
 	set -e
 	[ -f "$T/report.json" ] || { cat "$T/err"; fail "no report (exit $rc)"; }
+	echo "certify exited $rc: $(jq -r '[.gates[] | "\(.id) \(.status)"] | join(", ")' "$T/report.json")"
+	echo "syscalls traced: $(wc -l <"$T/trace"), processes: $(cut -d' ' -f1 "$T/trace" | sort -u | wc -l)"
 	# every broken promise is listed, not only the first
 	broken=
 	[ ! -e /tmp/pvg-pth-ran ] && [ ! -e "$R/tmp/pvg-pth-ran" ] || broken+="the venv's .pth ran as root; "
@@ -118,10 +121,9 @@ test_root_certify_runs_nothing_opens_no_device_and_stays_in_the_service_root() {
 	! grep -q "root-secret" "$T/report.json" || broken+="the report holds the bait's text; "
 	[ -z "$broken" ] || fail "$broken"
 	# the chain itself still closes: nothing of this costs a real certification
-	gate_status "$T/report.json" 3 | grep -qx pass || {
-		jq '.gates[2]' "$T/report.json"; fail "gate 3 did not pass"; }
-	gate_status "$T/report.json" 4 | grep -qx pass || {
-		jq '.gates[3]' "$T/report.json"; fail "gate 4 did not pass"; }
+	[ "$rc" = 0 ] && [ "$(jq -r .certified "$T/report.json")" = true ] || {
+		jq '.gates[] | select(.status != "pass")' "$T/report.json"
+		fail "not certified (exit $rc)"; }
 }
 
 run_tests
