@@ -34,9 +34,10 @@ stage() {
 			grep -vE '/(libc|libm|libdl|librt|libpthread|libresolv|ld-linux[^/]*)\.so' |
 			xargs -r cp -Lu -t "$st/fuzz/lib/"
 	done
-	git -C "$src" rev-parse HEAD >"$st/fuzz/commit" 2>/dev/null || true
+	# what was built: PVG_FUZZ_COMMIT names it where $src is an export without .git
+	echo "${PVG_FUZZ_COMMIT:-$(git -C "$src" rev-parse HEAD 2>/dev/null)}" >"$st/fuzz/commit"
 	printf '%s\n' "${targets[@]}" >"$st/fuzz/targets"
-	tar -C "$st" -cf - fuzz | xz -T0 -9 --lzma2=dict=192MiB >"$dir/fuzz.tar.xz"
+	tar -C "$st" -cf - fuzz | xz -T0 --lzma2=preset=6,dict=192MiB >"$dir/fuzz.tar.xz"
 	rm -rf "$st"
 	ls -l "$dir/fuzz.tar.xz"
 }
