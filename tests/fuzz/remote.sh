@@ -5,7 +5,7 @@
 #                                             (build.sh --seed), then pack the binaries (debug
 #                                             info stripped), the shared libraries they load
 #                                             beyond glibc and the seeded corpora into
-#                                             DIR/fuzz.tar.xz (about 7 MB)
+#                                             DIR/fuzz.tar.xz (about 11 MB)
 #   tests/fuzz/remote.sh run DIR SECS OUT     there: unpack, run each target for SECS s, all at
 #                                             once (one process each), and write OUT/summary.txt
 #                                             (per target: seconds, runs, coverage, outcome) and
