@@ -113,10 +113,7 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 		cJSON_AddItemToArray(m, pvg_json_string(g->match));
 		if (g->port)
 			cJSON_AddNumberToObject(s, "port", g->port);
-		cJSON *f = cJSON_AddArrayToObject(s, "family");
-		cJSON_AddItemToArray(f, pvg_json_string(g->match));
-		if (g->family_extra)
-			cJSON_AddItemToArray(f, pvg_json_string(g->family_extra));
+		cJSON_AddItemToObject(s, "family", strv_json(&g->family));
 	}
 	if (g->service_log) {
 		cJSON *m = cJSON_AddObjectToObject(root, "markers");
