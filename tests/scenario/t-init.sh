@@ -37,8 +37,8 @@ test_init_on_demo_scenario_certifies_without_edit() {
 	# a second init refuses to overwrite; --force does
 	cp provgate.json before.json
 	pg init
-	assert_eq "$rc" 1 "second init"
-	assert_contains "$err" "exists; not overwriting it (--force does)"
+	assert_eq "$rc" 2 "second init: a usage error, not a verdict"
+	assert_contains "$err" "exists; not overwriting it: use -o FILE to write another, or --force to replace it"
 	cmp -s before.json provgate.json || fail "the config was changed"
 	pg init --force
 	assert_eq "$rc" 0 "init --force ($err)"
