@@ -151,6 +151,66 @@ static enum pvg_status check_hipify(const struct pvg_buildlog_request *req, cons
 	return PVG_PASS;
 }
 
+/* ---- HIP source that needs no hipify -------------------------------------------------------- */
+
+static bool globs_match(const struct pvg_strv *globs, const char *rel)
+{
+	for (size_t k = 0; globs && k < globs->n; k++)
+		if (pvg_glob_match(globs->v[k], rel))
+			return true;
+	return false;
+}
+
+
+/* "csrc/kern.cu" -> is "csrc/kern.hip" beside it (hipify's output for a .cu)? */
+static bool hipified_twin(const char *workdir, const char *rel)
+{
+	if (!workdir || !has_suffix(rel, ".cu"))
+		return false;
+	_cleanup_free_ char *twin = pvg_asprintf("%.*s.hip", (int)(strlen(rel) - 3), rel);
+	_cleanup_free_ char *path = pvg_path_join(workdir, twin);
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+static bool names_cu_source(const char *command)
+{
+	for (const char *p = strstr(command, ".cu"); p; p = strstr(p + 1, ".cu"))
+		if (p[3] == '\0' || p[3] == ' ' || p[3] == '"' || p[3] == '\'')
+			return true;
+	return false;
+}
+
+/* A changed .cu/.cuh with no hipify line: is it HIP source already? The config says so
+ * (build.hip_sources), or a compile line of the .cu itself does (-x hip; hipcc while no
+ * hipified twin is beside it); a header, when the log hipifies nothing and compiles .cu
+ * files as HIP. Returns how it was decided (evidence), or NULL: it needed hipify. */
+static char *hip_native(const struct pvg_buildlog_request *req, const char *rel, bool header)
+{
+	if (req->hip_sources && globs_match(req->hip_sources, rel))
+		return pvg_strdup("build.hip_sources");
+	const struct pvg_buildlog *log = req->log;
+	bool twin = !header && hipified_twin(req->workdir, rel);
+	for (size_t i = 0; i < log->n_commands; i++) {
+		const struct pvg_build_command *c = &log->commands[i];
+		if (!c->compile)
+			continue;
+		if (!header && !pvg_command_mentions(c->text, rel))
+			continue;
+		if (header && (log->n_hipify || !names_cu_source(c->text)))
+			continue;
+		enum pvg_hip_compile k = pvg_command_hip_compile(c->text);
+		if (k == PVG_HIP_COMPILE_X_HIP)
+			return pvg_asprintf("line %zu compiles %s with -x hip", c->lineno,
+					    header ? "a .cu" : "it");
+		if (k == PVG_HIP_COMPILE_HIPCC && !twin)
+			return pvg_asprintf("line %zu compiles %s with hipcc, and no hipified copy is "
+					    "beside it",
+					    c->lineno, header ? "a .cu" : "it");
+	}
+	return NULL;
+}
+
 /* ---- where each changed source went ---------------------------------------------------------- */
 
 #define MAX_PLACES 16
@@ -195,14 +255,6 @@ static const char *art_label(const struct view *v, long i, char *buf, size_t siz
 		return "";
 	snprintf(buf, size, "%s: ", v->arts[i].name);
 	return buf;
-}
-
-static bool globs_match(const struct pvg_strv *globs, const char *rel)
-{
-	for (size_t k = 0; globs && k < globs->n; k++)
-		if (pvg_glob_match(globs->v[k], rel))
-			return true;
-	return false;
 }
 
 static bool any_globs(const struct view *v)
@@ -803,12 +855,22 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		const struct pvg_hipify_line *h = pvg_buildlog_find_hipify(log, rel);
 		_cleanup_free_ char *dst_rel = h && h->status != PVG_HIPIFY_IGNORED
 						       ? hipified_rel(h, rel) : NULL;
+		_cleanup_free_ char *native = NULL;
 		if (!req->cuda && h) {
 			st = worse(st, check_hipify(req, rel, h, dst_rel, fe, res));
+			if (req->counts && h->status != PVG_HIPIFY_IGNORED)
+				req->counts->hipified++;
+		} else if (!req->cuda && is_cuda_source(rel) &&
+			   (native = hip_native(req, rel, header))) {
+			/* HIP source already: compiled as it is, nothing to hipify */
+			pvg_json_add_str(fe, "hip_native", native);
+			if (req->counts)
+				req->counts->hip_native++;
 		} else if (!req->cuda && is_cuda_source(rel)) {
 			pvg_problem(res, "build-log.not-hipified",
 				    "rebuild so that hipify runs on the changed file (hipify output "
-				    "must be in the log)",
+				    "must be in the log); a .cu that is HIP already is compiled with "
+				    "-x hip, or named in build.hip_sources",
 				    "changed %s has no hipify line in the log", rel);
 			st = PVG_FAIL;
 		}
@@ -1012,6 +1074,159 @@ static int bound_by_content(struct pvg_ctx *ctx, const struct pvg_linkgraph *g,
 	return 0;
 }
 
+/* How long a link may run after its command line was logged: a script under `set -x`, or
+ * make, prints the command and then runs it, so the log's last change precedes the file the
+ * link writes by the link's duration. A longer gap is a later build. */
+#define LINK_WINDOW_S 600
+
+/* "build/x.so" and "/b/ext/build/x.so": "/b/ext", the folder a relative output of the
+ * configured artifact was written from; NULL when the artifact's path does not end so. */
+static char *base_of(const char *artifact, const char *output)
+{
+	while (strncmp(output, "./", 2) == 0)
+		output += 2;
+	size_t a = strlen(artifact), o = strlen(output);
+	if (output[0] == '/' || o == 0 || a <= o + 1 || artifact[a - o - 1] != '/' ||
+	    strcmp(artifact + a - o, output) != 0)
+		return NULL;
+	return a - o - 1 == 0 ? pvg_strdup("/") : pvg_asprintf("%.*s", (int)(a - o - 1), artifact);
+}
+
+static double seconds_between(struct timespec a, struct timespec b)
+{
+	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+/* The artifact is newer than the log: was it written by the link command the log ends
+ * with? Such a log (set -x | tee, make) prints the command before the link runs. The
+ * output the link line names, in the folder the log shows it ran in (its "cd DIR &&", the
+ * folders the log names, the artifact's own build folder when its path ends with the output,
+ * the log's folder), must be the configured artifact (same file) or hold its bytes; it must
+ * be written after the log's last line and within LINK_WINDOW_S of it; and the link's inputs
+ * found there must not be newer than the log (a later compile is a later build). 1 bound
+ * (*from, *built set), 0 not (*why_not says why, NULL when the log does not end with it). */
+static int bound_by_last_link(struct pvg_ctx *ctx, const struct pvg_buildlog *log,
+			      const struct pvg_linkgraph *g, const struct pvg_strv *roots,
+			      const char *log_path, const char *build, const char *file,
+			      const struct stat *log_st, const struct stat *art_st, char **from,
+			      char **why_not, cJSON *ae)
+{
+	*from = *why_not = NULL;
+	const struct pvg_link_step *l = file ? pvg_linkgraph_output(g, file) : NULL;
+	if (!l || log->n_commands == 0 || l->command != log->n_commands - 1 || !l->inputs_known)
+		return 0;
+	_cleanup_free_ char *art_base = base_of(build, l->output);
+	_cleanup_free_ char *log_dir = pvg_strdup(log_path);
+	char *slash = strrchr(log_dir, '/');
+	if (slash)
+		slash[slash == log_dir] = '\0'; /* "/build.log" -> "/" */
+	const char *dirs[MAX_ROOTS + 4];
+	size_t nd = 0;
+	if (l->output[0] == '/') {
+		dirs[nd++] = NULL;
+	} else {
+		if (l->dir && l->dir[0] == '/')
+			dirs[nd++] = l->dir;
+		for (size_t i = 0; i < roots->n && nd < MAX_ROOTS + 1; i++)
+			dirs[nd++] = roots->v[i];
+		if (art_base)
+			dirs[nd++] = art_base;
+		if (slash && log_dir[0] == '/')
+			dirs[nd++] = log_dir;
+	}
+	for (size_t k = 0; k < nd; k++) {
+		_cleanup_free_ char *cand = dirs[k] ? pvg_path_join(dirs[k], l->output)
+						    : pvg_strdup(l->output);
+		struct stat st;
+		if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		char ct[48];
+		pvg_format_time(st.st_mtim.tv_sec, st.st_mtim.tv_nsec, ct, sizeof(ct));
+		free(*why_not);
+		*why_not = NULL;
+		if (!ts_before(log_st->st_mtim, st.st_mtim)) {
+			*why_not = pvg_asprintf("the file its last line links, %s (modified %s), is not "
+						"newer than the log",
+						cand, ct);
+			continue;
+		}
+		double gap = seconds_between(log_st->st_mtim, st.st_mtim);
+		if (gap > LINK_WINDOW_S) {
+			*why_not = pvg_asprintf("the log ends with the link of %s, but that file was "
+						"written %.0f s after the log's last line, longer than a "
+						"link runs (%d s): a later build",
+						cand, gap, LINK_WINDOW_S);
+			continue;
+		}
+		bool same_file = st.st_dev == art_st->st_dev && st.st_ino == art_st->st_ino;
+		const struct pvg_file_id *ids[2] = { NULL, NULL };
+		if (!same_file) {
+			const char *paths[2] = { cand, build };
+			if (pvg_ctx_hash(ctx, paths, 2, ids) < 0 || !ids[0] || !ids[1] || ids[0]->err ||
+			    ids[1]->err) {
+				*why_not = pvg_asprintf("the file its last line links, %s, could not be "
+							"compared with it",
+							cand);
+				continue;
+			}
+			if (memcmp(ids[0]->sha256, ids[1]->sha256, 32) != 0) {
+				*why_not = pvg_asprintf("the file its last line links, %s (modified %s), "
+							"holds other bytes (sha256 %.12s…, the artifact "
+							"%.12s…)",
+							cand, ct, ids[0]->hex, ids[1]->hex);
+				continue;
+			}
+		}
+		/* the link's inputs were written before its command was logged */
+		size_t checked = 0;
+		const char *newer = NULL;
+		struct timespec newer_t = { 0 };
+		for (size_t i = 0; i < l->n_inputs && !newer; i++) {
+			const char *in = l->inputs[i];
+			if (in[0] == '-')
+				continue;
+			_cleanup_free_ char *ip = in[0] == '/' || !dirs[k] ? pvg_strdup(in)
+									   : pvg_path_join(dirs[k], in);
+			struct stat ist;
+			if (stat(ip, &ist) < 0)
+				continue;
+			checked++;
+			if (ts_before(log_st->st_mtim, ist.st_mtim)) {
+				newer = in;
+				newer_t = ist.st_mtim;
+			}
+		}
+		if (newer) {
+			char it[48];
+			pvg_format_time(newer_t.tv_sec, newer_t.tv_nsec, it, sizeof(it));
+			*why_not = pvg_asprintf("the log ends with the link of %s, but its input %s "
+						"(modified %s) is newer than the log: a later build "
+						"recompiled it",
+						cand, newer, it);
+			continue;
+		}
+		if (ae) {
+			cJSON *j = cJSON_AddObjectToObject(ae, "written_by_last_link");
+			pvg_json_add_str(j, "output", cand);
+			pvg_json_add_u64(j, "link_line", l->lineno);
+			pvg_json_add_str(j, "bound_by", same_file ? "same file" : "same bytes");
+			char gs[32];
+			snprintf(gs, sizeof(gs), "%.3f", gap);
+			pvg_json_add_str(j, "seconds_after_log", gs);
+			pvg_json_add_u64(j, "inputs_not_newer_than_log", checked);
+			if (!same_file)
+				pvg_json_add_str(j, "sha256", ids[1]->hex);
+		}
+		*from = TAKE_PTR(cand);
+		return 1;
+	}
+	if (!*why_not && nd)
+		*why_not = pvg_asprintf("the log ends with the link of %s, which is in none of the "
+					"folders it could have run in",
+					l->output);
+	return 0;
+}
+
 /* Reads ninja's deps log of the first root that has one. */
 static bool load_ninja_deps(const struct pvg_strv *roots, struct pvg_ninja_deps *d, char **root,
 			    cJSON *ev)
@@ -1127,6 +1342,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 	 * artifact is a copy that lost its times (bound by content to the log's own output). */
 	struct pvg_buildlog_artifact *barts = pvg_xcalloc(ctx->n_arts, sizeof(*barts));
 	char **copied = pvg_xcalloc(ctx->n_arts, sizeof(*copied));
+	bool *by_last_link = pvg_xcalloc(ctx->n_arts, sizeof(*by_last_link));
 	cJSON *arts_ev = cJSON_CreateArray();
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		const struct pvg_artifact *a = &ctx->arts[i].a;
@@ -1148,8 +1364,26 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 		const char *al = pvg_ctx_art_label(ctx, i, lb, sizeof(lb));
 		struct timespec built;
 		_cleanup_free_ char *why_not = NULL;
-		if (bound_by_content(ctx, &graph, &roots, a->build, barts[i].file, &log_st, &art_st[i],
-				     &copied[i], &built, &why_not, ae) == 1) {
+		int bound = bound_by_content(ctx, &graph, &roots, a->build, barts[i].file, &log_st,
+					     &art_st[i], &copied[i], &built, &why_not, ae);
+		_cleanup_free_ char *linked = NULL, *why_not_link = NULL;
+		if (bound != 1 &&
+		    bound_by_last_link(ctx, &log, &graph, &roots, cfg->build.log, a->build,
+				       barts[i].file, &log_st, &art_st[i], &linked, &why_not_link,
+				       ae) == 1) {
+			if (i == 0)
+				pvg_json_add_str(res->evidence, "written_by_last_link", linked);
+			by_last_link[i] = true;
+			/* every compile the log shows ran before its last line: sources are compared
+			 * with that */
+			barts[i].mtime = log_st.st_mtim;
+			continue;
+		}
+		if (why_not_link) {
+			free(why_not);
+			why_not = TAKE_PTR(why_not_link);
+		}
+		if (bound == 1) {
 			char bt[48];
 			pvg_format_time(built.tv_sec, built.tv_nsec, bt, sizeof(bt));
 			pvg_json_add_str(ae, "copied_from", copied[i]);
@@ -1182,7 +1416,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 		}
 		st = PVG_FAIL;
 	}
-	if (multi || copied[0])
+	if (multi || copied[0] || by_last_link[0])
 		cJSON_AddItemToObject(res->evidence, "artifacts", arts_ev);
 	else
 		cJSON_Delete(arts_ev);
@@ -1210,6 +1444,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 				changed[n_changed++] = scope->changes[i].path;
 	}
 
+	struct pvg_buildlog_counts counts = { 0 };
 	struct pvg_buildlog_request req = {
 		.log = &log,
 		.changed = changed,
@@ -1227,6 +1462,8 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 		.deps_root = deps_root,
 		.roots = (const char *const *)roots.v,
 		.n_roots = roots.n,
+		.hip_sources = &cfg->build.hip_sources,
+		.counts = &counts,
 	};
 	enum pvg_status cs = pvg_buildlog_check(&req, res);
 	if (cs == PVG_FAIL || st == PVG_FAIL)
@@ -1238,6 +1475,10 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 	 * built and linked this artifact cleanly, and gate 2 proves that no changed file fell
 	 * outside source.compiled unnoticed. */
 	pvg_json_add_int(res->evidence, "changed_compiled_sources", (int)n_changed);
+	if (!req.cuda) {
+		pvg_json_add_int(res->evidence, "changed_hipified", (int)counts.hipified);
+		pvg_json_add_int(res->evidence, "changed_hip_native", (int)counts.hip_native);
+	}
 	_cleanup_free_ char *names = NULL;
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		char *n = pvg_asprintf("%s%s%s", names ? names : "", names ? ", " : "",
@@ -1245,7 +1486,10 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 		free(names);
 		names = n;
 	}
-	const char *copy_note = copied[0] && !multi ? " (a copy of the log's own output)" : "";
+	const char *copy_note = copied[0] && !multi ? " (a copy of the log's own output)"
+				: by_last_link[0] && !multi
+					? " (by the link command the log ends with)"
+					: "";
 	if (st == PVG_PASS && n_changed == 0)
 		pvg_summary(res, "no source.compiled file changed since the baseline; the log builds "
 				 "and links %s without errors%s",
@@ -1257,10 +1501,16 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 			pvg_strv_add_unique(&archs, pvg_artifact_arch(cfg, &ctx->arts[i].a));
 		_cleanup_free_ char *arch_list = pvg_strv_join_distinct(&archs, ", ");
 		pvg_strv_clear(&archs);
-		pvg_summary(res, "%zu changed source%s %s for %s; %s relinked%s", n_changed,
-			    n_changed == 1 ? "" : "s",
-			    req.cuda ? "compiled" : "hipified and compiled", arch_list, names,
-			    copy_note);
+		/* the counts the evidence holds (changed_hipified, changed_hip_native): a .hip or
+		 * .cpp needs no hipify, and a native-HIP .cu has none */
+		char how[96] = "";
+		if (!req.cuda && counts.hip_native)
+			snprintf(how, sizeof(how), " (%zu hipified, %zu HIP already)",
+				 counts.hipified, counts.hip_native);
+		else if (!req.cuda && counts.hipified)
+			snprintf(how, sizeof(how), " (%zu hipified)", counts.hipified);
+		pvg_summary(res, "%zu changed source%s compiled for %s%s; %s relinked%s", n_changed,
+			    n_changed == 1 ? "" : "s", arch_list, how, names, copy_note);
 	}
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
@@ -1269,6 +1519,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 	for (size_t i = 0; i < ctx->n_arts; i++)
 		free(copied[i]);
 	free(copied);
+	free(by_last_link);
 	free(barts);
 	free(art_st);
 	pvg_strv_clear(&roots);

@@ -39,6 +39,13 @@ struct pvg_buildlog_request {
 	const char *deps_root;
 	const char *const *roots;
 	size_t n_roots;
+	/* build.hip_sources: globs of changed .cu/.cuh that are HIP already; may be NULL */
+	const struct pvg_strv *hip_sources;
+	/* filled by the check, for the summary: changed files with their hipify line, and
+	 * changed .cu/.cuh taken as HIP source already; may be NULL */
+	struct pvg_buildlog_counts {
+		size_t hipified, hip_native;
+	} *counts;
 };
 
 /* Records problems in res; returns pass, fail or unverifiable. Fills res->evidence.files. */

@@ -175,11 +175,24 @@ static enum pvg_status denied_problem(struct pvg_result *res, const struct pvg_f
 		for (size_t i = 0; i < fs->n_denied && i < 64; i++)
 			cJSON_AddItemToArray(a, cJSON_CreateNumber(fs->denied[i]));
 	}
+	/* one scan, one problem: a second use of the same unread files names what else it
+	 * cannot rule out in the problem already there */
+	static const char tail[] = " cannot be ruled out";
+	for (size_t k = 0; k < res->n_problems; k++) {
+		struct pvg_problem *p = &res->problems[k];
+		size_t len = strlen(p->message);
+		if (strcmp(p->code, "stale-service.permission-denied") != 0 || len < strlen(tail))
+			continue;
+		char *m = pvg_asprintf("%.*s or %s%s", (int)(len - strlen(tail)), p->message, what,
+				       tail);
+		free(p->message);
+		p->message = m;
+		return PVG_UNVERIFIABLE;
+	}
 	pvg_problem(res, "stale-service.permission-denied",
 		    "run provgate as root to see every process's open files",
-		    "the open files of %zu process%s (first pid %d) could not be read, so %s cannot be "
-		    "ruled out",
-		    fs->n_denied, fs->n_denied == 1 ? "" : "es", (int)fs->denied[0], what);
+		    "the open files of %zu process%s (first pid %d) could not be read, so %s%s",
+		    fs->n_denied, fs->n_denied == 1 ? "" : "es", (int)fs->denied[0], what, tail);
 	return PVG_UNVERIFIABLE;
 }
 

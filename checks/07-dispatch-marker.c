@@ -551,6 +551,20 @@ static enum pvg_status markers_decide(struct pvg_ctx *ctx, struct pvg_result *re
 			    scan.not_selected.offset, scan.not_selected.text);
 		status = PVG_FAIL;
 	}
+	/* Lines whose time cannot be placed before or after the start (the service's zone
+	 * unknown: its environment unreadable to a provgate that is not root, a TZ naming no
+	 * zone; a repeated hour) may be the live service's. What they would decide is
+	 * unverifiable, never a failure told as "an earlier run". */
+	bool undecided = false;
+	for (size_t i = 0; i < cfg->markers.forbid.n; i++) {
+		if (scan.forbid_live[i] || !scan.forbid_undecided[i])
+			continue;
+		pvg_problem(res, "dispatch-marker.time-undecided", undecided_hint(m),
+			    "forbidden \"%s\" appears in %zu line%s that may be the live service's: %s",
+			    cfg->markers.forbid.v[i], scan.forbid_undecided[i],
+			    scan.forbid_undecided[i] == 1 ? "" : "s", undecided_why(m));
+		undecided = true;
+	}
 	for (size_t i = 0; i < cfg->markers.forbid.n; i++) {
 		if (!scan.forbid_live[i])
 			continue;
@@ -567,6 +581,15 @@ static enum pvg_status markers_decide(struct pvg_ctx *ctx, struct pvg_result *re
 	for (size_t i = 0; i < cfg->markers.facts.n; i++) {
 		if (scan.fact_live[i])
 			continue;
+		if (scan.fact_undecided[i]) {
+			pvg_problem(res, "dispatch-marker.time-undecided", undecided_hint(m),
+				    "fact \"%s\" appears only in %zu line%s that may or may not be the "
+				    "live service's: %s",
+				    cfg->markers.facts.v[i], scan.fact_undecided[i],
+				    scan.fact_undecided[i] == 1 ? "" : "s", undecided_why(m));
+			undecided = true;
+			continue;
+		}
 		_cleanup_free_ char *seen =
 			scan.fact_unattributed[i]
 				? pvg_asprintf(" (it appears in %zu line%s that cannot be attributed to "
@@ -597,6 +620,17 @@ static enum pvg_status markers_decide(struct pvg_ctx *ctx, struct pvg_result *re
 						    : pvg_strdup(cfg->markers.prefix);
 		size_t unattr = cfg->markers.n_require ? scan.require_unattributed[e]
 						       : scan.markers_unattributed;
+		size_t maybe = cfg->markers.n_require ? scan.require_undecided[e]
+						      : scan.attr_count[PVG_ATTR_UNDECIDED];
+		if ((long)(got + maybe) >= need) {
+			pvg_problem(res, "dispatch-marker.time-undecided", undecided_hint(m),
+				    "%zu live marker%s for {%s}, %ld required; %zu more matching "
+				    "marker%s may be the live service's: %s",
+				    got, got == 1 ? "" : "s", want, need, maybe, maybe == 1 ? "" : "s",
+				    undecided_why(m));
+			undecided = true;
+			continue;
+		}
 		/* the first of those, for the reason and the example */
 		const struct pvg_marker_sample *first = cfg->markers.n_require
 								? &scan.require_unattr_first[e]
@@ -652,13 +686,23 @@ static enum pvg_status markers_decide(struct pvg_ctx *ctx, struct pvg_result *re
 		status = PVG_FAIL;
 	}
 
+	if (undecided && status == PVG_PASS)
+		status = PVG_UNVERIFIABLE;
 out:
 	if (status == PVG_PASS)
 		pvg_summary(res, "%zu marker%s of the live service match%s (%zu unattributed ignored)",
 			    scan.matched, scan.matched == 1 ? "" : "s",
 			    scan.matched == 1 ? "es" : "", scan.markers_unattributed);
-	else
-		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
+	else {
+		/* a failure is told by what failed, not by what could not be decided */
+		const struct pvg_problem *first = res->n_problems ? &res->problems[0] : NULL;
+		for (size_t k = 0; status == PVG_FAIL && k < res->n_problems; k++)
+			if (strcmp(res->problems[k].code, "dispatch-marker.time-undecided") != 0) {
+				first = &res->problems[k];
+				break;
+			}
+		pvg_summary(res, "%s", first ? first->message : "did not pass");
+	}
 	return status;
 }
 

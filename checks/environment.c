@@ -356,6 +356,34 @@ static const struct pvg_tree_facts *tree_facts(struct pvg_ctx *ctx)
 	return pvg_tree_facts_get(ctx, &tf) == 0 ? tf : NULL;
 }
 
+/* Who read the service: provgate's own uid against the service's. Not root and not the
+ * service's user, it cannot read the service's environment, open files, mappings or root,
+ * and every check that needs them is unverifiable; "limited" says so in one sentence, which
+ * the text output prints once at the top. */
+static cJSON *reader_json(const struct pvg_targets *t)
+{
+	cJSON *o = cJSON_CreateObject();
+	uid_t me = geteuid();
+	const struct pvg_proc *p = t && !t->err ? pvg_targets_find(t, t->primary) : NULL;
+	pvg_json_add_int(o, "uid", (int)me);
+	pvg_json_add_bool(o, "root", me == 0);
+	if (p && p->uid != (uid_t)-1)
+		pvg_json_add_int(o, "service_uid", (int)p->uid);
+	else
+		cJSON_AddNullToObject(o, "service_uid");
+	if (me != 0 && p && p->uid != (uid_t)-1 && p->uid != me) {
+		_cleanup_free_ char *why = pvg_asprintf(
+			"provgate runs as uid %d, not root, and the service (pid %d) as uid %d: its "
+			"environment, open files, mappings and root cannot be read, so the checks "
+			"that need them are unverifiable; run provgate as root or as the service's "
+			"user",
+			(int)me, (int)p->pid, (int)p->uid);
+		pvg_json_add_str(o, "limited", why);
+	} else
+		cJSON_AddNullToObject(o, "limited");
+	return o;
+}
+
 cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 {
 	uint64_t t0 = pvg_now_ns();
@@ -393,6 +421,7 @@ cJSON *pvg_environment_collect(struct pvg_ctx *ctx)
 	if (why)
 		pvg_json_add_str(env, "service_why", why);
 	inputs_json(ctx->cfg, env);
+	cJSON_AddItemToObject(env, "reader", reader_json(t && !t->err ? t : NULL));
 	cJSON_AddItemToObject(env, "errors", errors);
 	char ms[32];
 	snprintf(ms, sizeof(ms), "%.3f", (double)(pvg_now_ns() - t0) / 1e6);

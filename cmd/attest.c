@@ -5,6 +5,11 @@
 int cli_attest_open(struct cli_attest *a, const char *json, const char *junit)
 {
 	a->key = NULL;
+	if (json && junit && strcmp(json, "-") == 0 && strcmp(junit, "-") == 0) {
+		fprintf(stderr, "provgate: --json - and --junit - both want stdout; write one of "
+				"them to a file\n");
+		return EXIT_USAGE;
+	}
 	if (a->key_path && !a->path) {
 		fprintf(stderr, "provgate: --sign-key signs the attestation: give --attest FILE too\n");
 		return EXIT_USAGE;
@@ -134,8 +139,10 @@ FILE *cli_text_out(const struct cli_outputs *o, struct cli_style *st)
 {
 	if (o->json && strcmp(o->json, "-") == 0)
 		return NULL;
-	cli_style_init(st, stdout, o->no_color);
-	return stdout;
+	/* --junit -: stdout holds the XML alone, the text goes to stderr */
+	FILE *f = o->junit && strcmp(o->junit, "-") == 0 ? stderr : stdout;
+	cli_style_init(st, f, o->no_color);
+	return f;
 }
 
 void cli_outputs_done(struct cli_outputs *o)

@@ -3,6 +3,7 @@
  * provgate exec -- CMD: certify, run the benchmark, then re-check what can change while it
  * runs (3 artifact-hash, 4 process-maps, 5 stale-service, 7 dispatch-marker) in one report.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -23,7 +24,7 @@
  * is not interrupted by a second KeyboardInterrupt. Signals sent to provgate itself (kill,
  * sigqueue) are passed on to CMD.
  */
-static int run_command(char **argv, int *status, char **why)
+static int run_command(char **argv, int *status, int *start_errno, char **why)
 {
 	static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 	sigset_t set, old;
@@ -36,23 +37,47 @@ static int run_command(char **argv, int *status, char **why)
 	struct sigaction dfl = { .sa_handler = SIG_DFL }, old_chld;
 	sigemptyset(&dfl.sa_mask);
 	sigaction(SIGCHLD, &dfl, &old_chld);
+	/* Whether CMD started at all: the child writes execvp's errno to a close-on-exec pipe,
+	 * which a successful exec closes unwritten. A status of 127 alone cannot tell "not
+	 * found" from a benchmark that exits 127. */
+	int started[2];
+	if (pipe2(started, O_CLOEXEC) < 0) {
+		*why = pvg_asprintf("pipe: %s", strerror(errno));
+		sigaction(SIGCHLD, &old_chld, NULL);
+		return -1;
+	}
+	*start_errno = 0;
 	fflush(NULL);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	pid_t pid = fork();
 	if (pid < 0) {
 		*why = pvg_asprintf("fork: %s", strerror(errno));
+		close(started[0]);
+		close(started[1]);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		sigaction(SIGCHLD, &old_chld, NULL);
 		return -1;
 	}
 	if (pid == 0) {
+		close(started[0]);
 		sigaction(SIGCHLD, &old_chld, NULL);
 		sigaction(SIGPIPE, &cli_sigpipe_inherited, NULL);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		execvp(argv[0], argv);
-		fprintf(stderr, "provgate exec: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+		int e = errno;
+		(void)!write(started[1], &e, sizeof(e));
+		/* the shell's statuses: 127 not found, 126 found but not runnable */
+		_exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
 	}
+	close(started[1]);
+	int e = 0;
+	ssize_t got;
+	/* the forwarded signals are blocked, so nothing interrupts this but a stop */
+	while ((got = read(started[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(started[0]);
+	if (got == (ssize_t)sizeof(e))
+		*start_errno = e ? e : EINVAL;
 	int st = 0, rc = 0;
 	for (;;) {
 		siginfo_t si;
@@ -78,15 +103,6 @@ static int run_command(char **argv, int *status, char **why)
 	sigaction(SIGCHLD, &old_chld, NULL);
 	*status = st;
 	return rc;
-}
-
-static int exit_code_of(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return EXIT_INTERNAL;
 }
 
 static int exec_main(int argc, char **argv)
@@ -142,6 +158,11 @@ static int exec_main(int argc, char **argv)
 		fprintf(stderr, "provgate exec: the command owns stdout; write the report with --out FILE\n");
 		return EXIT_USAGE;
 	}
+	if (o.junit && strcmp(o.junit, "-") == 0) {
+		fprintf(stderr, "provgate exec: the command owns stdout; write the JUnit report with "
+				"--junit FILE\n");
+		return EXIT_USAGE;
+	}
 	rc = cli_attest_open(&o.attest, o.json, o.junit);
 	if (rc)
 		return rc;
@@ -170,12 +191,11 @@ static int exec_main(int argc, char **argv)
 	for (int i = 0; i < o.n_rest; i++)
 		cJSON_AddItemToArray(argv_json, pvg_json_string(o.rest[i]));
 
-	int cmd_status = 0;
-	bool ran = false;
+	int cmd_status = 0, start_errno = 0;
 	if (!certified && !run_anyway) {
 		fprintf(stdout, "%sNOT CERTIFIED%s before the command: not running it "
 				"(--run-anyway runs it regardless)\n", st.fail, st.reset);
-		pvg_json_add_bool(info, "ran", false);
+		pvg_run_set_benchmark(run, PVG_BENCHMARK_NOT_RUN, 0, 0);
 	} else {
 		(void)pvg_run_pin(run);
 		time_t t0 = time(NULL);
@@ -219,25 +239,28 @@ static int exec_main(int argc, char **argv)
 			fprintf(stdout, " %s", o.rest[i]);
 		fputc('\n', stdout);
 		_cleanup_free_ char *why = NULL;
-		if (run_command(o.rest, &cmd_status, &why) < 0) {
+		if (run_command(o.rest, &cmd_status, &start_errno, &why) < 0) {
 			fprintf(stderr, "provgate exec: %s\n", why);
 			return EXIT_INTERNAL;
 		}
-		ran = true;
 		cJSON_ReplaceItemInObject(info, "state", cJSON_CreateString("finished"));
 		char secs[32];
 		snprintf(secs, sizeof(secs), "%.3f", (double)(pvg_now_ns() - ns0) / 1e9);
 		cJSON_AddStringToObject(info, "duration_s", secs);
-		pvg_json_add_int(info, "exit_status", exit_code_of(cmd_status));
-		if (WIFSIGNALED(cmd_status))
-			pvg_json_add_int(info, "signal", WTERMSIG(cmd_status));
+		pvg_run_set_benchmark(run, start_errno ? PVG_BENCHMARK_NOT_STARTED
+				      : cmd_status == 0 ? PVG_BENCHMARK_SUCCEEDED
+							: PVG_BENCHMARK_FAILED,
+				      cmd_status, start_errno);
+		if (start_errno)
+			fprintf(stderr, "provgate exec: %s\n", pvg_run_benchmark_text(run));
 
-		r = pvg_run_recheck(run);
+		/* a command that never started changed nothing: there is nothing to re-check */
+		r = start_errno ? 0 : pvg_run_recheck(run);
 		if (r < 0) {
 			fprintf(stderr, "provgate: internal error: %s\n", strerror(-r));
 			return EXIT_INTERNAL;
 		}
-		if (o.verbosity >= 0) {
+		if (o.verbosity >= 0 && !start_errno) {
 			fprintf(stdout, "%safter the command:%s\n", st.bold, st.reset);
 			cli_print_gates(stdout, run->after, run->after_selected, o.verbosity, &st);
 		}
@@ -251,10 +274,11 @@ static int exec_main(int argc, char **argv)
 	if (!rc)
 		rc = arc;
 	if (!rc) {
-		if (!pvg_run_certified(run))
+		enum pvg_benchmark b = pvg_run_benchmark(run);
+		if (!pvg_run_provenance_certified(run) || b == PVG_BENCHMARK_NOT_RUN)
 			rc = EXIT_NOT_CERTIFIED;
 		else
-			rc = ran ? exit_code_of(cmd_status) : EXIT_NOT_CERTIFIED;
+			rc = pvg_wait_exit_code(cmd_status);
 	}
 	return rc;
 }

@@ -113,10 +113,7 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 		cJSON_AddItemToArray(m, pvg_json_string(g->match));
 		if (g->port)
 			cJSON_AddNumberToObject(s, "port", g->port);
-		cJSON *f = cJSON_AddArrayToObject(s, "family");
-		cJSON_AddItemToArray(f, pvg_json_string(g->match));
-		if (g->family_extra)
-			cJSON_AddItemToArray(f, pvg_json_string(g->family_extra));
+		cJSON_AddItemToObject(s, "family", strv_json(&g->family));
 	}
 	if (g->service_log) {
 		cJSON *m = cJSON_AddObjectToObject(root, "markers");
@@ -199,8 +196,10 @@ static int init_main(int argc, char **argv)
 	}
 	_cleanup_free_ char *out = output ? pvg_strdup(output) : pvg_path_join(dir, "provgate.json");
 	if (strcmp(out, "-") != 0 && !force && lstat(out, &st) == 0) {
-		fprintf(stderr, "provgate init: %s exists; not overwriting it (--force does)\n", out);
-		return EXIT_NOT_CERTIFIED;
+		/* a usage matter, not a verdict: exit 1 means "not certified" */
+		fprintf(stderr, "provgate init: %s exists; not overwriting it: use -o FILE to write "
+				"another, or --force to replace it\n", out);
+		return EXIT_USAGE;
 	}
 	if (strcmp(out, "-") != 0) {
 		/* relative paths in the config are relative to its own folder */

@@ -17,6 +17,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"provgate %s: proves that the GPU kernel a benchmark runs is the one you built.\n"
 		"\n"
+		"Start here, with your service running and your build log kept:\n"
+		"  provgate init          writes ./provgate.json from what it finds; prints its TODOs\n"
+		"  $EDITOR provgate.json  fill in the TODOs it printed (also at the top of the file)\n"
+		"  provgate certify       exit 0 only when every link from source to kernel closed\n"
+		"\n"
 		"Usage:\n",
 		pvg_version());
 	for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)

@@ -70,10 +70,30 @@ void cli_print_gates(FILE *f, const struct pvg_result *results, pvg_gate_mask on
 			}
 		}
 		if (verbosity > 0 && r->evidence && r->evidence->child) {
-			/* cJSON escapes C0 controls only: the rest of the rule still applies */
-			_cleanup_free_ char *ev = cJSON_PrintUnformatted(r->evidence);
-			fprintf(f, "      %sevidence:%s ", st->dim, st->reset);
-			pvg_fputs_term(ev, f);
+			/* indented for a reader at a terminal, one line for grep and logs; cJSON
+			 * escapes C0 controls only: the rest of the rule still applies */
+			if (!isatty(fileno(f))) {
+				_cleanup_free_ char *ev = cJSON_PrintUnformatted(r->evidence);
+				fprintf(f, "      %sevidence:%s ", st->dim, st->reset);
+				pvg_fputs_term(ev, f);
+				fputc('\n', f);
+				continue;
+			}
+			_cleanup_free_ char *ev = cJSON_Print(r->evidence);
+			fprintf(f, "      %sevidence:%s", st->dim, st->reset);
+			/* newlines and tabs here are cJSON's layout (it escapes those in strings) */
+			for (char *line = ev, *nl; line; line = nl ? nl + 1 : NULL) {
+				nl = strchr(line, '\n');
+				if (nl)
+					*nl = '\0';
+				fputs("\n      ", f);
+				for (char *t; (t = strchr(line, '\t')); line = t + 1) {
+					*t = '\0';
+					pvg_fputs_term(line, f);
+					fputs("  ", f);
+				}
+				pvg_fputs_term(line, f);
+			}
 			fputc('\n', f);
 		}
 	}
@@ -101,6 +121,14 @@ void cli_print_header(FILE *f, const struct pvg_run *run, const struct cli_style
 		pvg_fputs_term(run->cfg->path, f);
 	}
 	fputc('\n', f);
+	/* said once, before the gates: a provgate that cannot read the service's side */
+	const char *limited = pvg_json_get_str(
+		cJSON_GetObjectItemCaseSensitive(run->environment, "reader"), "limited");
+	if (limited) {
+		fprintf(f, "%snot root:%s ", st->warn, st->reset);
+		pvg_fputs_term(limited, f);
+		fputc('\n', f);
+	}
 }
 
 void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosity,
@@ -142,17 +170,31 @@ void cli_print_verdict(FILE *f, const struct pvg_run *run, bool certify,
 					sep = ", ";
 				}
 		}
+		/* exec: the command's fate is part of the verdict; a benchmark that failed or
+		 * never started is no certified run, however well the chain held */
+		enum pvg_benchmark b = pvg_run_benchmark(run);
+		const char *fate = pvg_run_benchmark_text(run);
 		if (pvg_run_certified(run))
-			fprintf(f, "%sCERTIFIED%s: all seven gates passed%s%s\n", st->pass, st->reset,
-				held, run->after ? " still hold after the command" : "");
+			fprintf(f, "%sCERTIFIED%s: all seven gates passed%s%s%s%s%s\n", st->pass,
+				st->reset, held, run->after ? " still hold after the command" : "",
+				fate ? "; the benchmark succeeded (" : "", fate ? fate : "",
+				fate ? ")" : "");
+		else if (pvg_run_provenance_certified(run))
+			fprintf(f, "%sPROVENANCE CERTIFIED, but the benchmark %s%s: %s (all seven "
+				   "gates passed%s%s); not a certified run\n",
+				st->warn, b == PVG_BENCHMARK_NOT_STARTED ? "did not run" : "failed",
+				st->reset, fate ? fate : "?", held,
+				run->after ? " still hold after it" : "");
 		else
 			fprintf(f,
-				"%sNOT CERTIFIED%s: gate %d %s: %s%s\n", st->fail, st->reset,
+				"%sNOT CERTIFIED%s: gate %d %s: %s%s%s%s\n", st->fail, st->reset,
 				bad ? bad->id : 0, bad ? bad->name : "?",
 				bad ? pvg_status_name(bad->status) : "?",
 				run->after && bad && bad >= run->after && bad < run->after + PVG_N_GATES
 					? " after the command"
-					: "");
+					: "",
+				fate ? b == PVG_BENCHMARK_NOT_RUN ? "; " : "; the benchmark: " : "",
+				fate ? fate : "");
 	} else if (!bad) {
 		fprintf(f, "%sPASSED%s: %d of %d selected gates passed (phase %s)%s\n", st->pass,
 			st->reset, n_sel, n_sel, pvg_phase_name(run->phase),
@@ -383,8 +425,9 @@ int cli_load_config(const char *opt_path, struct pvg_config **cfg)
 	if (!path) {
 		if (access("provgate.json", F_OK) != 0) {
 			fprintf(stderr,
-				"provgate: no config: pass -c FILE, set PROVGATE_CONFIG, or create "
-				"./provgate.json (see provgate.json(5))\n");
+				"provgate: no config: 'provgate init' writes a starting ./provgate.json "
+				"from your build and running service; or pass -c FILE, or set "
+				"PROVGATE_CONFIG (see provgate.json(5))\n");
 			return EXIT_USAGE;
 		}
 		path = "provgate.json";

@@ -51,7 +51,8 @@ void cli_run_opts_help(FILE *f, bool certify)
 		"      --keep-going      evaluate every selected gate even after one fails\n"
 		"      --json FILE|-     write the JSON report to FILE, or to stdout instead of text\n"
 		"      --out FILE        same as --json FILE\n"
-		"      --junit FILE      write a JUnit XML report (one testcase per gate)\n"
+		"      --junit FILE|-    write a JUnit XML report (one testcase per gate); with -\n"
+		"                        to stdout, and the text to stderr\n"
 		"      --attest FILE     write the report as the predicate of an in-toto Statement\n"
 		"                        v1; unsigned unless --sign-key is given\n"
 		"                        (in each FILE, {node} {host} {job} name this node of a job:\n"
@@ -244,10 +245,12 @@ int cli_emit(const struct run_opts *o, const struct pvg_run *run, bool certify)
 {
 	bool json_stdout = o->json && strcmp(o->json, "-") == 0;
 	if (!json_stdout) {
+		/* --junit -: stdout holds the XML alone, the text goes to stderr */
+		FILE *f = o->junit && strcmp(o->junit, "-") == 0 ? stderr : stdout;
 		struct cli_style st;
-		cli_style_init(&st, stdout, o->no_color);
-		cli_print_run(stdout, run, certify, o->verbosity, &st);
-		fflush(stdout);
+		cli_style_init(&st, f, o->no_color);
+		cli_print_run(f, run, certify, o->verbosity, &st);
+		fflush(f);
 	}
 	int rc = cli_write_reports(o->json, o->junit, run);
 	int arc = cli_write_run_attestation(&o->attest, run);

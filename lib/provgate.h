@@ -74,7 +74,30 @@ PVG_EXPORT void pvg_run_add_output(struct pvg_run *run, const char *path);
  * 1 when one did not, negative errno on an internal error. */
 PVG_EXPORT int pvg_run_execute(struct pvg_run *run);
 PVG_EXPORT enum pvg_status pvg_run_gate_status(const struct pvg_run *run, int id);
+/* Certified: every selected gate of phase live passed (before and after exec's command),
+ * and, for exec, the command ran and succeeded. A benchmark that failed or never started
+ * is no certified run, even on a certified chain. */
 PVG_EXPORT bool pvg_run_certified(const struct pvg_run *run);
+/* The chain alone: every gate passed, whatever became of exec's command. */
+PVG_EXPORT bool pvg_run_provenance_certified(const struct pvg_run *run);
+/* exec: what became of the command. */
+enum pvg_benchmark {
+	PVG_BENCHMARK_NONE,        /* no command (run, certify) */
+	PVG_BENCHMARK_NOT_RUN,     /* not run: the chain was not certified before it */
+	PVG_BENCHMARK_NOT_STARTED, /* it could not start (not found, not executable) */
+	PVG_BENCHMARK_SUCCEEDED,   /* it exited 0 */
+	PVG_BENCHMARK_FAILED,      /* a non-zero status, or a signal ended it */
+};
+/* Records the command's fate in the report's "exec" object (ran, outcome, exit_status,
+ * signal, error). wait_status: waitpid's status for NOT_STARTED, SUCCEEDED and FAILED;
+ * start_errno: why it could not start (NOT_STARTED). */
+PVG_EXPORT void pvg_run_set_benchmark(struct pvg_run *run, enum pvg_benchmark b,
+				      int wait_status, int start_errno);
+PVG_EXPORT enum pvg_benchmark pvg_run_benchmark(const struct pvg_run *run);
+/* The command's fate in words for a verdict line, or NULL when there was no command. */
+PVG_EXPORT const char *pvg_run_benchmark_text(const struct pvg_run *run);
+/* The exit status that stands for a wait status: the code, 128+N for signal N. */
+PVG_EXPORT int pvg_wait_exit_code(int wait_status);
 /* Remembers what a later pvg_run_recheck must find again: the service process the run
  * certified (its pid and start time), so that a restarted service that would otherwise pass
  * is refused. Call it after pvg_run_execute, before the benchmark. 0, or -ESRCH when a

@@ -344,6 +344,22 @@ static void check_certified(struct pvg_attest_verification *v, const cJSON *pred
 			}
 		}
 	}
+	/* every gate passed, and exec's benchmark failed or never ran: no certified run */
+	const cJSON *ex = cJSON_GetObjectItemCaseSensitive(predicate, "exec");
+	const char *outcome = pvg_json_get_str(ex, "outcome");
+	if (outcome && strcmp(outcome, "succeeded") != 0) {
+		const cJSON *status = cJSON_GetObjectItemCaseSensitive(ex, "exit_status");
+		const char *err = pvg_json_get_str(ex, "error");
+		if (strcmp(outcome, "failed") == 0)
+			problem(v, "attestation.not-certified",
+				"the report says not certified: the chain held, but the benchmark "
+				"failed (exit status %d)", cJSON_IsNumber(status) ? status->valueint : -1);
+		else
+			problem(v, "attestation.not-certified",
+				"the report says not certified: the chain held, but the benchmark did "
+				"not run%s%s", err ? ": " : "", err ? err : "");
+		return;
+	}
 	/* every evaluated gate passed: fewer than seven were selected (run --gates, a phase) */
 	_cleanup_free_ char *sel = pvg_strdup("");
 	const cJSON *id;

@@ -51,6 +51,7 @@ static const struct field build_fields[] = {
 	CFX("log", F_PATH, build.log),
 	CFX("artifact", F_PATH, build.artifact),
 	CF("max_unsupported_calls", F_COUNT, build.max_unsupported_calls),
+	CF("hip_sources", F_STRV, build.hip_sources),
 	END,
 };
 
@@ -189,6 +190,7 @@ void pvg_config_free(struct pvg_config *cfg)
 	free(cfg->arch);
 	free(cfg->build.log);
 	free(cfg->build.artifact);
+	strv_free(&cfg->build.hip_sources);
 	free(cfg->source.repo);
 	free(cfg->source.baseline);
 	strv_free(&cfg->source.compiled);
@@ -1263,6 +1265,32 @@ static const char *single_form_key(const struct pvg_config *cfg)
 						    : NULL;
 }
 
+/* build.hip_sources are globs of repository paths, as source.compiled: a path outside the
+ * repository could never match a changed file, and a CUDA arch has no hipify to skip. */
+static int check_hip_sources(const struct pvg_config *cfg, const char *origin,
+			     struct pvg_error *err)
+{
+	const struct pvg_strv *g = &cfg->build.hip_sources;
+	for (size_t i = 0; i < g->n; i++) {
+		const char *p = g->v[i];
+		bool up = strcmp(p, "..") == 0 || strncmp(p, "../", 3) == 0 || strstr(p, "/../") ||
+			  (strlen(p) >= 3 && strcmp(p + strlen(p) - 3, "/..") == 0);
+		if (p[0] == '/' || up) {
+			_cleanup_free_ char *clean = pvg_utf8_sanitize(p, strlen(p));
+			set_err(err, "%s: build.hip_sources[%zu]: \"%s\" is not a path inside the "
+				"repository; give globs relative to source.repo (\"csrc/native/**\")",
+				origin, i, clean);
+			return -EINVAL;
+		}
+	}
+	if (g->n && cfg->arch && pvg_arch_is_cuda(cfg->arch)) {
+		set_err(err, "%s: build.hip_sources: arch is %s, a CUDA build, which hipifies "
+			"nothing; hip_sources is for HIP builds (remove it)", origin, cfg->arch);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int check_artifact_forms(const struct pvg_config *cfg, const char *origin,
 				struct pvg_error *err)
 {
@@ -1357,6 +1385,8 @@ int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const
 		r = check_line_format(cfg, origin, err);
 	if (r == 0)
 		r = check_artifact_forms(cfg, origin, err);
+	if (r == 0)
+		r = check_hip_sources(cfg, origin, err);
 	if (r < 0)
 		add_position(err, origin, s, len);
 	return r;

@@ -45,6 +45,7 @@ struct pvg_config {
 		char *log;
 		char *artifact;
 		long max_unsupported_calls; /* default 0 */
+		struct pvg_strv hip_sources; /* globs: changed .cu/.cuh that are HIP already */
 	} build;
 	struct pvg_source_spec source;
 	struct {

@@ -62,7 +62,7 @@ void pvg_discovery_clear(struct pvg_discovery *g)
 	free(g->map_to);
 	pvg_probe_proc_clear(&g->service);
 	free(g->match);
-	free(g->family_extra);
+	pvg_strv_clear(&g->family);
 	free(g->service_log);
 	free(g->prefix);
 	pvg_strv_clear(&g->ignore);
@@ -410,19 +410,208 @@ static bool has_glob_chars(const char *s)
 	return strpbrk(s, "*?[") != NULL;
 }
 
-/* A pattern that finds this process again: its command line (a substring match), cut to a
- * readable length at a word; its name when the command line holds glob characters. */
-static char *pattern_of(const struct pvg_probe_proc *p)
+/* ---- what identifies a service across restarts ------------------------------------------ */
+
+/* Titles the kernel's 15-byte name cuts ("VLLM::EngineCor"): a process that only renamed
+ * itself (prctl) is completed to one of these, vLLM's and SGLang's. */
+static const char *const known_titles[] = {
+	"VLLM::EngineCore", "VLLM::APIServer", "VLLM::Worker", "VLLM::DPCoordinator",
+	"sglang::scheduler", "sglang::detokenizer", "sglang::data_parallel_controller",
+};
+
+struct identity {
+	char *match;  /* finds this process again */
+	char *family; /* every process of its kind */
+	const char *what; /* "process title", "entry point", "name" */
+};
+
+static void identity_clear(struct identity *id)
 {
-	if (!p->cmdline || has_glob_chars(p->cmdline))
-		return pvg_strdup(p->comm);
-	size_t n = strlen(p->cmdline);
-	if (n > 160) {
-		n = 160;
-		while (n > 40 && p->cmdline[n] != ' ')
-			n--;
+	free(id->match);
+	free(id->family);
+}
+
+static bool title_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '.';
+}
+
+/* The "::" of a title "PREFIX::NAME": vLLM's f"{VLLM_PROCESS_NAME_PREFIX}::{name}"
+ * ("VLLM::EngineCore_DP0"), SGLang's "sglang::scheduler_TP0". NULL: no title. */
+static const char *title_sep(const char *t)
+{
+	const char *sep = t ? strstr(t, "::") : NULL;
+	if (!sep || sep == t || !title_char(sep[2]))
+		return NULL;
+	for (const char *c = t; c < sep; c++)
+		if (!title_char(*c))
+			return NULL;
+	return sep;
+}
+
+/* The role without its rank: "EngineCore_DP0" -> "EngineCore", "scheduler_DP0_TP1" ->
+ * "scheduler", "Worker_0" -> "Worker"; ranks change with the parallel layout, roles do not. */
+static size_t role_len(const char *name, size_t n)
+{
+	for (size_t i = 1; i + 1 < n; i++) {
+		if (name[i] != '_')
+			continue;
+		size_t k = i + 1;
+		while (k < n && k - (i + 1) < 3 && name[k] >= 'A' && name[k] <= 'Z')
+			k++;
+		if (k < n && name[k] >= '0' && name[k] <= '9')
+			return i;
 	}
-	return pvg_asprintf("%.*s", (int)n, p->cmdline);
+	return n;
+}
+
+static bool is_interpreter(const char *path)
+{
+	const char *b = pvg_basename(path);
+	return strncmp(b, "python", 6) == 0 || strncmp(b, "pypy", 4) == 0;
+}
+
+/* A subcommand: "serve" in "vllm serve MODEL"; a path, an option or a file name is not one. */
+static bool is_subcommand(const char *a)
+{
+	if (!a || !(a[0] >= 'a' && a[0] <= 'z') || strlen(a) > 32)
+		return false;
+	for (const char *c = a; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+			return false;
+	return true;
+}
+
+/* The process title, when it has one: the first argument as setproctitle writes it
+ * ("VLLM::EngineCore", maybe followed by words the service added), else the kernel's name
+ * when only that was set. The rank is cut; a title without other words matches every
+ * process that has it, and its prefix is the family ("VLLM::"). */
+static bool title_identity(const struct pvg_probe_proc *p, struct identity *id)
+{
+	const char *a0 = p->argv.n ? p->argv.v[0] : NULL;
+	const char *t = title_sep(a0) ? a0 : title_sep(p->comm) ? p->comm : NULL;
+	if (!t)
+		return false;
+	const char *sep = title_sep(t), *name = sep + 2;
+	size_t n = strcspn(name, " \t:");
+	_cleanup_free_ char *head = pvg_asprintf("%.*s%.*s", (int)(name - t), t,
+						 (int)role_len(name, n), name);
+	if (t == p->comm && strlen(p->comm) == 15)
+		for (size_t i = 0; i < ARRAY_SIZE(known_titles); i++)
+			if (strncmp(known_titles[i], head, strlen(head)) == 0) {
+				free(head);
+				head = pvg_strdup(known_titles[i]);
+				break;
+			}
+	/* words after the role are the service's own ("VLLM::EngineCore fleet-a"); after a
+	 * "::" they are one run's (SGLang's "sglang::scheduler::MODEL") */
+	const char *tail = name[n] == ' ' || name[n] == '\t' ? name + n : "";
+	while (*tail == ' ' || *tail == '\t')
+		tail++;
+	if (*tail && !has_glob_chars(tail)) {
+		id->match = pvg_asprintf("%s* %s*", head, tail);
+		id->family = pvg_asprintf("%.*s* %s*", (int)(name - t), t, tail);
+	} else {
+		id->match = pvg_strdup(head);
+		id->family = pvg_asprintf("%.*s", (int)(name - t), t);
+	}
+	id->what = "process title";
+	return true;
+}
+
+/* The entry point: an interpreter's "-m" module ("sglang.launch_server") or script with its
+ * subcommand ("vllm serve"), a program with its subcommand, or a title written over the
+ * arguments ("vllm serve fixture"). The arguments after it are one run's and left out. */
+static bool entry_identity(const struct pvg_probe_proc *p, struct identity *id)
+{
+	const struct pvg_strv *av = &p->argv;
+	if (!av->n)
+		return false;
+	const char *a0 = av->v[0];
+	char *entry = NULL;
+	if (a0[0] != '/' && strchr(a0, ' ')) {
+		entry = pvg_strdup(a0);
+	} else {
+		size_t i = 0;
+		if (is_interpreter(a0)) {
+			for (i = 1; i < av->n; i++) {
+				const char *a = av->v[i];
+				if (strcmp(a, "-m") == 0 && i + 1 < av->n) {
+					entry = pvg_strdup(av->v[i + 1]);
+					break;
+				}
+				if (strncmp(a, "-m", 2) == 0 && a[2]) {
+					entry = pvg_strdup(a + 2);
+					break;
+				}
+				if (strcmp(a, "-c") == 0 || strcmp(a, "-") == 0)
+					return false; /* code on the command line: no entry point */
+				if (a[0] != '-')
+					break;
+				if (strcmp(a, "-X") == 0 || strcmp(a, "-W") == 0)
+					i++;
+			}
+			if (!entry && i >= av->n)
+				return false;
+		}
+		if (!entry) {
+			const char *script = av->v[i];
+			const char *sub = i + 1 < av->n ? av->v[i + 1] : NULL;
+			entry = is_subcommand(sub) ? pvg_asprintf("%s %s", pvg_basename(script), sub)
+						   : pvg_strdup(script);
+		}
+	}
+	if (!entry[0] || has_glob_chars(entry)) {
+		free(entry);
+		return false;
+	}
+	id->match = entry;
+	id->family = pvg_strdup(entry);
+	id->what = "entry point";
+	return true;
+}
+
+static void identity_of(const struct pvg_probe_proc *p, struct identity *id)
+{
+	memset(id, 0, sizeof(*id));
+	if (title_identity(p, id) || entry_identity(p, id))
+		return;
+	id->match = pvg_strdup(p->comm);
+	id->family = pvg_strdup(p->comm);
+	id->what = "name";
+}
+
+/* One process's service tree as init sees it: the topmost ancestor before a shell (root),
+ * the port the walk up finds first, and the topmost process of the walk listening on it. */
+struct tree_view {
+	pid_t root, port_owner;
+	uint16_t port;
+};
+
+static void tree_of(const char *procfs, const struct pvg_probe_proc *s, struct tree_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->root = s->pid;
+	pid_t pid = s->pid, ppid = s->ppid;
+	for (int depth = 0; depth < 8 && pid > 1; depth++) {
+		if (depth > 0) {
+			struct pvg_probe_proc p;
+			if (pvg_probe_proc_read(procfs, pid, &p) < 0 || generic_ancestor(&p)) {
+				pvg_probe_proc_clear(&p);
+				break;
+			}
+			ppid = p.ppid;
+			pvg_probe_proc_clear(&p);
+			v->root = pid;
+		}
+		uint16_t port = pvg_probe_listen_port(procfs, pid);
+		if (port && (!v->port || port == v->port)) {
+			v->port = port;
+			v->port_owner = pid;
+		}
+		pid = ppid;
+	}
 }
 
 static bool is_mapper(const struct pvg_probe_procs *ms, pid_t pid)
@@ -620,6 +809,50 @@ static void python_of(struct pvg_discovery *g, const char *installed)
 	}
 }
 
+/* Log files the command line names: the value of an option about a log ("--log-file X",
+ * "--log=X", "--log X"; not "--log-level", nor a logging config), or an argument that is a
+ * *.log; relative ones from the process's folder. Only existing regular files. */
+static void logs_named_on(const char *procfs, pid_t pid, const struct pvg_strv *argv,
+			  const char *build_log, struct pvg_strv *out)
+{
+	_cleanup_free_ char *cwd = NULL;
+	bool cwd_read = false;
+	for (size_t i = 1; i < argv->n; i++) {
+		const char *a = argv->v[i], *val = NULL;
+		if (a[0] == '-') {
+			const char *eq = strchr(a, '=');
+			_cleanup_free_ char *opt = pvg_asprintf("%.*s", (int)(eq ? eq - a : (ptrdiff_t)strlen(a)), a);
+			if (!strstr(opt, "log") || strstr(opt, "level") || strstr(opt, "conf") ||
+			    strstr(opt, "format") || strstr(opt, "stats"))
+				continue;
+			val = eq ? eq + 1 : i + 1 < argv->n ? argv->v[i + 1] : NULL;
+		} else {
+			size_t n = strlen(a);
+			if (n > 4 && strcmp(a + n - 4, ".log") == 0)
+				val = a;
+		}
+		if (!val || !val[0])
+			continue;
+		if (val[0] != '/' && !cwd_read) {
+			cwd = pvg_probe_cwd(procfs, pid);
+			cwd_read = true;
+		}
+		if (val[0] != '/' && !cwd)
+			continue;
+		_cleanup_free_ char *path = val[0] == '/' ? pvg_strdup(val) : pvg_path_join(cwd, val);
+		char real[PATH_MAX];
+		if (!realpath(path, real) || !is_file(real) || (build_log && strcmp(real, build_log) == 0))
+			continue;
+		pvg_strv_add_unique(out, real);
+	}
+}
+
+static bool ends_with_log(const char *path)
+{
+	size_t n = strlen(path);
+	return n > 4 && strcmp(path + n - 4, ".log") == 0;
+}
+
 static void find_service(struct pvg_discovery *g, const char *procfs)
 {
 	if (!g->artifact)
@@ -632,42 +865,106 @@ static void find_service(struct pvg_discovery *g, const char *procfs)
 		pvg_probe_procs_clear(&ms);
 		return;
 	}
-	/* another service may map a file of the same name: prefer the one whose file holds the
-	 * build's bytes, then one under the folder; among those the topmost (its parent maps
-	 * nothing of it) */
+	/* Several processes may map a file of that name: the service's engine and workers, a
+	 * stale engine of an earlier run, another service. The service maps the build's bytes,
+	 * then a copy under the folder; of those, the one that owns a port (itself or an
+	 * ancestor: the API server) is the service and the others stale; among those the
+	 * topmost (its parent maps nothing of it). */
 	struct pvg_file_id build_id;
 	pvg_hash_file(g->artifact, &build_id);
+	_cleanup_free_ int *score = pvg_xcalloc(ms.n, sizeof(int));
+	_cleanup_free_ struct tree_view *tree = pvg_xcalloc(ms.n, sizeof(*tree));
 	size_t top = SIZE_MAX;
 	int best = -1;
 	for (size_t i = 0; i < ms.n; i++) {
-		int score = 0;
 		struct pvg_file_id id;
 		struct stat a, b;
+		tree_of(procfs, &ms.p[i], &tree[i]);
+		if (tree[i].port)
+			score[i] += 2;
 		if (!ms.p[i].deleted && build_id.hashed && stat(ms.p[i].mapped, &a) == 0 &&
 		    stat(g->artifact, &b) == 0 && a.st_size == b.st_size) {
 			pvg_hash_file(ms.p[i].mapped, &id);
 			if (id.hashed && memcmp(id.sha256, build_id.sha256, 32) == 0)
-				score += 4;
+				score[i] += 8;
 			pvg_file_id_clear(&id);
 		}
 		if (under(g->dir, ms.p[i].mapped))
-			score += 2;
+			score[i] += 4;
 		if (!is_mapper(&ms, ms.p[i].ppid))
-			score += 1;
-		if (score > best) {
-			best = score;
+			score[i] += 1;
+		if (score[i] > best) {
+			best = score[i];
 			top = i;
 		}
 	}
 	pvg_file_id_clear(&build_id);
 	g->n_mappers = ms.n;
+	/* as good a candidate in another tree: two services, or a stale one nothing sets apart;
+	 * which is the service is the user's to say, never a guess */
+	size_t n_tied = 0;
+	for (size_t i = 0; i < ms.n; i++)
+		n_tied += score[i] == best && tree[i].root != tree[top].root;
+	if (n_tied) {
+		_cleanup_free_ char *list = NULL;
+		for (size_t i = 0; i < ms.n; i++) {
+			if (score[i] != best)
+				continue;
+			struct identity id;
+			identity_of(&ms.p[i], &id);
+			char port[16] = "no port";
+			if (tree[i].port)
+				snprintf(port, sizeof(port), "port %u", tree[i].port);
+			char *l = pvg_asprintf("%s%spid %d (%s, %s, maps %s%s)", list ? list : "",
+					       list ? "; " : "", (int)ms.p[i].pid, id.match, port,
+					       ms.p[i].mapped, ms.p[i].deleted ? " (deleted)" : "");
+			free(list);
+			list = l;
+			identity_clear(&id);
+		}
+		todo(g, "service: %zu processes in different trees map %s and nothing tells which is "
+			"the service (none alone owns a port or maps the build's bytes): %s; stop the "
+			"stale ones and run init again, or set service.match (or service.pid / "
+			"service.pidfile) and service.port",
+		     n_tied + 1, name, list);
+		pvg_probe_procs_clear(&ms);
+		return;
+	}
 	g->service = ms.p[top];
 	memset(&ms.p[top], 0, sizeof(ms.p[top]));
-	pvg_probe_procs_clear(&ms);
+	const struct tree_view own = tree[top];
 	struct pvg_probe_proc *s = &g->service;
-	g->match = pattern_of(s);
-	note(g, "service: process %d (%s) maps %s%s; service.match is its command line", (int)s->pid,
-	     s->comm, s->mapped, s->deleted ? " (deleted: restart it after the install)" : "");
+	struct identity id;
+	identity_of(s, &id);
+	g->match = TAKE_PTR(id.match);
+	pvg_strv_push(&g->family, TAKE_PTR(id.family));
+	note(g, "service: process %d (%s) maps %s%s; service.match is its %s %s, service.family "
+		"every process of that kind (%s)",
+	     (int)s->pid, s->comm, s->mapped, s->deleted ? " (deleted: restart it after the install)" : "",
+	     id.what, g->match, g->family.v[0]);
+	/* the others of its kind outside its tree: what gate 5 will refuse */
+	_cleanup_free_ char *others = NULL;
+	size_t n_others = 0;
+	for (size_t i = 0; i < ms.n; i++) {
+		if (i == top || tree[i].root == own.root)
+			continue;
+		struct identity o;
+		identity_of(&ms.p[i], &o);
+		if (strcmp(o.family, g->family.v[0]) == 0) {
+			char *l = pvg_asprintf("%s%s%d", others ? others : "", others ? ", " : "",
+					       (int)ms.p[i].pid);
+			free(others);
+			others = l;
+			n_others++;
+		}
+		identity_clear(&o);
+	}
+	if (n_others)
+		note(g, "service: %zu other process%s of that kind map%s %s outside its tree (pid %s); "
+			"it was taken for %s; gate 5 refuses the others until they are stopped",
+		     n_others, n_others == 1 ? "" : "es", n_others == 1 ? "s" : "", name, others,
+		     own.port ? "owning the port" : "mapping the build's bytes");
+	pvg_probe_procs_clear(&ms);
 	/* the copy it maps is the installed one, unless it loads the build tree's own */
 	char real_art[PATH_MAX];
 	if (!realpath(g->artifact, real_art) || strcmp(real_art, s->mapped) != 0)
@@ -677,7 +974,7 @@ static void find_service(struct pvg_discovery *g, const char *procfs)
 			"restart the service", name);
 	/* port and log: the process, then its ancestors up to a shell */
 	pid_t pid = s->pid;
-	struct pvg_strv logs = { 0 };
+	struct pvg_strv logs = { 0 }, named = { 0 }, written = { 0 };
 	for (int depth = 0; depth < 8 && pid > 1; depth++) {
 		struct pvg_probe_proc p;
 		if (depth == 0) {
@@ -689,18 +986,22 @@ static void find_service(struct pvg_discovery *g, const char *procfs)
 		}
 		/* the port, and the topmost ancestor that listens too (an API server whose
 		 * engine inherited the socket): it must be a service process for gate 5 */
-		uint16_t port = pvg_probe_listen_port(procfs, p.pid);
-		if (port && !g->port) {
-			g->port = port;
-			if (depth == 0)
-				note(g, "service.port %u: the service process listens on it", port);
+		if (depth == 0 && own.port) {
+			g->port = own.port;
+			if (own.port_owner == s->pid)
+				note(g, "service.port %u: the service process listens on it", own.port);
 		}
-		if (port && port == g->port && depth > 0) {
-			free(g->family_extra);
-			g->family_extra = pattern_of(&p);
+		if (own.port && p.pid == own.port_owner && depth > 0) {
+			struct identity a;
+			identity_of(&p, &a);
+			pvg_strv_add_unique(&g->family, a.family);
 			note(g, "service.port %u: process %d (%s), its ancestor, listens on it; "
-				"service.family names it", port, (int)p.pid, p.comm);
+				"service.family names its %s %s", own.port, (int)p.pid, p.comm, a.what,
+			     a.family);
+			identity_clear(&a);
 		}
+		logs_named_on(procfs, p.pid, depth ? &p.argv : &s->argv, g->build_log, &named);
+		pvg_probe_written_files(procfs, p.pid, &written);
 		pvg_probe_log_paths(procfs, p.pid, &logs);
 		pid = p.ppid;
 		if (depth > 0)
@@ -712,37 +1013,65 @@ static void find_service(struct pvg_discovery *g, const char *procfs)
 	_cleanup_(pvg_container_log_clear) struct pvg_container_log cl = { 0 };
 	bool in_ctr = pvg_container_log_find(procfs, "/", s->pid, &cl) == 0 && cl.in_container;
 	_cleanup_free_ char *ctr_real = cl.path ? realpath(cl.path, NULL) : NULL;
-	for (size_t i = 0; ctr_real && i < logs.n; i++) {
-		_cleanup_free_ char *r = realpath(logs.v[i], NULL);
-		if (r && strcmp(r, ctr_real) == 0) {
-			free(logs.v[i]);
-			memmove(&logs.v[i], &logs.v[i + 1], (logs.n - i - 1) * sizeof(*logs.v));
-			logs.n--;
-			i--;
+	/* where the service writes, best first: the log its command line names, a file it holds
+	 * open for writing, its stdout and stderr (and *.log files it holds open) */
+	struct pvg_strv all = { 0 };
+	for (int k = 0; k < 3; k++) {
+		const struct pvg_strv *v = k == 0 ? &named : k == 1 ? &written : &logs;
+		for (size_t i = 0; i < v->n; i++) {
+			_cleanup_free_ char *r = realpath(v->v[i], NULL);
+			if ((ctr_real && r && strcmp(r, ctr_real) == 0) ||
+			    (g->build_log && r && strcmp(r, g->build_log) == 0))
+				continue;
+			pvg_strv_add_unique(&all, v->v[i]);
 		}
 	}
-	/* the log the service writes that holds marker lines; else the container's; else one
-	 * under the folder that does; else its stdout */
-	for (size_t i = 0; i < logs.n && !g->service_log; i++) {
-		_cleanup_free_ char *pfx = guess_prefix(logs.v[i]);
+	/* the first that holds marker lines; else the container's; else the log its command
+	 * line names or a *.log it writes; else one under the folder with marker lines; else
+	 * its stdout */
+	for (size_t i = 0; i < all.n && !g->service_log; i++) {
+		_cleanup_free_ char *pfx = guess_prefix(all.v[i]);
 		if (pfx)
-			g->service_log = pvg_strdup(logs.v[i]);
+			g->service_log = pvg_strdup(all.v[i]);
 	}
+	const char *why = NULL;
+	if (g->service_log)
+		why = pvg_strv_has(&named, g->service_log)     ? "its command line names it"
+		      : pvg_strv_has(&written, g->service_log) ? "the service holds it open for writing"
+							       : "the service writes it";
 	if (g->service_log) {
-		note(g, "markers.log %s: the service writes it", rel_to(g->dir, g->service_log));
+		note(g, "markers.log %s: %s, and it holds marker lines", rel_to(g->dir, g->service_log),
+		     why);
 	} else if (ctr_real) {
 		g->service_log = pvg_strdup(PVG_LOG_CONTAINER);
 		note(g, "markers.log container: the log %s keeps of the service's container "
 			"(%s, from %s)", cl.container.engine, cl.path, cl.how);
 	} else {
-		find_marker_log(g);
+		for (size_t i = 0; i < all.n && !g->service_log; i++) {
+			bool is_named = pvg_strv_has(&named, all.v[i]);
+			if (is_named || (pvg_strv_has(&written, all.v[i]) && ends_with_log(all.v[i]))) {
+				g->service_log = pvg_strdup(all.v[i]);
+				note(g, "markers.log %s: %s (no marker line in it yet)",
+				     rel_to(g->dir, g->service_log),
+				     is_named ? "its command line names it"
+					      : "the service holds it open for writing");
+			}
+		}
+		if (!g->service_log)
+			find_marker_log(g);
 	}
 	if (!g->service_log && logs.n) {
-		g->service_log = pvg_strdup(logs.v[0]);
-		note(g, "markers.log %s: the service writes it (no marker line in it yet)",
-		     rel_to(g->dir, g->service_log));
+		for (size_t i = 0; i < all.n && !g->service_log; i++)
+			if (pvg_strv_has(&logs, all.v[i]))
+				g->service_log = pvg_strdup(all.v[i]);
+		if (g->service_log)
+			note(g, "markers.log %s: the service writes it (no marker line in it yet)",
+			     rel_to(g->dir, g->service_log));
 	}
 	pvg_strv_clear(&logs);
+	pvg_strv_clear(&named);
+	pvg_strv_clear(&written);
+	pvg_strv_clear(&all);
 	if (!g->service_log && in_ctr)
 		todo(g, "markers.log: the service runs in %s container %.12s, whose log provgate "
 			"cannot read: %s; %s", cl.container.engine, cl.container.id,

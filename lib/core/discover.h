@@ -33,7 +33,12 @@ struct pvg_discovery {
 	char *map_from, *map_to;
 	struct pvg_probe_proc service; /* pid 0: none */
 	size_t n_mappers;
-	char *match, *family_extra;
+	/* what finds the service again after a restart: its process title ("VLLM::EngineCore"),
+	 * else its entry point ("vllm serve", a script, "-m" module); never one run's arguments.
+	 * family: every process of that kind (the title's prefix "VLLM::"), and the identity of
+	 * the ancestor that owns the port */
+	char *match;
+	struct pvg_strv family;
 	uint16_t port;
 	char *service_log, *prefix; /* service_log PVG_LOG_CONTAINER: the container's log */
 	struct pvg_strv ignore;

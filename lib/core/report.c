@@ -114,6 +114,9 @@ cJSON *pvg_report_build(const struct pvg_run *run)
 			cJSON_AddItemToArray(sel, cJSON_CreateNumber(i));
 	pvg_json_add_bool(rep, "keep_going", run->keep_going);
 	pvg_json_add_bool(rep, "certified", pvg_run_certified(run));
+	/* the chain alone: exec's report says the provenance held even when the benchmark
+	 * failed, so that "certified" can never stand for a run that failed or never started */
+	pvg_json_add_bool(rep, "provenance_certified", pvg_run_provenance_certified(run));
 	cJSON_AddItemToObject(rep, "gates", gates_json(run->results));
 	cJSON_AddItemToObject(rep, "chain", cJSON_Duplicate(run->ctx.chain, true));
 	if (run->environment)

@@ -18,6 +18,10 @@ struct pvg_run {
 	cJSON *exec_info;
 	/* exec: the command is still running (the interim report); never certified */
 	bool in_progress;
+	/* exec: what became of the command (PVG_BENCHMARK_NONE for run and certify) and its
+	 * words for the verdict ("exit status 3", "cannot run x: No such file or directory") */
+	enum pvg_benchmark benchmark;
+	char *benchmark_text;
 	/* the report's "environment": what the benchmark ran on (host, GPU, service, inputs) */
 	cJSON *environment;
 };

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The ordered runner: reads the table of gates (phases, re-checks, preparation) and knows
  * nothing of any single gate. */
+#include <sys/wait.h>
+
 #include "core/run.h"
 
 pvg_gate_mask pvg_phase_gates(enum pvg_phase p)
@@ -203,6 +205,77 @@ enum pvg_status pvg_run_gate_status(const struct pvg_run *run, int id)
 
 bool pvg_run_certified(const struct pvg_run *run)
 {
+	if (run->benchmark != PVG_BENCHMARK_NONE && run->benchmark != PVG_BENCHMARK_SUCCEEDED)
+		return false;
+	return pvg_run_provenance_certified(run);
+}
+
+int pvg_wait_exit_code(int wait_status)
+{
+	if (WIFEXITED(wait_status))
+		return WEXITSTATUS(wait_status);
+	if (WIFSIGNALED(wait_status))
+		return 128 + WTERMSIG(wait_status);
+	return 3; /* neither: an internal error, never a status a command gave */
+}
+
+void pvg_run_set_benchmark(struct pvg_run *run, enum pvg_benchmark b, int wait_status,
+			   int start_errno)
+{
+	static const char *const outcome[] = {
+		[PVG_BENCHMARK_NOT_RUN] = "not-run",
+		[PVG_BENCHMARK_NOT_STARTED] = "not-started",
+		[PVG_BENCHMARK_SUCCEEDED] = "succeeded",
+		[PVG_BENCHMARK_FAILED] = "failed",
+	};
+	if (b == PVG_BENCHMARK_NONE || (unsigned)b >= ARRAY_SIZE(outcome))
+		return;
+	run->benchmark = b;
+	free(run->benchmark_text);
+	cJSON *info = pvg_run_exec_info(run);
+	const char *argv0 = "";
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(info, "command");
+	if (cJSON_IsArray(cmd) && cJSON_IsString(cmd->child))
+		argv0 = cmd->child->valuestring;
+	cJSON_DeleteItemFromObjectCaseSensitive(info, "ran");
+	pvg_json_add_bool(info, "ran", b == PVG_BENCHMARK_SUCCEEDED || b == PVG_BENCHMARK_FAILED);
+	cJSON_DeleteItemFromObjectCaseSensitive(info, "outcome");
+	cJSON_AddStringToObject(info, "outcome", outcome[b]);
+	if (b == PVG_BENCHMARK_NOT_RUN) {
+		run->benchmark_text = pvg_strdup("the command was not run");
+		return;
+	}
+	int code = pvg_wait_exit_code(wait_status);
+	pvg_json_add_int(info, "exit_status", code);
+	if (b == PVG_BENCHMARK_NOT_STARTED) {
+		_cleanup_free_ char *why = pvg_asprintf("cannot run %s: %s", argv0,
+							strerror(start_errno));
+		pvg_json_add_str(info, "error", why);
+		run->benchmark_text = pvg_asprintf("%s (exit status %d)", why, code);
+	} else if (WIFSIGNALED(wait_status)) {
+		int sig = WTERMSIG(wait_status);
+		pvg_json_add_int(info, "signal", sig);
+		const char *abbrev = sigabbrev_np(sig);
+		run->benchmark_text = pvg_asprintf("killed by signal %d%s%s%s, exit status %d", sig,
+						   abbrev ? " (SIG" : "", abbrev ? abbrev : "",
+						   abbrev ? ")" : "", code);
+	} else {
+		run->benchmark_text = pvg_asprintf("exit status %d", code);
+	}
+}
+
+enum pvg_benchmark pvg_run_benchmark(const struct pvg_run *run)
+{
+	return run->benchmark;
+}
+
+const char *pvg_run_benchmark_text(const struct pvg_run *run)
+{
+	return run->benchmark_text;
+}
+
+bool pvg_run_provenance_certified(const struct pvg_run *run)
+{
 	if (!run->executed || run->phase != PVG_PHASE_LIVE || run->in_progress)
 		return false;
 	for (int i = 0; i < PVG_N_GATES; i++)
@@ -230,6 +303,7 @@ void pvg_run_free(struct pvg_run *run)
 	}
 	if (run->exec_info)
 		cJSON_Delete(run->exec_info);
+	free(run->benchmark_text);
 	if (run->environment)
 		cJSON_Delete(run->environment);
 	pvg_ctx_done(&run->ctx);

@@ -186,6 +186,18 @@ static bool has_arg(const char *s, size_t len, const char *arg)
 	return false;
 }
 
+/* Keeps a folder the build ran in (at most PVG_BUILDLOG_DIRS_MAX, no duplicates). */
+static void add_dir(struct pvg_buildlog *log, const char *d, size_t n)
+{
+	if (log->dirs.n >= PVG_BUILDLOG_DIRS_MAX || !keep_room(log, n + 1))
+		return;
+	_cleanup_free_ char *dir = dup_n(d, n);
+	for (size_t i = 0; i < log->dirs.n; i++)
+		if (strcmp(log->dirs.v[i], dir) == 0)
+			return;
+	pvg_strv_push(&log->dirs, TAKE_PTR(dir));
+}
+
 /* "ninja: Entering directory `X'", "make[2]: Entering directory '/x'": the folder commands
  * that follow run in. */
 static bool parse_entering(struct pvg_buildlog *log, const char *s, size_t len)
@@ -197,15 +209,33 @@ static bool parse_entering(struct pvg_buildlog *log, const char *s, size_t len)
 	size_t n = (size_t)(s + len - d);
 	if (n < 3 || (d[0] != '`' && d[0] != '\'') || d[n - 1] != '\'')
 		return false;
-	d++;
-	n -= 2;
-	if (log->dirs.n >= PVG_BUILDLOG_DIRS_MAX || !keep_room(log, n + 1))
-		return true;
-	_cleanup_free_ char *dir = dup_n(d, n);
-	for (size_t i = 0; i < log->dirs.n; i++)
-		if (strcmp(log->dirs.v[i], dir) == 0)
-			return true;
-	pvg_strv_push(&log->dirs, TAKE_PTR(dir));
+	add_dir(log, d + 1, n - 2);
+	return true;
+}
+
+/* Bash's xtrace ("set -x") writes each command after PS4, "+ " once per nesting level:
+ * "+ hipcc ...", "++ dirname ./build.sh". Returns how many bytes the prefix takes, 0 none. */
+static size_t xtrace_prefix(const char *s, size_t len)
+{
+	size_t i = 0;
+	while (i < len && i < 8 && s[i] == '+')
+		i++;
+	return i && i + 1 < len && s[i] == ' ' && s[i + 1] != ' ' ? i + 1 : 0;
+}
+
+/* xtrace's "+ cd /abs/dir": the folder the script's later commands run in. */
+static bool parse_xtrace_cd(struct pvg_buildlog *log, const char *s, size_t len)
+{
+	if (!starts_with(s, len, "cd "))
+		return false;
+	const char *d = s + 3;
+	size_t n = len - 3;
+	if (n >= 2 && (d[0] == '\'' || d[0] == '"') && d[n - 1] == d[0]) {
+		d++;
+		n -= 2;
+	}
+	if (n && d[0] == '/' && !memchr(d, ' ', n) && !memchr(d, '&', n) && !memchr(d, ';', n))
+		add_dir(log, d, n);
 	return true;
 }
 
@@ -354,6 +384,13 @@ static void parse_clean_line(struct pvg_buildlog *log, char *s, size_t len)
 	}
 	if (parse_entering(log, s, len))
 		return;
+	size_t xt = xtrace_prefix(s, len);
+	if (xt) {
+		s += xt;
+		len -= xt;
+		if (parse_xtrace_cd(log, s, len))
+			return;
+	}
 	if (parse_hipify(log, s, len))
 		return;
 	if (is_error_diagnostic(s, len)) {
@@ -611,6 +648,41 @@ bool pvg_command_host_only(const char *command, const char *source)
 			return false; /* -x hip, -x cuda, -x cu */
 	}
 	return compiler != NULL;
+}
+
+enum pvg_hip_compile pvg_command_hip_compile(const char *command)
+{
+	_cleanup_free_ char *s = pvg_strdup(command);
+	_cleanup_free_ char **argv = pvg_xrealloc(NULL, MAX_ARGS, sizeof(char *));
+	size_t n = split_args(s, argv, MAX_ARGS);
+	enum pvg_hip_compile r = PVG_HIP_COMPILE_NO;
+	bool at_compiler = true;
+	for (size_t i = 0; i < n; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "&&") == 0 || strcmp(a, ";") == 0) {
+			at_compiler = true;
+			continue;
+		}
+		if ((strcmp(a, "-x") == 0 && i + 1 < n && strcmp(argv[i + 1], "hip") == 0) ||
+		    strcmp(a, "-xhip") == 0)
+			return PVG_HIP_COMPILE_X_HIP;
+		if (!at_compiler)
+			continue;
+		/* before the compiler: "cd DIR", variables, launchers */
+		const char *b = strrchr(a, '/');
+		b = b ? b + 1 : a;
+		if (strcmp(a, "cd") == 0) {
+			i++;
+			continue;
+		}
+		if (strchr(a, '=') || strcmp(b, "ccache") == 0 || strcmp(b, "sccache") == 0 ||
+		    strcmp(b, "distcc") == 0 || strcmp(b, "env") == 0 || strcmp(a, ":") == 0)
+			continue;
+		at_compiler = false;
+		if (strcmp(b, "hipcc") == 0 || strcmp(b, "hipcc.pl") == 0 || strcmp(b, "hipcc.bin") == 0)
+			r = PVG_HIP_COMPILE_HIPCC;
+	}
+	return r;
 }
 
 bool pvg_command_has_arch(const char *command, const char *arch, bool cuda, char **seen)

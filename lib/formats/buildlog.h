@@ -68,7 +68,8 @@ struct pvg_buildlog {
 	size_t n_errors_kept;
 
 	/* folders the build ran in: "ninja: Entering directory `X'", make's "Entering directory
-	 * 'X'" (at most PVG_BUILDLOG_DIRS_MAX, no duplicates) */
+	 * 'X'", a `set -x` script's "+ cd /X" (at most PVG_BUILDLOG_DIRS_MAX, no duplicates);
+	 * xtrace's "+ " before a command is removed */
 	struct pvg_strv dirs;
 
 	/* line assembly state for pvg_buildlog_feed */
@@ -102,6 +103,14 @@ bool pvg_command_has_arch(const char *command, const char *arch, bool cuda, char
  * hipcc compiles .cpp as HIP by default, and nvcc's arch flags decide nothing for host code
  * (an nvcc .cpp compile is still held to an arch, which is safe). */
 bool pvg_command_host_only(const char *command, const char *source);
+/* Does a compile command take its sources as HIP? -x hip says so for any compiler; hipcc
+ * compiles .cu (and .cpp) as HIP by default. */
+enum pvg_hip_compile {
+	PVG_HIP_COMPILE_NO,
+	PVG_HIP_COMPILE_X_HIP, /* "-x hip" */
+	PVG_HIP_COMPILE_HIPCC, /* hipcc, without -x */
+};
+enum pvg_hip_compile pvg_command_hip_compile(const char *command);
 /* Does the command name path (repo-relative, or absolute) as one of its arguments? */
 bool pvg_command_mentions(const char *command, const char *path);
 

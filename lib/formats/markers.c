@@ -708,6 +708,9 @@ void pvg_marker_scan_done(struct pvg_marker_scan *s)
 	free(s->fact_attr);
 	free(s->forbid_live);
 	free(s->forbid_unattributed);
+	free(s->require_undecided);
+	free(s->fact_undecided);
+	free(s->forbid_undecided);
 	free(s->cont_forbid_seen);
 	sample_clear(&s->not_selected);
 	sample_clear(&s->forbidden);
@@ -729,6 +732,9 @@ static void prepare(struct pvg_marker_scan *s)
 	s->fact_attr = pvg_xcalloc(nf, sizeof(*s->fact_attr));
 	s->forbid_live = pvg_xcalloc(nb, sizeof(size_t));
 	s->forbid_unattributed = pvg_xcalloc(nb, sizeof(size_t));
+	s->require_undecided = pvg_xcalloc(nr, sizeof(size_t));
+	s->fact_undecided = pvg_xcalloc(nf, sizeof(size_t));
+	s->forbid_undecided = pvg_xcalloc(nb, sizeof(size_t));
 	s->cont_forbid_seen = pvg_xcalloc(nb, sizeof(bool));
 	s->max_pattern = s->prefix ? strlen(s->prefix) : 1;
 	for (size_t i = 0; i < s->n_facts; i++)
@@ -784,12 +790,14 @@ static void marker_line(struct pvg_marker_scan *s, const char *line, size_t len,
 			for (size_t e = 0; e < s->n_require; e++) {
 				const char *want;
 				const struct pvg_marker_field *sel = pvg_marker_get(&m, "selected");
-				if (match_others(&m, &s->require[e], &want) &&
-				    (!want || value_is(sel, want)) && !value_is_false(sel) &&
-				    s->require_unattributed[e]++ == 0) {
+				if (!match_others(&m, &s->require[e], &want) ||
+				    (want && !value_is(sel, want)) || value_is_false(sel))
+					continue;
+				if (s->require_unattributed[e]++ == 0) {
 					s->require_unattr_first[e].offset = off;
 					s->require_unattr_first[e].attr = attr;
 				}
+				s->require_undecided[e] += attr == PVG_ATTR_UNDECIDED;
 			}
 		return;
 	}
@@ -903,6 +911,7 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 					}
 					if (s->fact_unattributed[i]++ == 0)
 						s->fact_attr[i] = a;
+					s->fact_undecided[i] += a == PVG_ATTR_UNDECIDED;
 				} else if (!(in_cont && s->cont_forbid_seen[i])) {
 					if (in_cont)
 						s->cont_forbid_seen[i] = true;
@@ -912,6 +921,7 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 							   file_offset(s, at), a);
 					} else {
 						s->forbid_unattributed[i]++;
+						s->forbid_undecided[i] += a == PVG_ATTR_UNDECIDED;
 					}
 				}
 				p = le + 1;

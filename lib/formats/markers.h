@@ -166,9 +166,12 @@ struct pvg_marker_scan {
 	size_t *require_not_selected;
 	size_t *require_unattributed; /* unattributed markers that would have matched */
 	struct pvg_marker_sample *require_unattr_first; /* per entry: the first of those (no text) */
-	size_t *fact_live, *fact_unattributed;
+	/* of those, the markers whose time cannot be placed before or after the service's
+	 * start (PVG_ATTR_UNDECIDED): they may be the live service's */
+	size_t *require_undecided;
+	size_t *fact_live, *fact_unattributed, *fact_undecided;
 	enum pvg_attribution *fact_attr; /* per fact: the first unattributed line's */
-	size_t *forbid_live, *forbid_unattributed;
+	size_t *forbid_live, *forbid_unattributed, *forbid_undecided;
 	size_t attr_count[PVG_ATTR_N]; /* marker lines per attribution */
 	/* a container runtime's log: its kind, and what its decoder found */
 	enum pvg_ctrlog_kind log_kind;

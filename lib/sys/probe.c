@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* provgate init's look around: git through libgit2, processes through /proc text. */
 #include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <git2.h>
 
 #include "formats/maps.h"
@@ -63,6 +65,7 @@ void pvg_probe_proc_clear(struct pvg_probe_proc *p)
 {
 	free(p->cmdline);
 	free(p->mapped);
+	pvg_strv_clear(&p->argv);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -99,6 +102,11 @@ int pvg_probe_proc_read(const char *procfs, pid_t pid, struct pvg_probe_proc *ou
 	path = pvg_asprintf("%s/%d/cmdline", procfs, (int)pid);
 	_cleanup_free_ char *cmd = NULL;
 	if (pvg_read_file(path, 64u << 10, &cmd, &len) == 0 && len) {
+		for (size_t at = 0; at < len && out->argv.n < 64;) {
+			size_t n = strnlen(cmd + at, len - at);
+			pvg_strv_push(&out->argv, pvg_utf8_sanitize(cmd + at, n));
+			at += n + 1;
+		}
 		for (size_t i = 0; i + 1 < len; i++)
 			if (cmd[i] == '\0')
 				cmd[i] = ' ';
@@ -216,4 +224,57 @@ void pvg_probe_log_paths(const char *procfs, pid_t pid, struct pvg_strv *out)
 		}
 		free(v->v);
 	}
+}
+
+struct written_scan {
+	int fd[16];
+	char *path[16];
+	size_t n;
+};
+
+static bool find_written(void *opaque, int dirfd, int fd, const char *link)
+{
+	struct written_scan *w = opaque;
+	if (fd < 3 || link[0] != '/' || strncmp(link, "/dev/", 5) == 0 ||
+	    strstr(link, " (deleted)"))
+		return true;
+	struct stat st;
+	char name[16];
+	snprintf(name, sizeof(name), "%d", fd);
+	if (fstatat(dirfd, name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+		return true;
+	w->fd[w->n] = fd;
+	w->path[w->n++] = pvg_strdup(link);
+	return w->n < ARRAY_SIZE(w->fd);
+}
+
+void pvg_probe_written_files(const char *procfs, pid_t pid, struct pvg_strv *out)
+{
+	struct written_scan w = { 0 };
+	(void)pvg_proc_fds(procfs, pid, find_written, &w);
+	for (size_t i = 0; i < w.n; i++) {
+		/* "flags:\t0102001": octal open flags; read-only files (a loaded model, a
+		 * library) are no log */
+		_cleanup_free_ char *info = pvg_asprintf("%s/%d/fdinfo/%d", procfs, (int)pid, w.fd[i]);
+		_cleanup_free_ char *text = NULL;
+		size_t len;
+		const char *f = NULL;
+		if (pvg_read_file(info, 4096, &text, &len) == 0)
+			f = strstr(text, "flags:");
+		unsigned long flags = f ? strtoul(f + 6, NULL, 8) : 0;
+		if (f && ((flags & O_ACCMODE) == O_WRONLY || (flags & O_APPEND)))
+			pvg_strv_add_unique(out, w.path[i]);
+		free(w.path[i]);
+	}
+}
+
+char *pvg_probe_cwd(const char *procfs, pid_t pid)
+{
+	_cleanup_free_ char *link = pvg_asprintf("%s/%d/cwd", procfs, (int)pid);
+	char buf[PATH_MAX];
+	ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+	if (n <= 0 || buf[0] != '/')
+		return NULL;
+	buf[n] = '\0';
+	return pvg_strdup(buf);
 }

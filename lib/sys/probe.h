@@ -17,6 +17,7 @@ struct pvg_probe_proc {
 	pid_t pid, ppid;
 	char comm[16];
 	char *cmdline;     /* arguments joined by spaces */
+	struct pvg_strv argv; /* the arguments one by one (the first 64), for what names a file */
 	char *mapped;      /* the mapped path of the file asked for */
 	bool deleted;      /* that mapping is " (deleted)" */
 	struct timespec start;
@@ -39,3 +40,8 @@ uint16_t pvg_probe_listen_port(const char *procfs, pid_t pid);
 /* Where pid may write its log, best first: its stdout and stderr when regular files, then
  * open regular files whose names end in ".log" (appended to out). */
 void pvg_probe_log_paths(const char *procfs, pid_t pid, struct pvg_strv *out);
+/* The regular files pid holds open for writing (fd 3 and up, opened write-only or for
+ * appending, from fdinfo's flags), whatever their names (appended to out, 16 at most). */
+void pvg_probe_written_files(const char *procfs, pid_t pid, struct pvg_strv *out);
+/* pid's working folder (NULL when unreadable): what its relative arguments are relative to. */
+char *pvg_probe_cwd(const char *procfs, pid_t pid);

@@ -14,6 +14,7 @@
 
 #include "formats/proc-stat.h"
 #include "sys/maps.h"
+#include "sys/net-tcp.h"
 #include "sys/procs.h"
 #include "util/thread.h"
 
@@ -496,6 +497,48 @@ static struct pvg_proc *resolve_pidfile(struct pvg_targets *t, pid_t pid, const 
 	return found;
 }
 
+struct port_sockets {
+	const struct pvg_tcp_table *listeners;
+	bool found;
+};
+
+static bool holds_listener(void *opaque, int dirfd, int fd, const char *link)
+{
+	struct port_sockets *ps = opaque;
+	(void)dirfd;
+	(void)fd;
+	if (strncmp(link, "socket:[", 8) != 0)
+		return true;
+	uint64_t ino = strtoull(link + 8, NULL, 10);
+	for (size_t i = 0; i < ps->listeners->n && !ps->found; i++)
+		ps->found = ps->listeners->s[i].inode == ino;
+	return !ps->found;
+}
+
+/* Does p, or one of its ancestors, listen on port (in its own network namespace: a
+ * container's API server holds the port in its netns)? */
+static bool tree_owns_port(const struct pvg_targets *t, const struct pvg_proc *p, uint16_t port)
+{
+	for (int depth = 0; p && depth < 16 && p->pid > 1; depth++) {
+		char root[64];
+		snprintf(root, sizeof(root), SNAPSHOT_ROOT "/%d", (int)p->pid);
+		struct pvg_tcp_table listeners = { 0 };
+		bool found = false;
+		if (pvg_net_tcp_listeners(root, port, &listeners) == 0 && listeners.n) {
+			struct port_sockets ps = { .listeners = &listeners };
+			(void)pvg_proc_fds(SNAPSHOT_ROOT, p->pid, holds_listener, &ps);
+			found = ps.found;
+		}
+		pvg_tcp_table_clear(&listeners);
+		if (found)
+			return true;
+		if (p->ppid == p->pid)
+			break;
+		p = pvg_targets_find(t, p->ppid);
+	}
+	return false;
+}
+
 static void select_targets(const struct pvg_service_spec *svc, struct pvg_targets *t)
 {
 	struct stat self_exe_st;
@@ -551,14 +594,34 @@ static void select_targets(const struct pvg_service_spec *svc, struct pvg_target
 	} else if (svc->match.n) {
 		t->how = PVG_SELECT_MATCH;
 		const struct pvg_proc *newest = NULL;
+		size_t n_matched = 0;
 		for (size_t i = 0; i < t->n; i++) {
 			struct pvg_proc *p = &t->procs[i];
 			if (p->self || p->zombie || !pvg_proc_matches_any(p, &svc->match))
 				continue;
 			p->matched = true;
+			n_matched++;
 			if (!newest || p->start_ticks > newest->start_ticks ||
 			    (p->start_ticks == newest->start_ticks && p->pid > newest->pid))
 				newest = p;
+		}
+		/* Several matches (a stale engine beside the live one): the live service is the
+		 * one whose tree owns service.port, even when the stale one is newer; the newest
+		 * only when no tree, or none but its own, says. */
+		if (n_matched > 1 && svc->port > 0 && svc->port <= 65535 &&
+		    !tree_owns_port(t, newest, (uint16_t)svc->port)) {
+			const struct pvg_proc *owner = NULL;
+			for (size_t i = 0; i < t->n; i++) {
+				const struct pvg_proc *p = &t->procs[i];
+				if (!p->matched || p == newest ||
+				    (owner && (p->start_ticks < owner->start_ticks ||
+					       (p->start_ticks == owner->start_ticks && p->pid < owner->pid))))
+					continue;
+				if (tree_owns_port(t, p, (uint16_t)svc->port))
+					owner = p;
+			}
+			if (owner)
+				newest = owner;
 		}
 		if (!newest) {
 			t->err = -ESRCH;

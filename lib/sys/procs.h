@@ -55,7 +55,8 @@ struct pvg_targets {
 	int err;
 	struct pvg_msg msg;
 	pid_t root;       /* root of the service tree: the target's topmost service ancestor */
-	pid_t primary;    /* the selected target (newest matching process when several) */
+	pid_t primary;    /* the selected target: of several matching, the newest whose tree owns
+			   * service.port (itself or an ancestor listens on it), else the newest */
 	pid_t *targets;   /* selected processes inside the tree, primary first */
 	size_t n_targets;
 	pid_t *strays;    /* selected (matching) processes outside the tree */

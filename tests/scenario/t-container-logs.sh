@@ -195,8 +195,10 @@ test_unknown_zone_decides_nothing_by_time() {
 	assert_eq "$(ev r.json .markers.live)" 0
 	assert_eq "$(ev r.json .service.time_zone.zone)" null
 	assert_contains "$(ev r.json .service.time_zone.unknown)" "TZ=Asia/Atlantis"
+	# the live run's marker may be one of them: that cannot be decided, not failed
+	assert_eq "$(gate_status r.json 7)" unverifiable
 	local p
-	p=$(jq -r '.gates[6].problems[] | select(.code == "dispatch-marker.unattributed") | "\(.message) | \(.hint)"' r.json)
+	p=$(jq -r '.gates[6].problems[] | select(.code == "dispatch-marker.time-undecided") | "\(.message) | \(.hint)"' r.json)
 	assert_contains "$p" "time zone cannot be known"
 	assert_contains "$p" "set TZ in the service's environment"
 }

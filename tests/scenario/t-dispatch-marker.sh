@@ -194,6 +194,51 @@ test_plain_lines_in_a_log_older_than_the_service_fail() {
 		"dispatch-marker.missing-fact dispatch-marker.missing-fact dispatch-marker.unattributed"
 }
 
+# provgate as an ordinary user against a root service: the service's environment (its time
+# zone) cannot be read, so whether its zone-less timestamps are before its start cannot be
+# decided. That is unverifiable, with the cause, never a failure that blames "an earlier run".
+test_not_root_against_a_root_service_is_unverifiable_with_the_cause() {
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root to drop to another user" >&2; exit 77; }
+	need setpriv useradd
+	local user=pvg-newcomer
+	id -u "$user" >/dev/null 2>&1 ||
+		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+			"$user" 2>/dev/null || id -u "$user" >/dev/null || fail "cannot create $user"
+	setpriv --reuid="$user" --regid="$user" --clear-groups -- test -x "$PROVGATE" ||
+		{ echo "SKIP: $user cannot reach $PROVGATE" >&2; exit 77; }
+	write_config 2
+	: >server.log # created before the service: only the lines' own times can attribute them
+	sleep 1.5
+	start_service
+	sleep 1.1
+	"$MAKE_LOG" new.log "$child" "$start" good
+	cat new.log >>server.log
+	chmod 755 "$T"
+	chmod 644 provgate.json server.log
+	local o
+	setpriv --reuid="$user" --regid="$user" --clear-groups -- \
+		"$PROVGATE" run -c provgate.json --pid $root --gates 7 --json - >report.json 2>err.txt || true
+	o=$(setpriv --reuid="$user" --regid="$user" --clear-groups -- \
+		"$PROVGATE" run -c provgate.json --pid $root --gates 7 2>>err.txt) || true
+	assert_not_contains "$(cat err.txt)" "Sanitizer" "stderr"
+	if [ "$(jq -r '.gates[6].evidence.log_created' report.json)" = null ]; then
+		echo "SKIP: this file system records no birth time" >&2; exit 77
+	fi
+	assert_eq "$(gate_status report.json 7)" unverifiable "gate 7 ($o)"
+	assert_eq "$(problem_codes report.json 7)" \
+		"dispatch-marker.time-undecided dispatch-marker.time-undecided dispatch-marker.time-undecided"
+	assert_eq "$(jq -r '.gates[6].evidence.markers.time_undecided' report.json)" 2
+	local p
+	p=$(jq -r '.gates[6].problems[] | "\(.message) | \(.hint)"' report.json)
+	assert_contains "$p" "environ) cannot be read: Permission denied"
+	assert_contains "$p" "run provgate as root or as the service's user"
+	assert_not_contains "$p" "earlier run"
+	assert_eq "$(grep -c '^not root:' <<<"$o")" 1 "said once at the top ($o)"
+	# root reads the zone, and the same log passes
+	pg run -c provgate.json --pid $root --gates 7 --json root.json
+	assert_eq "$(gate_status root.json 7)" pass "as root ($out)"
+}
+
 test_missing_log_and_no_service_are_unverifiable() {
 	start_service; write_config
 	pg run -c provgate.json --pid $root --gates 7 --json report.json

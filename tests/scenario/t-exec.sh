@@ -22,7 +22,9 @@ test_benchmark_succeeds_and_all_holds() {
 	assert_eq "$rc" 0 "exit ($out)"
 	assert_contains "$out" benchmark-ran
 	assert_contains "$out" "CERTIFIED: all seven gates passed, and gates 3, 4, 5, 7 still hold"
-	assert_eq "$(jq -r .certified r.json)" true
+	assert_contains "$out" "the benchmark succeeded (exit status 0)"
+	assert_eq "$(jq -r '"\(.certified) \(.provenance_certified) \(.exec.ran) \(.exec.outcome)"' r.json)" \
+		"true true true succeeded"
 	assert_eq "$(jq -c .after.selected_gates r.json)" "[3,4,5,7]"
 	assert_eq "$(jq -r '[.after.gates[] | select(.id == 3 or .id == 4 or .id == 5 or .id == 7) | .status] | unique | join(",")' r.json)" pass
 	assert_eq "$(jq -r .exec.exit_status r.json)" 0
@@ -86,12 +88,45 @@ test_service_restarted_during_benchmark_is_caught_after() {
 	assert_contains "$(jq -r '[.after.gates[3].problems[].code] | join(" ")' r.json)" process-maps.service-restarted
 }
 
+# A benchmark that failed is no certified run: the provenance was certified, the run was not,
+# and both facts are in the report and on the verdict line.
 test_command_failure_status_comes_back() {
 	setup
 	pg exec --out r.json -- sh -c 'exit 7'
 	assert_eq "$rc" 7
 	assert_eq "$(jq -r .exec.exit_status r.json)" 7
-	assert_eq "$(jq -r .certified r.json)" true
+	assert_eq "$(jq -r '"\(.certified) \(.provenance_certified) \(.exec.ran) \(.exec.outcome)"' r.json)" \
+		"false true true failed"
+	assert_contains "$out" "PROVENANCE CERTIFIED, but the benchmark failed: exit status 7"
+	assert_not_contains "$out" "
+CERTIFIED"
+	validate r.json
+	pg exec --out r.json -- sh -c 'kill -KILL $$'
+	assert_eq "$rc" 137
+	assert_eq "$(jq -r '"\(.certified) \(.exec.signal) \(.exec.outcome)"' r.json)" "false 9 failed"
+	assert_contains "$out" "the benchmark failed: killed by signal 9 (SIGKILL)"
+	validate r.json
+}
+
+# A command that cannot start never ran: ran is false, and the shell's statuses come back
+# (127 not found, 126 found but not executable).
+test_command_that_cannot_start_did_not_run() {
+	setup
+	pg exec --out r.json -- no-such-benchmark-command --flag
+	assert_eq "$rc" 127 "exit ($out $err)"
+	assert_eq "$(jq -r '"\(.certified) \(.provenance_certified) \(.exec.ran) \(.exec.outcome) \(.exec.exit_status)"' r.json)" \
+		"false true false not-started 127"
+	assert_contains "$(jq -r .exec.error r.json)" "No such file or directory"
+	assert_contains "$out" "PROVENANCE CERTIFIED, but the benchmark did not run: cannot run no-such-benchmark-command: No such file or directory"
+	assert_not_contains "$out" "still hold after the command"
+	assert_eq "$(jq -r .after r.json)" null "nothing ran: nothing to re-check"
+	validate r.json
+	printf '#!/bin/sh\nexit 0\n' >not-executable.sh
+	chmod 644 not-executable.sh
+	pg exec --out r.json -- ./not-executable.sh
+	assert_eq "$rc" 126 "exit ($out $err)"
+	assert_eq "$(jq -r '"\(.exec.ran) \(.exec.outcome)"' r.json)" "false not-started"
+	assert_contains "$(jq -r .exec.error r.json)" "Permission denied"
 }
 
 test_signals_are_forwarded_to_the_command() {

@@ -37,8 +37,8 @@ test_init_on_demo_scenario_certifies_without_edit() {
 	# a second init refuses to overwrite; --force does
 	cp provgate.json before.json
 	pg init
-	assert_eq "$rc" 1 "second init"
-	assert_contains "$err" "exists; not overwriting it (--force does)"
+	assert_eq "$rc" 2 "second init: a usage error, not a verdict"
+	assert_contains "$err" "exists; not overwriting it: use -o FILE to write another, or --force to replace it"
 	cmp -s before.json provgate.json || fail "the config was changed"
 	pg init --force
 	assert_eq "$rc" 0 "init --force ($err)"
@@ -197,6 +197,149 @@ time.sleep(120)' "$PWD/inst/_a_C.so" "$PWD/inst/_b_C.so" "$PWD/inst/_c_C.so" &
 	assert_eq "$(jq -r '.chain.artifacts | length' r3.json)" 3
 	assert_eq "$(jq -r '.gates[2].status' r3.json)" pass "gate 3 ($out)"
 	kill $init_spid 2>/dev/null
+}
+
+# A ctypes service as a newcomer writes one: it renames itself with prctl only (its command
+# line stays "python3 svc.py --title ... --run N"), loads the library, may listen on a port,
+# and logs to the file its command line names; a marker on each SIGUSR1. Its title's prefix
+# is this test's own (vLLM's VLLM_PROCESS_NAME_PREFIX), so that no other test's engine meets it.
+write_ctypes_service() {
+	cat >svc.py <<-'PY'
+	import argparse, ctypes, os, signal, socket, sys, time
+	ap = argparse.ArgumentParser()
+	ap.add_argument("--title"); ap.add_argument("--lib"); ap.add_argument("--port", type=int, default=0)
+	ap.add_argument("--log-file"); ap.add_argument("--run"); ap.add_argument("--ready")
+	a = ap.parse_args()
+	ctypes.CDLL(None).prctl(15, ctypes.c_char_p(a.title.encode()[:15]), 0, 0, 0)
+	lib = ctypes.CDLL(a.lib)
+	if a.port:
+	    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	    s.bind(("127.0.0.1", a.port)); s.listen(4)
+	def line(text):
+	    t = time.localtime()
+	    with open(a.log_file, "a") as f:
+	        f.write("(EngineCore_DP0 pid=%d) INFO %02d-%02d %02d:%02d:%02d %s\n"
+	                % (os.getpid(), t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, text))
+	line("Initializing an engine with config: block size = 832, prefix caching = False")
+	signal.signal(signal.SIGUSR1, lambda *_: line("DCU_KERNEL_DIAG selected=True shape=(4096, 5120) dtype=torch.bfloat16"))
+	signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+	open(a.ready, "w").write(str(os.getpid()))
+	while True:
+	    signal.pause()
+	PY
+}
+
+start_ctypes_service() { # READY-FILE ARGS...: its pid in $svc_pid once it is ready
+	local ready=$1
+	shift
+	rm -f "$ready"
+	/usr/bin/python3 svc.py --ready "$ready" "$@" </dev/null >>serve.out 2>&1 &
+	svc_pid=$!
+	svc_pids+=("$svc_pid")
+	for _ in $(seq 200); do [ -s "$ready" ] && return 0; sleep 0.05; done
+	cat serve.out
+	fail "the service did not start"
+}
+
+free_port() {
+	local p=$(( 20000 + RANDOM % 12000 ))
+	while ss -tanH "sport = :$p" | grep -q .; do p=$(( 20000 + RANDOM % 12000 )); done
+	echo "$p"
+}
+
+# The issue's newcomer: init's config finds the service by its title, not by the arguments of
+# the run it saw, so a restart with another argument is still the service, and a stale engine
+# with the same title is a service process gate 5 refuses; its log is the one its command line
+# names, not its stdout file.
+test_init_matches_the_title_and_takes_the_named_log() {
+	need hipcc ninja git ss /usr/bin/python3 jq
+	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
+	source "$PVG_SRC/tests/demo/scenario.sh"
+	scenario_built || { cat logs/build.log; fail "build failed"; }
+	install_extension
+	sleep 0.05
+	write_ctypes_service
+	svc_pids=()
+	trap 'kill "${svc_pids[@]}" 2>/dev/null || true' EXIT
+	local title="N$((RANDOM % 10000))::EngineCore" port j
+	port=$(free_port)
+	start_ctypes_service run/a --title "$title" --lib "$T/site/vllm_demo/_rocm_C.abi3.so" \
+		--port "$port" --log-file logs/server.log --run 1
+	pg init
+	assert_eq "$rc" 0 "init ($err)"
+	echo "$out"
+	j=$(sed '/^\/\//d' provgate.json)
+	assert_eq "$(jq -r '.service.match | join(" ")' <<<"$j")" "${title:0:15}" "service.match"
+	assert_eq "$(jq -r '.service.family | join(" ")' <<<"$j")" "${title%%::*}::" "service.family"
+	assert_eq "$(jq -r .service.port <<<"$j")" "$port"
+	assert_eq "$(jq -r .markers.log <<<"$j")" logs/server.log "markers.log"
+	assert_contains "$out" "guessed: markers.log logs/server.log: its command line names it"
+	# the one TODO: the marker's prefix, which no line shows yet
+	assert_contains "$out" "to fill in: markers.prefix"
+	{ grep '^//' provgate.json; jq '.markers.prefix = "DCU_KERNEL_DIAG"' <<<"$j"; } >p.json && mv p.json provgate.json
+	kill -USR1 "$svc_pid"
+	sleep 0.2
+	pg certify --json r1.json
+	assert_eq "$rc" 0 "certify with init's config and its TODO filled ($out)"
+	# restarted with another argument: still the service
+	kill "$svc_pid"
+	wait "$svc_pid" 2>/dev/null || true
+	start_ctypes_service run/b --title "$title" --lib "$T/site/vllm_demo/_rocm_C.abi3.so" \
+		--port "$port" --log-file logs/server.log --run 2
+	kill -USR1 "$svc_pid"
+	sleep 0.2
+	pg certify --json r2.json
+	assert_eq "$rc" 0 "certify after a restart with another argument ($out)"
+	# a stale engine of the same title (an older copy, no port, its own log): refused
+	mkdir -p old && cp site/vllm_demo/_rocm_C.abi3.so old/ && printf 'old' >>old/_rocm_C.abi3.so
+	start_ctypes_service run/c --title "$title" --lib "$T/old/_rocm_C.abi3.so" \
+		--log-file logs/old.log --run 0
+	local stale=$svc_pid
+	pg certify --keep-going --json r3.json
+	assert_eq "$rc" 1 "certify with a stale engine beside the service ($out)"
+	assert_eq "$(gate_status r3.json 5)" fail "gate 5 ($out)"
+	assert_contains "$(jq -r '.gates[4].problems[].message' r3.json)" "service process $stale "
+}
+
+# Two engines map the installed library with the same bytes: the service, whose tree owns the
+# port, and a newer stale one without. init takes the port's owner; at run time the target is
+# the port's owner too, and gate 5 names the newer one as the orphan, not the service.
+test_the_engine_that_owns_the_port_is_the_service() {
+	need hipcc ninja git ss /usr/bin/python3 jq
+	pg=$PROVGATE svc="$PVG_BUILD/tests/helpers/fake-service" W=$T
+	source "$PVG_SRC/tests/demo/scenario.sh"
+	scenario_built || { cat logs/build.log; fail "build failed"; }
+	install_extension
+	sleep 0.05
+	write_ctypes_service
+	svc_pids=()
+	trap 'kill "${svc_pids[@]}" 2>/dev/null || true' EXIT
+	local title="P$((RANDOM % 10000))::EngineCore" port j real stale
+	port=$(free_port)
+	start_ctypes_service run/a --title "$title" --lib "$T/site/vllm_demo/_rocm_C.abi3.so" \
+		--port "$port" --log-file logs/server.log --run 1
+	real=$svc_pid
+	sleep 0.05
+	start_ctypes_service run/b --title "$title" --lib "$T/site/vllm_demo/_rocm_C.abi3.so" \
+		--log-file logs/server.log --run 0
+	stale=$svc_pid
+	kill -USR1 "$real"
+	sleep 0.2
+	pg init
+	assert_eq "$rc" 0 "init ($err)"
+	echo "$out"
+	local init_out=$out
+	j=$(sed '/^\/\//d' provgate.json)
+	assert_eq "$(jq -r .service.port <<<"$j")" "$port"
+	pg certify --keep-going --json r.json
+	assert_eq "$rc" 1 "certify with the stale engine ($out)"
+	assert_eq "$(jq -r '.chain.processes[0].pid' r.json)" "$real" "the target"
+	assert_eq "$(gate_status r.json 4)" pass "gate 4 ($out)"
+	assert_eq "$(gate_status r.json 5)" fail "gate 5 ($out)"
+	assert_contains "$(jq -r '.gates[4].problems[].message' r.json)" "service process $stale "
+	assert_not_contains "$(jq -r '.gates[4].problems[].message' r.json)" "service process $real "
+	assert_contains "$init_out" "guessed: service: process $real "
+	assert_contains "$init_out" "1 other process of that kind maps _rocm_C.abi3.so outside its tree (pid $stale); it was taken for owning the port"
 }
 
 run_tests

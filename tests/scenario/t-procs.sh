@@ -417,6 +417,19 @@ test_other_users_process_is_unverifiable_not_pass() {
 	assert_contains "$(problem_codes r.json 4)" process-maps.permission-denied "codes 4"
 	assert_eq "$(gate_status r.json 5)" unverifiable "gate 5"
 	assert_contains "$(problem_codes r.json 5)" stale-service.permission-denied "codes 5"
+	# the same unread fd tables leave the port's owner and the GPU holders open: one
+	# problem that says both, not the same code twice
+	assert_eq "$(jq '[.gates[4].problems[] | select(.code == "stale-service.permission-denied")] | length' r.json)" 1 "permission-denied problems"
+	assert_contains "$(jq -r '.gates[4].problems[] | select(.code == "stale-service.permission-denied") | .message' r.json)" \
+		"a foreign owner of the port or a GPU holder outside the tree cannot be ruled out"
+	# and the text says once, at the top, that provgate is not root and what that means
+	o=$(setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+		"$PROVGATE" run --gates 4,5 --keep-going 2>"$T/err") || true
+	assert_eq "$(grep -c '^not root:' <<<"$o")" 1 "not-root lines ($o)"
+	assert_eq "$(sed -n 2p <<<"$o" | cut -c1-9)" "not root:" "second line, before the gates"
+	assert_contains "$o" "provgate runs as uid 65534, not root, and the service (pid $(cat svc.pid)) as uid 0"
+	assert_eq "$(jq -r '.environment.reader | "\(.uid) \(.root) \(.service_uid)"' r.json)" "65534 false 0"
+	validate r.json
 }
 
 # ---- selection failures ------------------------------------------------------------------

@@ -47,6 +47,62 @@ test_config_discovery_order() {
 	pg run
 	assert_eq "$rc" 2
 	assert_contains "$err" "no config"
+	assert_contains "$err" "provgate init" "the no-config error says where to start"
+}
+
+# Where a newcomer starts: --help names init and the three steps.
+test_help_names_init() {
+	pg --help
+	assert_eq "$rc" 0
+	assert_contains "$out" "provgate init"
+	assert_contains "$out" "TODO"
+	assert_contains "$out" "provgate certify"
+}
+
+# -v evidence: indented JSON at a terminal, one line per gate otherwise.
+test_verbose_evidence_is_pretty_at_a_terminal_only() {
+	artifacts
+	pg run --gates 3 -v
+	assert_eq "$(grep -c 'evidence:' <<<"$out")" 1 "one evidence line"
+	grep 'evidence:' <<<"$out" | sed 's/.*evidence: //' | jq -e . >/dev/null || fail "evidence is one JSON line: $out"
+	local tty
+	tty=$(/usr/bin/python3 - "$PROVGATE" <<'PY'
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["NO_COLOR"] = "1"
+    os.execv(sys.argv[1], [sys.argv[1], "run", "--gates", "3", "-v"])
+out = b""
+while True:
+    try:
+        b = os.read(fd, 65536)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+os.waitpid(pid, 0)
+sys.stdout.write(out.decode().replace("\r\n", "\n"))
+PY
+)
+	local ev
+	ev=$(sed -n '/evidence:$/,/^      }$/p' <<<"$tty")
+	[ "$(wc -l <<<"$ev")" -gt 3 ] || fail "no indented evidence at a terminal: $tty"
+	sed 1d <<<"$ev" | jq -e .build >/dev/null || fail "the indented evidence is not JSON: $ev"
+}
+
+# --junit -: stdout holds the XML alone; the text goes to stderr. With --json - too, a usage error.
+test_junit_to_stdout_moves_the_text_to_stderr() {
+	artifacts
+	pg run --gates 3 --junit -
+	assert_eq "$rc" 0 "$err"
+	/usr/bin/python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parseString(sys.stdin.read())' <<<"$out" ||
+		fail "stdout is not one XML document: $out"
+	assert_contains "$err" "PASSED: 1 of 1 selected gates passed"
+	pg run --gates 3 --json - --junit -
+	assert_eq "$rc" 2
+	assert_contains "$err" "--junit -"
+	assert_eq "$out" ""
 }
 
 test_relative_paths_do_not_depend_on_cwd() {

@@ -951,6 +951,40 @@ static void ninja_log_times_past_2262_are_refused(void)
 }
 
 /* Host-only compiles: a host compiler on a C/C++ file with no device flag. */
+/* bash's xtrace: "+ cmd" (one "+" per nesting level) is the command; "+ cd /abs" names the
+ * folder the script runs in (tests/fixtures/buildlog/tee-hipcc.log) */
+static void set_x_trace_lines_are_commands(void)
+{
+	_cleanup_free_ char *text = fixture_text("tee-hipcc.log");
+	struct pvg_buildlog log;
+	parse_text(&log, text);
+	CHECK(log.n_commands == 2);
+	CHECK(log.n_commands == 2 && strncmp(log.commands[0].text, "hipcc -x hip", 12) == 0);
+	CHECK(log.n_commands == 2 && log.commands[0].compile && !log.commands[1].compile);
+	CHECK(log.dirs.n == 1 && strcmp(log.dirs.v[0], "/src/ext") == 0);
+	size_t line = 0;
+	CHECK(pvg_buildlog_links(&log, "_ext_C.so", &line) && line == 3);
+	pvg_buildlog_done(&log);
+	parse_text(&log, "++ dirname ./build.sh\n+++ g++ -c a.cpp -o a.o\n+ cd build\n"
+			 "+cd /nope\n");
+	CHECK(log.n_commands == 1 && strcmp(log.commands[0].text, "g++ -c a.cpp -o a.o") == 0);
+	CHECK(log.dirs.n == 0); /* a relative cd names no folder */
+	pvg_buildlog_done(&log);
+}
+
+static void hip_compiles_are_recognised(void)
+{
+	CHECK(pvg_command_hip_compile("hipcc -x hip --offload-arch=gfx90a -c a.cu -o a.o") ==
+	      PVG_HIP_COMPILE_X_HIP);
+	CHECK(pvg_command_hip_compile("clang++ -xhip -c a.cu") == PVG_HIP_COMPILE_X_HIP);
+	CHECK(pvg_command_hip_compile("cd /b && ccache /opt/rocm/bin/hipcc -c a.cu") ==
+	      PVG_HIP_COMPILE_HIPCC);
+	CHECK(pvg_command_hip_compile("/usr/local/cuda/bin/nvcc -c a.cu") == PVG_HIP_COMPILE_NO);
+	CHECK(pvg_command_hip_compile("clang++ -x cuda -c a.cu") == PVG_HIP_COMPILE_NO);
+	CHECK(pvg_command_hip_compile("nvcc -c a.cu -o hipcc") == PVG_HIP_COMPILE_NO);
+	CHECK(pvg_command_hip_compile("") == PVG_HIP_COMPILE_NO);
+}
+
 static void host_only_compiles(void)
 {
 	CHECK(pvg_command_host_only("/usr/bin/c++ -fPIC -O2 -c /x/csrc/bind.cpp -o b.o", "csrc/bind.cpp"));
@@ -979,6 +1013,8 @@ int main(void)
 		return 1;
 	RUN(parses_real_hipify_output);
 	RUN(host_only_compiles);
+	RUN(set_x_trace_lines_are_commands);
+	RUN(hip_compiles_are_recognised);
 	RUN(parses_real_ninja_hipcc_log);
 	RUN(ansi_and_crlf_are_stripped);
 	RUN(indented_and_ignored_lines_are_read);
