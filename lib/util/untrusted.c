@@ -78,18 +78,22 @@ static int resolve_openat2(int root_fd, const char *path, int flags)
 }
 
 /* Appends the components of path to the work list (stack of pending components, pushed in
- * reverse so that the first pops first). */
+ * reverse so that the first pops first). A trailing slash is a "." after the last component:
+ * as for the kernel, "file/" (or a link to "file/") must then be a folder (ENOTDIR). */
 static int push_components(struct pvg_strv *todo, const char *path)
 {
 	_cleanup_free_ char *copy = pvg_strdup(path);
 	char *parts[PATH_MAX / 2];
 	size_t n = 0;
 	char *save = NULL;
+	bool slash = *path && path[strlen(path) - 1] == '/';
 	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (n == ARRAY_SIZE(parts))
+		if (n == ARRAY_SIZE(parts) - 1)
 			return -ENAMETOOLONG;
 		parts[n++] = c;
 	}
+	if (slash && n)
+		parts[n++] = (char *)".";
 	while (n > 0)
 		pvg_strv_push(todo, pvg_strdup(parts[--n]));
 	return 0;

@@ -43,6 +43,7 @@ static void setup(void)
 	link_at("/etc/passwd", "var/host-passwd");     /* the host's, not the root's: absent */
 	link_at("loop2", "var/loop1");
 	link_at("loop1", "var/loop2");
+	link_at("../etc/zone/", "var/slash-link");
 	root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
@@ -87,6 +88,11 @@ static void links_resolve_inside_the_root_(void)
 	/* the host's /etc/passwd is not the root's */
 	CHECK_INT(open_in("/var/host-passwd", 0, &f), -ENOENT);
 	CHECK_INT(open_in("/var/loop1", 0, &f), -ELOOP);
+	/* a trailing slash wants a folder, in the path or in a link's target (fuzz-resolve) */
+	CHECK_INT(open_in("etc/zone/", 0, &f), -ENOTDIR);
+	CHECK_INT(open_in("var/abs-link/", 0, &f), -ENOTDIR);
+	CHECK_INT(open_in("var/slash-link", 0, &f), -ENOTDIR);
+	CHECK_INT(open_in("etc/", 0, &f), -EISDIR);
 }
 static void links_resolve_inside_the_root(void) { both_ways(links_resolve_inside_the_root_); }
 
