@@ -169,14 +169,48 @@ static int read_small(const char *path, char **text)
 
 /* ---- pyvenv.cfg and .pth lines ------------------------------------------------------------ */
 
+/* Length of the whitespace character at s as Python's str.strip sees it (str.isspace: ASCII
+ * \t-\r, \x1c-\x1f and space; in UTF-8 also U+0085, U+00A0, U+1680, U+2000-U+200A,
+ * U+2028, U+2029, U+202F, U+205F, U+3000), or 0. */
+static size_t py_space(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	if (u[0] == ' ' || (u[0] >= '\t' && u[0] <= '\r') || (u[0] >= 0x1c && u[0] <= 0x1f))
+		return 1;
+	if (u[0] == 0xc2 && (u[1] == 0x85 || u[1] == 0xa0))
+		return 2;
+	if (u[0] == 0xe1 && u[1] == 0x9a && u[2] == 0x80)
+		return 3;
+	if (u[0] == 0xe2 && u[1] == 0x80 &&
+	    (u[2] <= 0x8a || u[2] == 0xa8 || u[2] == 0xa9 || u[2] == 0xaf))
+		return u[2] >= 0x80 ? 3 : 0;
+	if (u[0] == 0xe2 && u[1] == 0x81 && u[2] == 0x9f)
+		return 3;
+	if (u[0] == 0xe3 && u[1] == 0x80 && u[2] == 0x80)
+		return 3;
+	return 0;
+}
+
+/* Length of s without the Python whitespace at its end (str.rstrip). */
+static size_t py_rstrip_len(const char *s, size_t n)
+{
+	for (;;) {
+		size_t k = 0;
+		for (size_t w = 1; w <= 3 && w <= n && !k; w++)
+			if (py_space(s + n - w) == w)
+				k = w;
+		if (!k)
+			return n;
+		n -= k;
+	}
+}
+
+/* str.strip(), in place */
 static char *strip(char *s)
 {
-	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\f' || *s == '\v')
-		s++;
-	size_t n = strlen(s);
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n' ||
-		     s[n - 1] == '\f' || s[n - 1] == '\v'))
-		s[--n] = '\0';
+	for (size_t k; (k = py_space(s));)
+		s += k;
+	s[py_rstrip_len(s, strlen(s))] = '\0';
 	return s;
 }
 
@@ -193,27 +227,33 @@ void pvg_pyvenv_parse(const char *text, struct pvg_pyvenv *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->system_site = true;
-	_cleanup_free_ char *copy = pvg_strdup(text);
-	char *save = NULL;
-	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *eq = strchr(line, '=');
-		if (!eq)
-			continue;
-		*eq = '\0';
-		char *key = strip(line), *value = strip(eq + 1);
-		for (char *c = key; *c; c++)
-			if (*c >= 'A' && *c <= 'Z')
-				*c = (char)(*c - 'A' + 'a');
-		if (strcmp(key, "include-system-site-packages") == 0) {
-			for (char *c = value; *c; c++)
+	/* Two readers: getpath takes home from the first "home" of the lines split at '\n'
+	 * (it finds the standard library from there); site.py reads the file in text mode
+	 * (\r\n and a lone \r end a line too) and the last include-system-site-packages wins */
+	for (int site_py = 0; site_py < 2; site_py++) {
+		_cleanup_free_ char *copy = pvg_strdup(text);
+		char *save = NULL;
+		for (char *line = strtok_r(copy, site_py ? "\r\n" : "\n", &save); line;
+		     line = strtok_r(NULL, site_py ? "\r\n" : "\n", &save)) {
+			char *eq = strchr(line, '=');
+			if (!eq)
+				continue;
+			*eq = '\0';
+			char *key = strip(line), *value = strip(eq + 1);
+			for (char *c = key; *c; c++)
 				if (*c >= 'A' && *c <= 'Z')
 					*c = (char)(*c - 'A' + 'a');
-			out->system_site = strcmp(value, "true") == 0;
-		} else if (strcmp(key, "home") == 0) {
-			free(out->home);
-			out->home = pvg_strdup(value);
-		} else if (strcmp(key, "version") == 0 || strcmp(key, "version_info") == 0) {
-			version_of(value, out->version);
+			if (!site_py) {
+				if (strcmp(key, "home") == 0 && !out->home)
+					out->home = pvg_strdup(value);
+			} else if (strcmp(key, "include-system-site-packages") == 0) {
+				for (char *c = value; *c; c++)
+					if (*c >= 'A' && *c <= 'Z')
+						*c = (char)(*c - 'A' + 'a');
+				out->system_site = strcmp(value, "true") == 0;
+			} else if (strcmp(key, "version") == 0 || strcmp(key, "version_info") == 0) {
+				version_of(value, out->version);
+			}
 		}
 	}
 }
@@ -236,9 +276,7 @@ enum pvg_pth_line pvg_pth_line(const char *sitedir, const char *line, char **dir
 	if (strncmp(line, "import ", 7) == 0 || strncmp(line, "import\t", 7) == 0)
 		return PVG_PTH_IMPORT;
 	/* line.rstrip(), then os.path.abspath(os.path.join(sitedir, line)) */
-	size_t n = strlen(line);
-	while (n && strchr(" \t\r\n\f\v", line[n - 1]))
-		n--;
+	size_t n = py_rstrip_len(line, strlen(line));
 	_cleanup_free_ char *rel = pvg_asprintf("%.*s", (int)n, line);
 	_cleanup_free_ char *joined = rel[0] == '/' ? pvg_strdup(rel) : fjoin(sitedir, rel);
 	*dir = pvg_py_normpath(joined);

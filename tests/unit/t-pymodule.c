@@ -27,6 +27,15 @@ static void pyvenv_cfg_as_site_reads_it(void)
 	CHECK(v.home == NULL);
 	CHECK_STR(v.version, "");
 	pvg_pyvenv_clear(&v);
+	/* getpath keeps the first home of the '\n' lines; site.py's text mode ends a line at a
+	 * lone \r too; both strip what str.strip does (\x1c-\x1f, U+3000, ...) */
+	pvg_pyvenv_parse("home = /a\rinclude-system-site-packages = false\nhome = /b\n", &v);
+	CHECK_STR(v.home, "/a\rinclude-system-site-packages = false");
+	CHECK(!v.system_site);
+	pvg_pyvenv_clear(&v);
+	pvg_pyvenv_parse("home =\x1c/opt/bin\xe3\x80\x80\n", &v);
+	CHECK_STR(v.home, "/opt/bin");
+	pvg_pyvenv_clear(&v);
 }
 
 static void pth_lines_are_paths_or_never_run_imports(void)
@@ -46,6 +55,10 @@ static void pth_lines_are_paths_or_never_run_imports(void)
 	free(d);
 	CHECK_INT(pvg_pth_line("/s/site", "/abs//x/./y/", &d), PVG_PTH_PATH);
 	CHECK_STR(d, "/abs/x/y");
+	free(d);
+	CHECK_INT(pvg_pth_line("/s", "\x1e\xc2\xa0", &d), PVG_PTH_SKIP);
+	CHECK_INT(pvg_pth_line("/s/site", "../src\x1f\xe2\x80\xa9", &d), PVG_PTH_PATH);
+	CHECK_STR(d, "/s/src");
 	free(d);
 	char *f = pvg_pth_editable_finder(
 		"import __editable___pvgedit_0_1_finder; __editable___pvgedit_0_1_finder.install()");
