@@ -214,6 +214,14 @@ static void rfc3339_times(void)
 			      "2026-12-01T21:26:35+0800", "2026-12-01T21:26:35Zx" };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
 		CHECK_INT(pvg_rfc3339_ns(bad[i], strlen(bad[i]), &ns), -EINVAL);
+	/* nanoseconds since 1970 in 64 bits end in April 2262: the latest time this reads fits,
+	 * a later year is refused rather than overflowed, and so is one before 1970 */
+	const char *last = "2261-12-31T23:59:59.999999999-23:59";
+	CHECK_INT(pvg_rfc3339_ns(last, strlen(last), &ns), 0);
+	CHECK_INT(ns, 9214732739LL * 1000000000 + 999999999);
+	const char *out[] = { "2262-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "1969-12-31T23:59:59Z" };
+	for (size_t i = 0; i < ARRAY_SIZE(out); i++)
+		CHECK_INT(pvg_rfc3339_ns(out[i], strlen(out[i]), &ns), -EINVAL);
 	CHECK_INT(pvg_ctrlog_detect("{\"log\":\"x", 9), PVG_CTRLOG_DOCKER);
 	CHECK_INT(pvg_ctrlog_detect("2026-12-01T21:26:35Z stdout F x\n", 32), PVG_CTRLOG_CRI);
 	CHECK_INT(pvg_ctrlog_detect("2026-12-01T21:26:35Z stdin F x\n", 31), PVG_CTRLOG_PLAIN);
