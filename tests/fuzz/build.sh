@@ -25,7 +25,7 @@ while IFS= read -r c; do
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
 done < <(find "$src/lib" "$src/checks" -name '*.c' -not -path "$src/lib/witness/*" | sort)
-targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind escape})
+targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind escape pymodule resolve})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
 		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lpthread
@@ -75,6 +75,13 @@ JSON
 			printf '{"payloadType": "x", "payload": "eyJfdHlwZSI6ImluLXRvdG8iLCJwcmVkaWNhdGVUeXBlIjoicHJvdmdhdGUifQ=="}' >"$corpus/dsse.json" ;;
 		escape) printf '\033[2J\n{\233 \302\233 \357\277\276 */ \342\200\250 <&>"' >"$corpus/a"
 			printf 'svc \355\240\200 \364\220\200\200 \300\257 \342\200\256 x' >"$corpus/b" ;;
+		pymodule) cp "$src"/tests/fixtures/pymodule/*.cfg "$src"/tests/fixtures/pymodule/*.py \
+			"$src"/tests/fixtures/pymodule/*.pth "$corpus/" ;;
+		resolve) # a tree and lookups (fuzz-resolve.c): links up, out, absolute, looping, to
+			# "file/", chains of 40 and 41
+			printf 'd a\nd a/b\nf a/b/f\np a/fifo\nl a/up ../..\nl a/abs /a/b/f\nl esc ../../outside\nl loop loop\nl sl a/b/f/\n? a/up/a/abs\n? esc\n? /../../outside\n? loop\nD a/up\n? a/b/f/\n? sl\n? a/fifo\n' >"$corpus/a"
+			printf 'd d\nf d/f\nl s .\n? %s\n? %s\nl c0 c1\nl c1 /c2\nl c2 ./d/\n? c0/f\nD c0\n' \
+				"$(printf 's/%.0s' $(seq 40))d/f" "$(printf 's/%.0s' $(seq 41))d/f" >"$corpus/b" ;;
 		hostlist) printf 'gpu[01-04,07]' >"$corpus/a"; printf 'r[1-2]n[001-3],x' >"$corpus/b"
 			printf 'reports/{node}-{{x}}.json' >"$corpus/c" ;;
 		dsse) cp "$src"/tests/fixtures/attest/*.json "$corpus/" ;;
