@@ -117,6 +117,12 @@ static int resolve_walk(int root_fd, const char *path, int flags)
 	_cleanup_(pvg_strv_clear) struct pvg_strv todo = { 0 };
 	int stack[PATH_MAX / 2];
 	size_t depth = 0;
+	/* the name openat2 would be given (leading slashes dropped): the kernel refuses one of
+	 * PATH_MAX bytes or more, however few components it has */
+	while (*path == '/')
+		path++;
+	if (strlen(path) >= PATH_MAX)
+		return -ENAMETOOLONG;
 	int r = push_components(&todo, path);
 	if (r < 0)
 		return r;

@@ -2,6 +2,7 @@
 /* lib/util/untrusted: the one open of what another user controls, with openat2 and with the
  * walk that kernels before 5.6 get (each case runs both ways). */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -93,6 +94,13 @@ static void links_resolve_inside_the_root_(void)
 	CHECK_INT(open_in("var/abs-link/", 0, &f), -ENOTDIR);
 	CHECK_INT(open_in("var/slash-link", 0, &f), -ENOTDIR);
 	CHECK_INT(open_in("etc/", 0, &f), -EISDIR);
+	/* a name of PATH_MAX bytes or more is refused whatever it holds, as openat2 does */
+	char *longp = pvg_xcalloc(PATH_MAX + 16, 1);
+	while (strlen(longp) < PATH_MAX)
+		strcat(longp, "etc/../");
+	strcat(longp, "etc/zone");
+	CHECK_INT(open_in(longp, 0, &f), -ENAMETOOLONG);
+	free(longp);
 }
 static void links_resolve_inside_the_root(void) { both_ways(links_resolve_inside_the_root_); }
 
