@@ -161,7 +161,6 @@ static bool globs_match(const struct pvg_strv *globs, const char *rel)
 	return false;
 }
 
-
 /* "csrc/kern.cu" -> is "csrc/kern.hip" beside it (hipify's output for a .cu)? */
 static bool hipified_twin(const char *workdir, const char *rel)
 {
