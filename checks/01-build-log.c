@@ -161,7 +161,6 @@ static bool globs_match(const struct pvg_strv *globs, const char *rel)
 	return false;
 }
 
-
 /* "csrc/kern.cu" -> is "csrc/kern.hip" beside it (hipify's output for a .cu)? */
 static bool hipified_twin(const char *workdir, const char *rel)
 {
@@ -1103,7 +1102,7 @@ static double seconds_between(struct timespec a, struct timespec b)
  * folders the log names, the artifact's own build folder when its path ends with the output,
  * the log's folder), must be the configured artifact (same file) or hold its bytes; it must
  * be written after the log's last line and within LINK_WINDOW_S of it; and the link's inputs
- * found there must not be newer than the log (a later compile is a later build). 1 bound
+ * must be there, none newer than the log (a later compile is a later build). 1 bound
  * (*from, *built set), 0 not (*why_not says why, NULL when the log does not end with it). */
 static int bound_by_last_link(struct pvg_ctx *ctx, const struct pvg_buildlog *log,
 			      const struct pvg_linkgraph *g, const struct pvg_strv *roots,
@@ -1195,6 +1194,13 @@ static int bound_by_last_link(struct pvg_ctx *ctx, const struct pvg_buildlog *lo
 				newer = in;
 				newer_t = ist.st_mtim;
 			}
+		}
+		if (checked == 0) {
+			*why_not = pvg_asprintf("the log ends with the link of %s, but none of the "
+						"link's inputs is there to show it was compiled before "
+						"the log's last line",
+						cand);
+			continue;
 		}
 		if (newer) {
 			char it[48];

@@ -105,6 +105,107 @@ static char *list_archs(const struct pvg_codeobj_set *set)
 	return s;
 }
 
+/* Does the object hold kernels? 1 yes, 0 none, -1 unknown (compressed, not decoded). */
+static int holds_kernels(const struct pvg_code_object *co)
+{
+	if (!co->kernels_known)
+		return -1;
+	return co->n_kernels > 0;
+}
+
+/* The archs, other than arch, whose device code objects hold kernels: loadable ones into
+ * *loadable, those only in __nv_relfatbin into *reloc ("" when none; caller frees). */
+static void kernel_archs(const struct pvg_codeobj_set *set, const char *arch, char **loadable,
+			 char **reloc)
+{
+	struct pvg_strv l = { 0 }, r = { 0 };
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		if (!co->arch || co->kind == PVG_CO_HOST || co->error ||
+		    strncmp(co->arch, "compute_", 8) == 0 || pvg_codeobj_matches_arch(co, arch) ||
+		    holds_kernels(co) != 1)
+			continue;
+		pvg_strv_add_unique(relocatable(co) ? &r : &l, co->arch);
+	}
+	/* an arch loadable somewhere is not "only relocatable" */
+	for (size_t i = 0; i < l.n; i++)
+		for (size_t k = 0; k < r.n; k++)
+			if (strcmp(l.v[i], r.v[k]) == 0)
+				r.v[k][0] = '\0';
+	struct pvg_strv r2 = { 0 };
+	for (size_t k = 0; k < r.n; k++)
+		if (r.v[k][0])
+			pvg_strv_add_unique(&r2, r.v[k]);
+	*loadable = l.n ? pvg_strv_join_distinct(&l, ", ") : pvg_strdup("");
+	*reloc = r2.n ? pvg_strv_join_distinct(&r2, ", ") : pvg_strdup("");
+	pvg_strv_clear(&l);
+	pvg_strv_clear(&r);
+	pvg_strv_clear(&r2);
+}
+
+/* The first arch of a ", " list, quoted for a hint. */
+static char *first_of(const char *list)
+{
+	return pvg_asprintf("%.*s", (int)strcspn(list, ","), list);
+}
+
+/* arch's code objects hold no kernel while another arch's do: arch's code runs nothing of the
+ * change (nvcc's device link without -gencode leaves an empty sm_75 image beside the real
+ * one). A matching object whose kernels are unknown may hold them: not decided here. */
+static enum pvg_status check_kernels_for_arch(struct pvg_result *res, cJSON *ev, const char *arch,
+					      const struct pvg_codeobj_set *set, const bool *match)
+{
+	size_t n_kernels = 0, n_unknown = 0;
+	for (size_t i = 0; i < set->n_objs; i++) {
+		if (!match[i])
+			continue;
+		int h = holds_kernels(&set->objs[i]);
+		if (h < 0)
+			n_unknown++;
+		else
+			n_kernels += set->objs[i].n_kernels;
+	}
+	_cleanup_free_ char *elsewhere = NULL, *reloc = NULL;
+	kernel_archs(set, arch, &elsewhere, &reloc);
+	cJSON *k = cJSON_AddObjectToObject(ev, "kernels");
+	pvg_json_add_u64(k, "in_matching", n_kernels);
+	if (n_unknown)
+		pvg_json_add_int(k, "matching_unknown", (int)n_unknown);
+	cJSON *ka = cJSON_AddArrayToObject(k, "other_archs_with_kernels");
+	for (const char *p = elsewhere; *p;) {
+		size_t n = strcspn(p, ",");
+		_cleanup_free_ char *a = pvg_asprintf("%.*s", (int)n, p);
+		cJSON_AddItemToArray(ka, cJSON_CreateString(a));
+		p += n;
+		while (*p == ',' || *p == ' ')
+			p++;
+	}
+	if (n_kernels || n_unknown || (!*elsewhere && !*reloc))
+		return PVG_PASS;
+	bool cuda = pvg_arch_is_cuda(arch);
+	_cleanup_free_ char *other = first_of(*elsewhere ? elsewhere : reloc);
+	_cleanup_free_ char *hint =
+		*elsewhere ? pvg_asprintf("set arch to \"%s\" in the config: that is the arch the "
+					  "artifact's kernels are built for%s",
+					  other,
+					  cuda ? " (an nvcc link or -dlink without -gencode adds an "
+						 "empty sm_75 image: give the link step the same "
+						 "-gencode as the compile)"
+					       : "")
+			   : pvg_asprintf("device-link for %s too (nvcc -dlink -gencode "
+					  "arch=compute_NN,code=sm_NN), or set arch to the arch the "
+					  "service's GPU runs, and rebuild",
+					  other);
+	pvg_problem(res, "code-object.no-kernels-for-arch", hint,
+		    "the %s code objects of %s hold no kernel, while its %s code holds them%s: "
+		    "%s code runs nothing of the change",
+		    arch, set->path, *elsewhere ? elsewhere : reloc,
+		    *elsewhere ? "" : " (relocatable only: __nv_relfatbin, which the runtime does "
+				      "not load)",
+		    arch);
+	return PVG_FAIL;
+}
+
 static enum pvg_status check_kernels(struct pvg_result *res, cJSON *ev,
 				     const struct pvg_strv *req, const char *arch,
 				     const struct pvg_codeobj_set *set, const bool *match)
@@ -445,8 +546,22 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 		pvg_summary(res, "no %s%s code object in %s (it has: %s)",
 			    n_reloc_match ? "loadable " : "", arch, pvg_basename(path),
 			    *archs ? archs : "none");
+		/* kernels built for another arch: most often the config names the wrong one */
+		_cleanup_free_ char *elsewhere = NULL, *reloc = NULL, *hint = NULL;
+		kernel_archs(set, arch, &elsewhere, &reloc);
+		if (*elsewhere && !n_reloc_match) {
+			_cleanup_free_ char *other = first_of(elsewhere);
+			hint = pvg_asprintf("set arch to \"%s\" in the config when the benchmark's GPU "
+					    "runs %s code: the artifact's kernels are built for %s; "
+					    "only if the GPU really is %s, %s and rebuild",
+					    other, other, elsewhere, arch,
+					    pvg_arch_is_cuda(arch)
+						    ? "add -gencode arch=compute_NN,code=sm_NN for it"
+						    : "add --offload-arch for it");
+		}
 		pvg_problem(res, "code-object.arch-missing",
-			    n_reloc_match ? "device-link for this arch too (nvcc -dlink -gencode "
+			    hint ? hint
+			    : n_reloc_match ? "device-link for this arch too (nvcc -dlink -gencode "
 					    "arch=compute_NN,code=sm_NN) and rebuild"
 			    : pvg_arch_is_cuda(arch)
 				    ? "add -gencode arch=compute_NN,code=sm_NN for this arch and rebuild"
@@ -460,6 +575,7 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 					  : "");
 		return PVG_FAIL;
 	}
+	st = pvg_status_worst(st, check_kernels_for_arch(res, ev, arch, set, match));
 	st = pvg_status_worst(st, check_kernels(res, ev, require, arch, set, match));
 	st = pvg_status_worst(st, check_node(ctx, res, ev, set, arch));
 	char unchecked_note[160] = "";

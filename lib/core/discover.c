@@ -314,22 +314,43 @@ static void find_arch(struct pvg_discovery *g)
 		return;
 	struct pvg_codeobj_set *set = NULL;
 	struct pvg_codeobj_opts opts = { 0 };
-	struct pvg_strv archs = { 0 };
+	struct pvg_strv archs = { 0 }, empty = { 0 };
 	if (pvg_codeobj_scan_path(path, &opts, &set) == 0) {
-		for (size_t i = 0; i < set->n_objs; i++) {
-			const char *a = set->objs[i].arch;
-			if (!a || strncmp(a, "compute_", 8) == 0)
-				continue;
-			bool seen = false;
-			for (size_t k = 0; k < archs.n && !seen; k++)
-				seen = strcmp(archs.v[k], a) == 0;
-			if (!seen) {
-				archs.v = pvg_xrealloc(archs.v, archs.n + 1, sizeof(char *));
-				archs.v[archs.n++] = pvg_strdup(a);
+		/* The arch comes from the code objects that hold kernels: loadable ones first, then
+		 * relocatable (__nv_relfatbin) ones, else any. An nvcc device link without -gencode
+		 * leaves an empty sm_75 image, which runs nothing. */
+		for (int tier = 0; tier < 3 && !archs.n; tier++) {
+			for (size_t i = 0; i < set->n_objs; i++) {
+				const struct pvg_code_object *co = &set->objs[i];
+				const char *a = co->arch;
+				if (!a || strncmp(a, "compute_", 8) == 0)
+					continue;
+				bool reloc = co->section && strcmp(co->section, "__nv_relfatbin") == 0;
+				bool kernels = !co->kernels_known || co->n_kernels > 0;
+				if ((tier == 0 && (reloc || !kernels)) || (tier == 1 && !kernels))
+					continue;
+				pvg_strv_add_unique(&archs, a);
 			}
+		}
+		for (size_t i = 0; i < set->n_objs; i++) {
+			const struct pvg_code_object *co = &set->objs[i];
+			bool taken = false;
+			for (size_t k = 0; co->arch && k < archs.n && !taken; k++)
+				taken = strcmp(archs.v[k], co->arch) == 0;
+			if (co->arch && !taken && strncmp(co->arch, "compute_", 8) != 0 &&
+			    co->kernels_known && co->n_kernels == 0)
+				pvg_strv_add_unique(&empty, co->arch);
 		}
 	}
 	pvg_codeobj_set_free(set);
+	if (archs.n && empty.n) {
+		_cleanup_free_ char *e = pvg_strv_join_distinct(&empty, ", ");
+		note(g, "arch: %s not taken: the code object%s for it in %s hold%s no kernel (an "
+			"empty device-link image, as nvcc makes for sm_75 when the link step has no "
+			"-gencode)",
+		     e, empty.n == 1 ? "" : "s", rel_to(g->dir, path), empty.n == 1 ? "s" : "");
+	}
+	pvg_strv_clear(&empty);
 	if (!archs.n) {
 		todo(g, "arch: %s holds no device code object; set the GPU architecture (gfx936, "
 			"sm_90)", rel_to(g->dir, path));

@@ -105,6 +105,16 @@ test_input_recompiled_after_the_log_stays_stale() {
 	assert_contains "$(jq -r '.gates[0].problems[0].message' report.json)" "its input build/kern.o"
 }
 
+test_link_whose_inputs_are_gone_stays_stale() {
+	# nothing shows that the objects it linked were compiled before the log's last line
+	setup_tee tee-hipcc.log
+	rm repo/build/kern.o
+	gate1
+	assert_eq "$status" fail
+	assert_eq "$codes" build-log.stale-log
+	assert_contains "$(jq -r '.gates[0].problems[0].message' report.json)" "none of the link's inputs"
+}
+
 test_link_not_the_last_command_stays_stale() {
 	setup_tee tee-hipcc.log
 	echo "+ hipcc -x hip --offload-arch=gfx90a -fPIC -c csrc/other.cu -o build/other.o" >>build.log
@@ -197,7 +207,7 @@ summary_matches_evidence() {
 	assert_eq "$(ev '[.files[] | select(.hip_native)] | length')" "${k:-0}" "files HIP already"
 }
 
-test_summary_numbers_equal_evidence_numbers() {
+test_summary_numbers_equal_evidence_numbers_on_tee_logs() {
 	setup_tee tee-hipcc.log
 	gate1
 	assert_eq "$status" pass "tee-hipcc ($codes)"
@@ -208,22 +218,36 @@ test_summary_numbers_equal_evidence_numbers() {
 	gate1
 	assert_eq "$status" pass "tee-nvcc ($codes)"
 	summary_matches_evidence
-	rm -rf repo build.log provgate.json
+}
+
+# hipify-edit.log + hip-gfx936.log: the hipify and ninja build of tests/fixtures/buildlog/make.sh
+setup_hipified() {
 	setup_tee tee-hipcc.log gfx936
 	printf 'hipified\n' >repo/csrc/kern.hip
+	printf 'ELF' >repo/build/_ext_C.abi3.so
+	touch -d "@$((now - 3))" repo/build/_ext_C.abi3.so
 	cat "$BL/hipify-edit.log" "$BL/hip-gfx936.log" | sed "s#/src/ext#$PWD/repo#g" >build.log
 	sed -i 's#_ext_C.so"#_ext_C.abi3.so"#' provgate.json
-	printf 'ELF' >repo/build/_ext_C.abi3.so
+}
+
+test_summary_numbers_equal_evidence_numbers_on_a_hipified_build() {
+	setup_hipified
 	gate1
 	assert_eq "$status" pass "hipify + ninja ($codes)"
 	assert_eq "$(ev .changed_hipified)" 1
 	summary_matches_evidence
-	# a changed .hip is neither hipified nor HIP already: the summary says no "hipified"
+}
+
+test_summary_does_not_call_a_changed_hip_file_hipified() {
+	# the source renamed .hip: no hipify line is needed, and none is claimed
+	setup_hipified
 	rm repo/csrc/kern.hip
 	git -C repo mv csrc/kern.cu csrc/kern.hip
 	commit rename
 	sed "s#/src/ext#$PWD/repo#g" "$BL/hip-gfx936.log" >build.log
 	gate1
+	assert_eq "$status" pass "renamed ($codes)"
+	assert_eq "$(ev .hipify_lines)" 0
 	summary_matches_evidence
 }
 

@@ -353,6 +353,38 @@ test_gate_fails_when_the_arch_is_absent() {
 	assert_contains "$(jq -r '.gates[5].summary' report.json)" "gfx90a:xnack+"
 }
 
+# tests/fixtures/buildlog/tee-nvcc.so: compiled with -gencode sm_90, linked by `nvcc -shared`
+# without -gencode, whose device link adds an sm_75 image with no kernel
+test_gate_fails_on_an_arch_whose_code_objects_hold_no_kernels() {
+	export PROVGATE_NVML_LIBRARY="$PWD/no-such-nvml.so"
+	gate6 "$FIXTURES/buildlog/tee-nvcc.so" sm_75
+	assert_eq "$rc" 1
+	assert_eq "$(gate_status report.json 6)" fail
+	assert_eq "$(problem_codes report.json 6)" code-object.no-kernels-for-arch
+	assert_contains "$(jq -r '.gates[5].problems[0].hint' report.json)" 'set arch to "sm_90" in the config'
+	assert_eq "$(jq -r '.gates[5].evidence.kernels.in_matching' report.json)" 0
+	assert_eq "$(jq -c '.gates[5].evidence.kernels.other_archs_with_kernels' report.json)" '["sm_90"]'
+	assert_eq "$(jq -r '[.gates[5].evidence.code_objects[] | "\(.arch)=\(.kernel_count)"] | join(" ")' report.json)" "sm_75=0 sm_90=1"
+	gate6 "$FIXTURES/buildlog/tee-nvcc.so" sm_90
+	assert_eq "$(gate_status report.json 6)" pass
+	assert_eq "$(jq -r '.gates[5].evidence.kernels.in_matching' report.json)" 1
+	# HIP code objects that hold their kernels pass as before
+	gate6 "$CO/hip-two-tu.so" gfx90a
+	assert_not_contains "$(problem_codes report.json 6)" no-kernels-for-arch
+}
+
+test_wrong_arch_hint_points_at_the_config_when_kernels_are_built_for_another() {
+	export PROVGATE_NVML_LIBRARY="$PWD/no-such-nvml.so"
+	gate6 "$FIXTURES/buildlog/tee-nvcc.so" sm_80
+	assert_eq "$(problem_codes report.json 6)" code-object.arch-missing
+	local hint
+	hint=$(jq -r '.gates[5].problems[0].hint' report.json)
+	assert_contains "$hint" 'set arch to "sm_90" in the config'
+	case "$hint" in "set arch"*) ;; *) fail "the hint starts with a rebuild: $hint";; esac
+	gate6 "$CO/hip-gfx906.so" gfx90a
+	assert_contains "$(jq -r '.gates[5].problems[0].hint' report.json)" 'set arch to "gfx906" in the config'
+}
+
 test_gate_xnack_rules_follow_the_hip_runtime() {
 	# a code object with xnack unspecified (any) runs with xnack on or off
 	gate6 "$CO/hip-any.so" "gfx90a:xnack-"

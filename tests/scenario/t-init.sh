@@ -135,6 +135,21 @@ test_init_takes_the_arch_this_nodes_gpus_run() {
 	assert_contains "$out" "to fill in: arch: _ext_C.abi3.so holds code objects for gfx1030 and"
 }
 
+# A plain nvcc build (compile with -gencode sm_90, link with `nvcc -shared` and no -gencode):
+# the link's device link puts an empty sm_75 image first (tests/fixtures/buildlog/make-tee.sh)
+test_init_takes_the_arch_whose_code_objects_hold_kernels() {
+	need jq
+	rm -rf node && mkdir -p node/logs node/build
+	cp "$FIXTURES/buildlog/tee-nvcc.log" node/logs/build.log
+	cp "$FIXTURES/buildlog/tee-nvcc.so" node/build/_ext_C.so
+	PROVGATE_SYSFS=$PWD/no-sys PROVGATE_NVML_LIBRARY=$PWD/no-nvml.so pg init node -o node/cfg.json
+	assert_eq "$rc" 0 "init ($err)"
+	assert_eq "$(sed '/^\/\//d' node/cfg.json | jq -r .arch)" sm_90
+	assert_contains "$out" "guessed: arch sm_90, from the code object in build/_ext_C.so"
+	assert_contains "$out" "arch: sm_75 not taken: the code object for it in build/_ext_C.so holds no kernel"
+	assert_not_contains "$out" "to fill in: arch"
+}
+
 test_init_says_what_it_could_not_find() {
 	need git
 	mkdir empty
