@@ -4,7 +4,7 @@
 # working `man provgate`; a built tree has nothing left to rebuild (man pages included).
 source "$PVG_SRC/tests/lib.sh"
 
-VERBS=$("$PROVGATE" --help | sed -n 's/^  provgate \([a-z][a-z-]*\) .*/\1/p')
+VERBS=$("$PROVGATE" --help | sed -n '/^Usage:/,/^$/s/^  provgate \([a-z][a-z-]*\) .*/\1/p')
 
 # the flags a verb's --help names: in its usage lines and at the start of its option lines
 # (prose that mentions a flag of another verb does not count)
@@ -53,7 +53,7 @@ test_completion_offers_every_flag_of_each_verbs_help() {
 	_provgate
 	local offered listed
 	offered=$(printf '%s\n' "${COMPREPLY[@]}" | grep -v '^-' | sort | tr '\n' ' ')
-	listed=$("$PROVGATE" --help | sed -n 's/^  provgate \([a-z][a-z-]*\) .*/\1/p' | sort | tr '\n' ' ')
+	listed=$(echo "$VERBS" | sort | tr '\n' ' ')
 	assert_eq "$offered" "$listed" "verbs completed against provgate --help"
 }
 
@@ -73,7 +73,7 @@ test_zsh_completion_offers_every_flag_and_loads_in_compinit() {
 	local offered listed
 	offered=$(zsh -fc "source $PVG_SRC/hooks/provgate.zsh-completion; _provgate_verbs" |
 		cut -d: -f1 | sort | tr '\n' ' ')
-	listed=$("$PROVGATE" --help | sed -n 's/^  provgate \([a-z][a-z-]*\) .*/\1/p' | sort | tr '\n' ' ')
+	listed=$(echo "$VERBS" | sort | tr '\n' ' ')
 	assert_eq "$offered" "$listed" "zsh verbs against provgate --help"
 	# installed as _provgate in a folder of fpath, compinit registers it for provgate
 	mkdir -p fp
