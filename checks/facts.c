@@ -309,3 +309,50 @@ cJSON *pvg_chain_artifact(struct pvg_ctx *ctx, size_t i)
 	cJSON *list = cJSON_GetObjectItem(ctx->chain, "artifacts");
 	return cJSON_IsArray(list) ? cJSON_GetArrayItem(list, (int)i) : NULL;
 }
+
+/* ---- rules ---- */
+
+void pvg_outcome_problem(struct pvg_outcome *o, enum pvg_status st, const char *code,
+			 const char *hint, const char *fmt, ...)
+{
+	o->problems = pvg_xrealloc(o->problems, o->n_problems + 1, sizeof(*o->problems));
+	struct pvg_problem *p = &o->problems[o->n_problems++];
+	va_list ap;
+	va_start(ap, fmt);
+	p->message = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+	p->code = pvg_strdup(code);
+	p->hint = pvg_strdup(hint);
+	o->status = pvg_status_worst(o->status, st);
+}
+
+void pvg_outcome_worsen(struct pvg_outcome *o, enum pvg_status st)
+{
+	o->status = pvg_status_worst(o->status, st);
+}
+
+enum pvg_status pvg_outcome_report(struct pvg_result *res, struct pvg_outcome *o)
+{
+	enum pvg_status st = o->status;
+	if (o->n_problems) {
+		res->problems = pvg_xrealloc(res->problems, res->n_problems + o->n_problems,
+					     sizeof(*res->problems));
+		memcpy(&res->problems[res->n_problems], o->problems,
+		       o->n_problems * sizeof(*o->problems));
+		res->n_problems += o->n_problems;
+	}
+	free(o->problems);
+	*o = (struct pvg_outcome){ 0 };
+	return st;
+}
+
+void pvg_outcome_clear(struct pvg_outcome *o)
+{
+	for (size_t i = 0; i < o->n_problems; i++) {
+		free(o->problems[i].code);
+		free(o->problems[i].message);
+		free(o->problems[i].hint);
+	}
+	free(o->problems);
+	*o = (struct pvg_outcome){ 0 };
+}
