@@ -315,14 +315,15 @@ cJSON *pvg_chain_artifact(struct pvg_ctx *ctx, size_t i)
 void pvg_outcome_problem(struct pvg_outcome *o, enum pvg_status st, const char *code,
 			 const char *hint, const char *fmt, ...)
 {
-	o->problems = pvg_xrealloc(o->problems, o->n_problems + 1, sizeof(*o->problems));
-	struct pvg_problem *p = &o->problems[o->n_problems++];
 	va_list ap;
 	va_start(ap, fmt);
-	p->message = pvg_vasprintf(fmt, ap);
+	_cleanup_free_ char *message = pvg_vasprintf(fmt, ap);
 	va_end(ap);
-	p->code = pvg_strdup(code);
-	p->hint = pvg_strdup(hint);
+	/* the problems are a result's, kept apart until the gate reports them */
+	struct pvg_result r = { .problems = o->problems, .n_problems = o->n_problems };
+	pvg_problem(&r, code, hint, "%s", message);
+	o->problems = r.problems;
+	o->n_problems = r.n_problems;
 	o->status = pvg_status_worst(o->status, st);
 }
 
@@ -348,11 +349,7 @@ enum pvg_status pvg_outcome_report(struct pvg_result *res, struct pvg_outcome *o
 
 void pvg_outcome_clear(struct pvg_outcome *o)
 {
-	for (size_t i = 0; i < o->n_problems; i++) {
-		free(o->problems[i].code);
-		free(o->problems[i].message);
-		free(o->problems[i].hint);
-	}
-	free(o->problems);
+	struct pvg_result r = { .problems = o->problems, .n_problems = o->n_problems };
+	pvg_result_reset(&r);
 	*o = (struct pvg_outcome){ 0 };
 }
