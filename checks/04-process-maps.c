@@ -39,7 +39,7 @@ static int64_t ns_of(const struct timespec *t)
 	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 
-/* ==== reading: the facts ==================================================================== */
+/* ---- reading: the facts ---- */
 
 /* The last file hashed through map_files: workers map the same inode, and its page cache is
  * one, so one hash serves every process while the identity holds. */
@@ -233,7 +233,7 @@ static void process_clear(struct pvg_maps_process *pr)
 	pr->n = 0;
 }
 
-/* ==== the rules ============================================================================== */
+/* ---- the rules ---- */
 
 /* The one thing that helps a process that does not map the installed file. Warming up
  * loads a lazily loaded extension only into a process that started after the install and
@@ -520,7 +520,7 @@ struct pvg_outcome pvg_maps_rule_tree_maps(const struct pvg_maps_tree *tr)
 	return o;
 }
 
-/* ==== the evidence =========================================================================== */
+/* ---- the evidence ---- */
 
 static void mapping_json(cJSON *fj, const struct pvg_maps_process *pr,
 			 const struct pvg_maps_mapping *m)
@@ -652,7 +652,7 @@ static void artifact_json(cJSON *ev, const struct pvg_maps_artifact *a)
 	pvg_json_add_str(ev, "expected_from", a->digest_of);
 }
 
-/* ==== the artifacts ========================================================================== */
+/* ---- the artifacts ---- */
 
 /* What reading artifact ai's installed file and digests gave. */
 struct artifact_read {
@@ -769,7 +769,7 @@ static enum pvg_status expect_artifacts(struct pvg_ctx *ctx, struct pvg_result *
 	return st;
 }
 
-/* ==== the service ============================================================================ */
+/* ---- the service ---- */
 
 /* exec's after-check: a restarted service could pass every other test here */
 static struct pvg_outcome rule_service_not_restarted(const struct pvg_ctx *ctx,
@@ -888,7 +888,7 @@ static enum pvg_status maps_of_artifacts(struct pvg_ctx *ctx, struct pvg_result 
 	return st;
 }
 
-/* ==== the change set ========================================================================= */
+/* ---- the change set ---- */
 
 #define MAX_LISTED_FILES 10
 
@@ -1077,7 +1077,7 @@ static enum pvg_status check_change_set(struct pvg_ctx *ctx, struct pvg_result *
 	return st;
 }
 
-/* ==== the gate =============================================================================== */
+/* ---- the gate ---- */
 
 static void maps_summary(struct pvg_result *res, enum pvg_status st,
 			 const struct pvg_maps_artifact *as, size_t n_as, size_t n_mapping_all)

@@ -78,8 +78,7 @@ struct pvg_outcome pvg_stale_rule_port_readable(const struct pvg_port_view *pv)
 	return o;
 }
 
-/* ==== reading: the live facts ================================================================ */
-
+/* ---- reading: the live facts ---- */
 
 /* The live check's reads: the port's listeners (in the service's network namespace, and
  * the host side when that is another one) and one pass over every process's fds. Made by
@@ -160,7 +159,7 @@ static void prepare_stale_service(struct pvg_ctx *ctx)
 	pvg_ctx_set_slot(ctx, PVG_SLOT_STALE, read_live(ctx, t), live_read_free);
 }
 
-/* ==== the unread fd tables: one problem however often they matter ============================ */
+/* ---- the unread fd tables: one problem however often they matter ---- */
 
 static const char denied_tail[] = " cannot be ruled out";
 
@@ -224,7 +223,7 @@ enum pvg_status pvg_stale_report(struct pvg_result *res, struct pvg_outcome *o,
 	return st;
 }
 
-/* ==== prestart =============================================================================== */
+/* ---- prestart ---- */
 
 static struct pvg_outcome rule_configured(const struct pvg_service_spec *svc)
 {
@@ -335,7 +334,7 @@ static enum pvg_status run_prestart(struct pvg_ctx *ctx, struct pvg_result *res,
 	return st;
 }
 
-/* ==== live: the rules ======================================================================== */
+/* ---- live: the rules ---- */
 
 /* Service processes outside the tree: orphans of an earlier run, or a second service. */
 struct pvg_outcome pvg_stale_rule_no_service_outside_tree(const struct pvg_targets *t)
@@ -612,7 +611,7 @@ struct pvg_outcome pvg_stale_rule_no_profiler(const struct pvg_strv *attached, b
 	return o;
 }
 
-/* ==== live: the evidence ===================================================================== */
+/* ---- live: the evidence ---- */
 
 static void outside_tree_json(cJSON *ev, const struct pvg_targets *t)
 {
@@ -742,7 +741,7 @@ static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *r
 	return pvg_outcome_report(res, &o);
 }
 
-/* ==== live: the gate ========================================================================= */
+/* ---- live: the gate ---- */
 
 static struct pvg_port_view port_view_of(const struct pvg_ctx *ctx, const struct live_read *lr)
 {
