@@ -309,3 +309,47 @@ cJSON *pvg_chain_artifact(struct pvg_ctx *ctx, size_t i)
 	cJSON *list = cJSON_GetObjectItem(ctx->chain, "artifacts");
 	return cJSON_IsArray(list) ? cJSON_GetArrayItem(list, (int)i) : NULL;
 }
+
+/* ---- rules ---- */
+
+void pvg_outcome_problem(struct pvg_outcome *o, enum pvg_status st, const char *code,
+			 const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	_cleanup_free_ char *message = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+	/* the problems are a result's, kept apart until the gate reports them */
+	struct pvg_result r = { .problems = o->problems, .n_problems = o->n_problems };
+	pvg_problem(&r, code, hint, "%s", message);
+	o->problems = r.problems;
+	o->n_problems = r.n_problems;
+	o->status = pvg_status_worst(o->status, st);
+}
+
+void pvg_outcome_worsen(struct pvg_outcome *o, enum pvg_status st)
+{
+	o->status = pvg_status_worst(o->status, st);
+}
+
+enum pvg_status pvg_outcome_report(struct pvg_result *res, struct pvg_outcome *o)
+{
+	enum pvg_status st = o->status;
+	if (o->n_problems) {
+		res->problems = pvg_xrealloc(res->problems, res->n_problems + o->n_problems,
+					     sizeof(*res->problems));
+		memcpy(&res->problems[res->n_problems], o->problems,
+		       o->n_problems * sizeof(*o->problems));
+		res->n_problems += o->n_problems;
+	}
+	free(o->problems);
+	*o = (struct pvg_outcome){ 0 };
+	return st;
+}
+
+void pvg_outcome_clear(struct pvg_outcome *o)
+{
+	struct pvg_result r = { .problems = o->problems, .n_problems = o->n_problems };
+	pvg_result_reset(&r);
+	*o = (struct pvg_outcome){ 0 };
+}

@@ -76,3 +76,24 @@ void pvg_problems_label(const struct pvg_ctx *ctx, struct pvg_result *res, size_
 			size_t ai);
 /* The report's chain.artifacts[i] object (made with its name when the run began), or NULL. */
 cJSON *pvg_chain_artifact(struct pvg_ctx *ctx, size_t i);
+
+/* ---- rules ---- */
+
+/* What one rule of a gate found: its status and the problems that say why, in the order it
+ * found them. A rule takes the facts it needs and returns one; the gate's entry moves the
+ * problems into its result with pvg_outcome_report and combines the statuses with
+ * pvg_status_worst. Evidence is written apart, from the same facts. */
+struct pvg_outcome {
+	enum pvg_status status;
+	struct pvg_problem *problems;
+	size_t n_problems;
+};
+
+/* Adds a problem to o and makes o's status at least st. */
+void pvg_outcome_problem(struct pvg_outcome *o, enum pvg_status st, const char *code,
+			 const char *hint, const char *fmt, ...) PVG_PRINTF(5, 6);
+/* Makes o's status at least st, with no problem of its own. */
+void pvg_outcome_worsen(struct pvg_outcome *o, enum pvg_status st);
+/* Appends o's problems to res (o is left empty) and returns o's status. */
+enum pvg_status pvg_outcome_report(struct pvg_result *res, struct pvg_outcome *o);
+void pvg_outcome_clear(struct pvg_outcome *o);
