@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 
 #include <libproc2/pids.h>
 
@@ -234,11 +235,14 @@ static void set_comm(struct proc_read *rd, struct pvg_proc *p, const char *shown
 }
 
 /* One pass: libproc2 reaps every process's stat on the calling thread while the other
- * threads read the command lines and fds of our own listing, chunk by chunk; the calling
- * thread joins them when the reap is done. Only the calling thread uses libproc2: its
+ * threads list /proc themselves and read the command lines and fds, chunk by chunk; the
+ * calling thread joins them when the reap is done. Only the calling thread uses libproc2: its
  * readers keep 256 KiB of buffers per thread that nothing frees, lost when a thread exits. */
 struct snapshot_pass {
 	struct proc_read rd_template;
+	pthread_mutex_t list_lock; /* the first thread to take it lists */
+	bool listed;
+	int list_err;
 	struct pvg_proc *procs; /* our listing, sorted by pid */
 	size_t n;
 	atomic_size_t next;     /* the first process of the next chunk */
@@ -254,6 +258,8 @@ struct snapshot_job {
 
 enum { SNAPSHOT_CHUNK = 64 };
 
+static int list_pids(int procfd, struct pvg_proc **procs, size_t *n);
+
 static void snapshot_job(void *arg)
 {
 	struct snapshot_job *job = arg;
@@ -264,6 +270,12 @@ static void snapshot_job(void *arg)
 		if (!pass->reaped)
 			pass->reap_err = errno ? -errno : -ESRCH;
 	}
+	pthread_mutex_lock(&pass->list_lock);
+	if (!pass->listed) {
+		pass->list_err = list_pids(pass->rd_template.procfd, &pass->procs, &pass->n);
+		pass->listed = true;
+	}
+	pthread_mutex_unlock(&pass->list_lock);
 	struct proc_read *rd = pvg_xcalloc(1, sizeof(*rd));
 	*rd = pass->rd_template;
 	for (;;) {
@@ -370,24 +382,24 @@ static int snapshot(struct pvg_targets *t, bool fds, const struct pvg_strv *devi
 		return r;
 	struct snapshot_pass pass = {
 		.rd_template = { .procfd = procfd, .fds = fds, .devices = devices },
+		.list_lock = PTHREAD_MUTEX_INITIALIZER,
 		.info = info,
 	};
-	r = list_pids(procfd, &pass.procs, &pass.n);
-	if (r < 0)
-		return r;
 	atomic_init(&pass.next, 0);
 
-	size_t n_jobs = pass_threads(pass.n);
+	/* before the listing, the kernel's count of tasks (threads too) stands for the processes */
+	struct sysinfo si;
+	size_t n_jobs = pass_threads(sysinfo(&si) == 0 ? si.procs : 0);
 	struct snapshot_job jobs[PVG_MAX_JOB_THREADS];
 	for (size_t j = 0; j < n_jobs; j++)
 		jobs[j] = (struct snapshot_job){ &pass, j == 0 };
 	/* job 0 runs on the calling thread: the one that reaps */
 	pvg_run_jobs(snapshot_job, jobs, n_jobs, sizeof(jobs[0]));
-	if (!pass.reaped) {
+	if (!pass.reaped || pass.list_err < 0) {
 		for (size_t i = 0; i < pass.n; i++)
 			proc_clear(&pass.procs[i]);
 		free(pass.procs);
-		return pass.reap_err;
+		return pass.list_err < 0 ? pass.list_err : pass.reap_err;
 	}
 	struct proc_read *rd = pvg_xcalloc(1, sizeof(*rd));
 	*rd = pass.rd_template;
