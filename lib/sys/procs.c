@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Process discovery: one pass over /proc per run (each process's stat and command line, read
- * on as many threads as the CPUs), and every later question (which process is the target,
- * which are its descendants, who is a stale service process) is answered from that snapshot,
- * so that every question sees one view of the system. The snapshot lists the real /proc;
- * the text readers take a procfs root.
+ * Process discovery through libproc2 (procps-ng 4): one pass over /proc per run (libproc2 reads
+ * each process's stat while our threads read its command line and fds), and every later
+ * question (which process is the target, which are its descendants, who is a stale service
+ * process) is answered from that snapshot, so that every question sees one view of the
+ * system. libproc2 always reads the real /proc; the text readers take a procfs root.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
+
+#include <libproc2/pids.h>
 
 #include "formats/proc-stat.h"
 #include "sys/maps.h"
@@ -135,9 +139,21 @@ static bool is_provgate(const struct pvg_proc *p, const struct stat *self_exe,
 	       st.st_ino == self_exe->st_ino;
 }
 
-/* ---- the snapshot: one pass over /proc, every process's stat and cmdline -------------------- */
+/* ---- the snapshot: libproc2 reads every process's stat, our threads its cmdline and fds ----- */
 
-/* What one process's stat and cmdline say; a process that exited meanwhile reads as gone. */
+/* What libproc2 reads of each process: its stat line, and the owner of its /proc folder (which
+ * it stats anyway). Nothing from status, a third and costlier file per process. */
+enum { I_PID, I_PPID, I_STATE, I_BEGAN, I_CMD, I_EUID };
+static enum pids_item pids_items[] = { PIDS_ID_PID,     PIDS_ID_PPID, PIDS_STATE,
+				       PIDS_TICS_BEGAN, PIDS_CMD,     PIDS_ID_EUID };
+
+static void pids_unrefp(struct pids_info **info)
+{
+	if (*info)
+		procps_pids_unref(info);
+}
+
+/* What our threads read of one process: its cmdline, and its fds when asked. */
 struct proc_read {
 	int procfd;
 	bool fds;                      /* read every process's fds too */
@@ -175,22 +191,11 @@ static ssize_t read_small(int procfd, const char *name, char *buf, size_t size)
 	return (ssize_t)got;
 }
 
-static void read_proc(struct proc_read *rd, struct pvg_proc *p)
+static void read_cmdline(struct proc_read *rd, struct pvg_proc *p)
 {
 	char name[32];
-	struct pvg_proc_stat st;
-	snprintf(name, sizeof(name), "%d/stat", (int)p->pid);
-	ssize_t n = read_small(rd->procfd, name, rd->buf, sizeof(rd->buf));
-	if (n <= 0 || pvg_proc_stat_parse(rd->buf, (size_t)n, &st) < 0) {
-		p->pid = 0; /* exited since the listing */
-		return;
-	}
-	memcpy(p->comm, st.comm, sizeof(p->comm));
-	p->zombie = st.state == 'Z';
-	p->ppid = st.ppid;
-	p->start_ticks = st.start_ticks;
 	snprintf(name, sizeof(name), "%d/cmdline", (int)p->pid);
-	n = read_small(rd->procfd, name, rd->buf, sizeof(rd->buf));
+	ssize_t n = read_small(rd->procfd, name, rd->buf, sizeof(rd->buf));
 	if (n == (ssize_t)sizeof(rd->buf)) {
 		/* a long command line: read it whole */
 		_cleanup_free_ char *path = pvg_asprintf(SNAPSHOT_ROOT "/%s", name);
@@ -202,27 +207,86 @@ static void read_proc(struct proc_read *rd, struct pvg_proc *p)
 	}
 	if (n > 0)
 		p->cmdline = pvg_cmdline_text(rd->buf, (size_t)n);
+}
+
+/* The command line is read here, byte for byte: libproc2's cuts arguments at newlines too
+ * (PIDS_CMDLINE_V) or escapes them for a terminal (PIDS_CMDLINE), and patterns match bytes. */
+static void read_rest(struct proc_read *rd, struct pvg_proc *p)
+{
+	read_cmdline(rd, p);
 	if (rd->fds)
 		read_fds(rd, p);
 }
 
-struct snapshot_job {
-	int procfd;
-	bool fds;
-	const struct pvg_strv *devices;
-	struct pvg_proc *procs;
-	size_t from, to;
+/* libproc2 shows the name escaped for a terminal: a control byte as '.' or '?', and outside a
+ * UTF-8 locale any byte above ASCII as '?'. Patterns and the report take the kernel's bytes, so
+ * a name that shows either character is read from stat (the same process: same start). */
+static void set_comm(struct proc_read *rd, struct pvg_proc *p, const char *shown)
+{
+	snprintf(p->comm, sizeof(p->comm), "%s", shown ? shown : "");
+	if (!strpbrk(p->comm, ".?"))
+		return;
+	char name[32];
+	struct pvg_proc_stat st;
+	snprintf(name, sizeof(name), "%d/stat", (int)p->pid);
+	ssize_t n = read_small(rd->procfd, name, rd->buf, sizeof(rd->buf));
+	if (n > 0 && pvg_proc_stat_parse(rd->buf, (size_t)n, &st) == 0 &&
+	    st.start_ticks == p->start_ticks)
+		memcpy(p->comm, st.comm, sizeof(p->comm));
+}
+
+/* One pass: libproc2 reaps every process's stat on the calling thread while the other
+ * threads list /proc themselves and read the command lines and fds, chunk by chunk; the
+ * calling thread joins them when the reap is done. Only the calling thread uses libproc2: its
+ * readers keep 256 KiB of buffers per thread that nothing frees, lost when a thread exits. */
+struct snapshot_pass {
+	struct proc_read rd_template;
+	pthread_mutex_t list_lock; /* the first thread to take it lists */
+	bool listed;
+	int list_err;
+	struct pvg_proc *procs; /* our listing, sorted by pid */
+	size_t n;
+	atomic_size_t next;     /* the first process of the next chunk */
+	struct pids_info *info;
+	struct pids_fetch *reaped;
+	int reap_err;
 };
 
-static void snapshot_range(void *arg)
+struct snapshot_job {
+	struct snapshot_pass *pass;
+	bool reap;
+};
+
+enum { SNAPSHOT_CHUNK = 64 };
+
+static int list_pids(int procfd, struct pvg_proc **procs, size_t *n);
+
+static void snapshot_job(void *arg)
 {
 	struct snapshot_job *job = arg;
+	struct snapshot_pass *pass = job->pass;
+	if (job->reap) {
+		errno = 0;
+		pass->reaped = procps_pids_reap(pass->info, PIDS_FETCH_TASKS_ONLY);
+		if (!pass->reaped)
+			pass->reap_err = errno ? -errno : -ESRCH;
+	}
+	pthread_mutex_lock(&pass->list_lock);
+	if (!pass->listed) {
+		pass->list_err = list_pids(pass->rd_template.procfd, &pass->procs, &pass->n);
+		pass->listed = true;
+	}
+	pthread_mutex_unlock(&pass->list_lock);
 	struct proc_read *rd = pvg_xcalloc(1, sizeof(*rd));
-	rd->procfd = job->procfd;
-	rd->fds = job->fds;
-	rd->devices = job->devices;
-	for (size_t i = job->from; i < job->to; i++)
-		read_proc(rd, &job->procs[i]);
+	*rd = pass->rd_template;
+	for (;;) {
+		size_t from = atomic_fetch_add(&pass->next, SNAPSHOT_CHUNK);
+		if (from >= pass->n)
+			break;
+		size_t to = from + SNAPSHOT_CHUNK < pass->n ? from + SNAPSHOT_CHUNK : pass->n;
+		for (size_t i = from; i < to; i++)
+			read_rest(rd, &pass->procs[i]);
+	}
 	free(rd);
 }
 
@@ -236,6 +300,67 @@ static size_t pass_threads(size_t n)
 	if (k > n / 512 + 1)
 		k = n / 512 + 1;
 	return k;
+}
+
+/* Our listing of /proc: the processes whose command lines and fds the threads read. */
+static int list_pids(int procfd, struct pvg_proc **procs, size_t *n)
+{
+	DIR *d = fdopendir(dup(procfd));
+	if (!d)
+		return -errno;
+	size_t cap = 1024;
+	*procs = pvg_xcalloc(cap, sizeof(**procs));
+	*n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || pid <= 0)
+			continue;
+		if (*n == cap) {
+			*procs = pvg_xrealloc(*procs, cap * 2, sizeof(**procs));
+			memset(*procs + cap, 0, cap * sizeof(**procs));
+			cap *= 2;
+		}
+		(*procs)[(*n)++].pid = (pid_t)pid;
+	}
+	closedir(d);
+	qsort(*procs, *n, sizeof(**procs), cmp_proc);
+	return 0;
+}
+
+/* Joins what libproc2 reaped with our listing, by pid: a process libproc2 did not see exited
+ * (its cmdline read, if any, is dropped); one it saw that our listing did not was born
+ * between the two listings and is read here. */
+static void join_reaped(struct pvg_targets *t, struct snapshot_pass *pass, struct proc_read *rd)
+{
+	struct pids_fetch *f = pass->reaped;
+	int total = f->counts ? f->counts->total : 0;
+	_cleanup_free_ bool *seen = pvg_xcalloc(pass->n ? pass->n : 1, sizeof(bool));
+	t->procs = pvg_xcalloc((size_t)(total > 0 ? total : 1), sizeof(*t->procs));
+	for (int i = 0; i < total; i++) {
+		struct pids_stack *s = f->stacks[i];
+		struct pvg_proc key = { .pid = PIDS_VAL(I_PID, s_int, s, pass->info) };
+		if (key.pid <= 0)
+			continue;
+		struct pvg_proc *listed = bsearch(&key, pass->procs, pass->n, sizeof(key), cmp_proc);
+		struct pvg_proc *p = &t->procs[t->n++];
+		if (listed) {
+			*p = *listed;
+			seen[listed - pass->procs] = true;
+		} else {
+			*p = key;
+			read_rest(rd, p);
+		}
+		p->ppid = PIDS_VAL(I_PPID, s_int, s, pass->info);
+		p->zombie = PIDS_VAL(I_STATE, s_ch, s, pass->info) == 'Z';
+		p->start_ticks = PIDS_VAL(I_BEGAN, ull_int, s, pass->info);
+		p->uid = PIDS_VAL(I_EUID, u_int, s, pass->info);
+		set_comm(rd, p, PIDS_VAL(I_CMD, str, s, pass->info));
+	}
+	for (size_t i = 0; i < pass->n; i++)
+		if (!seen[i])
+			proc_clear(&pass->procs[i]);
 }
 
 static int snapshot(struct pvg_targets *t, bool fds, const struct pvg_strv *devices)
@@ -252,48 +377,43 @@ static int snapshot(struct pvg_targets *t, bool fds, const struct pvg_strv *devi
 	_cleanup_close_ int procfd = open(SNAPSHOT_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (procfd < 0)
 		return -errno;
-	DIR *d = fdopendir(dup(procfd));
-	if (!d)
-		return -errno;
-	size_t cap = 1024;
-	t->procs = pvg_xcalloc(cap, sizeof(*t->procs));
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || pid <= 0)
-			continue;
-		if (t->n == cap) {
-			t->procs = pvg_xrealloc(t->procs, cap * 2, sizeof(*t->procs));
-			memset(t->procs + cap, 0, cap * sizeof(*t->procs));
-			cap *= 2;
-		}
-		t->procs[t->n].pid = (pid_t)pid;
-		t->procs[t->n].uid = (uid_t)-1;
-		t->n++;
-	}
-	closedir(d);
+	_cleanup_(pids_unrefp) struct pids_info *info = NULL;
+	int r = procps_pids_new(&info, pids_items, (int)ARRAY_SIZE(pids_items));
+	if (r < 0)
+		return r;
+	struct snapshot_pass pass = {
+		.rd_template = { .procfd = procfd, .fds = fds, .devices = devices },
+		.list_lock = PTHREAD_MUTEX_INITIALIZER,
+		.info = info,
+	};
+	atomic_init(&pass.next, 0);
 
-	size_t n_jobs = pass_threads(t->n);
+	/* before the listing, the kernel's count of tasks (threads too) stands for the processes */
+	struct sysinfo si;
+	size_t n_jobs = pass_threads(sysinfo(&si) == 0 ? si.procs : 0);
 	struct snapshot_job jobs[PVG_MAX_JOB_THREADS];
 	for (size_t j = 0; j < n_jobs; j++)
-		jobs[j] = (struct snapshot_job){ procfd, fds, devices, t->procs, t->n * j / n_jobs,
-						 t->n * (j + 1) / n_jobs };
-	pvg_run_jobs(snapshot_range, jobs, n_jobs, sizeof(jobs[0]));
+		jobs[j] = (struct snapshot_job){ &pass, j == 0 };
+	/* job 0 runs on the calling thread: the one that reaps */
+	pvg_run_jobs(snapshot_job, jobs, n_jobs, sizeof(jobs[0]));
+	if (!pass.reaped || pass.list_err < 0) {
+		for (size_t i = 0; i < pass.n; i++)
+			proc_clear(&pass.procs[i]);
+		free(pass.procs);
+		return pass.list_err < 0 ? pass.list_err : pass.reap_err;
+	}
+	struct proc_read *rd = pvg_xcalloc(1, sizeof(*rd));
+	*rd = pass.rd_template;
+	join_reaped(t, &pass, rd);
+	free(rd);
+	free(pass.procs);
 
-	size_t k = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		struct pvg_proc *p = &t->procs[i];
-		if (p->pid <= 0) {
-			proc_clear(p); /* exited while it was read */
-			continue;
-		}
 		int64_t ns = boot_ns + (int64_t)(p->start_ticks * (uint64_t)t->tick_ns);
 		p->start.tv_sec = (time_t)(ns / 1000000000);
 		p->start.tv_nsec = (long)(ns % 1000000000);
-		t->procs[k++] = *p;
 	}
-	t->n = k;
 	qsort(t->procs, t->n, sizeof(*t->procs), cmp_proc);
 	return 0;
 }
@@ -374,17 +494,14 @@ static void mark_tree(struct pvg_targets *t)
 		t->procs[i].in_tree = state[i] == IN;
 }
 
+/* libproc2 gives every process's owner (it stats each /proc folder), but the snapshot names
+ * it for the service's processes only (procs.h): the others keep (uid_t)-1. */
 static void fill_uids(struct pvg_targets *t)
 {
-	char path[64];
-	struct stat st;
 	for (size_t i = 0; i < t->n; i++) {
 		struct pvg_proc *p = &t->procs[i];
 		if (!(p->family || p->matched || p->in_tree))
-			continue;
-		snprintf(path, sizeof(path), SNAPSHOT_ROOT "/%d", (int)p->pid);
-		if (stat(path, &st) == 0)
-			p->uid = st.st_uid;
+			p->uid = (uid_t)-1;
 	}
 }
 

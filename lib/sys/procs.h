@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Processes: one snapshot of every process per run (one pass over /proc), the service's targets
- * selected from it (service.pid, service.pidfile or service.match), and the service tree.
+ * Processes, through libproc2: one snapshot of every process per run (one pass over /proc), the
+ * service's targets selected from it (service.pid, service.pidfile or service.match), and the
+ * service tree.
  * Callers share one snapshot per evaluation (checks/facts.h caches it).
  */
 #pragma once

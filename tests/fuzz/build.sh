@@ -28,7 +28,7 @@ done < <(find "$src/lib" "$src/checks" -name '*.c' -not -path "$src/lib/witness/
 targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind escape pymodule resolve})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
-		-lelf -lcjson -lz -lzstd -llz4 -lcrypto -lgit2 -lpthread
+		-lelf -lcjson -lproc2 -lz -lzstd -llz4 -lcrypto -lgit2 -lpthread
 done
 echo "built: ${targets[*]/#/$out/fuzz-}"
 

@@ -242,6 +242,48 @@ static void odd_names_and_command_lines_are_read(void)
 	waitpid(c, NULL, 0);
 }
 
+/* The name and the command line keep the kernel's bytes: libproc2 shows a control byte in
+ * the name as '.' or '?' and cuts arguments at newlines, and patterns match bytes. */
+static void names_and_command_lines_keep_their_bytes(void)
+{
+	int rel;
+	pid_t g;
+	pid_t c = spawn_tree("n\x01.\xc3\xa9?x", &rel, &g);
+	int ready[2];
+	CHECK(pipe(ready) == 0);
+	pid_t e = fork();
+	if (e == 0) {
+		close(ready[0]);
+		fcntl(ready[1], F_SETFD, FD_CLOEXEC);
+		char *argv[] = { "sl\neep\x01\xc3\xa9", "60", NULL };
+		execv("/bin/sleep", argv);
+		_exit(127);
+	}
+	close(ready[1]);
+	char b;
+	CHECK(read(ready[0], &b, 1) == 0); /* closed by the exec */
+	close(ready[0]);
+	struct pvg_config *cfg = pvg_config_new();
+	cfg->service.pid = c;
+	struct pvg_targets *t = NULL;
+	CHECK_INT(pvg_targets_scan(&cfg->service, &t), 0);
+	const struct pvg_proc *p = pvg_targets_find(t, c);
+	const struct pvg_proc *x = pvg_targets_find(t, e);
+	CHECK(p != NULL && x != NULL);
+	if (p)
+		CHECK_STR(p->comm, "n\x01.\xc3\xa9?x");
+	if (x) {
+		CHECK_STR(x->comm, "sleep");
+		CHECK_STR(x->cmdline, "sl?eep?\xc3\xa9 60");
+	}
+	pvg_targets_free(t);
+	pvg_config_free(cfg);
+	kill(e, SIGKILL);
+	waitpid(e, NULL, 0);
+	close(rel);
+	waitpid(c, NULL, 0);
+}
+
 /* No GPU driver in procfs/devices: the built-in device globs need not be matched. */
 static void gpu_globs_only_where_a_driver_is_registered(void)
 {
@@ -362,6 +404,7 @@ int main(void)
 	RUN(match_picks_newest_and_marks_family);
 	RUN(pidfile_older_than_process_is_reuse);
 	RUN(odd_names_and_command_lines_are_read);
+	RUN(names_and_command_lines_keep_their_bytes);
 	RUN(gpu_globs_only_where_a_driver_is_registered);
 	RUN(snapshot_fds_answer_like_the_walk);
 	TAP_EXIT();
