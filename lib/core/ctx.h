@@ -66,8 +66,9 @@ struct pvg_ctx {
 	void *slot[PVG_SLOT__MAX];
 	void (*slot_free[PVG_SLOT__MAX])(void *);
 
-	/* during pvg_evaluate: the gates it evaluates, the gate running now, and the later ones
-	 * still to prepare */
+	/* during pvg_evaluate: the table of gates, the gates it evaluates, the gate running now,
+	 * and the later ones still to prepare */
+	const struct pvg_gate_table *gates;
 	pvg_gate_mask selected;
 	int current_gate;
 	pvg_gate_mask to_prepare;
@@ -140,6 +141,12 @@ struct pvg_check {
 	void (*start)(struct pvg_ctx *ctx);
 };
 
-extern const struct pvg_check *const pvg_checks[PVG_N_GATES];
+/* The gates a run drives, in the chain's order, and the reader of the report's "environment":
+ * handed to the runner by the layer that owns them (checks/table.c); core names no gate. */
+struct pvg_gate_table {
+	const struct pvg_check *const *checks; /* PVG_N_GATES of them, gate i + 1 at i */
+	/* after the gates ran, from their facts (the process snapshot) */
+	cJSON *(*environment)(struct pvg_ctx *ctx);
+};
 
 
