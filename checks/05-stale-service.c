@@ -162,7 +162,7 @@ static void prepare_stale_service(struct pvg_ctx *ctx)
 	const struct pvg_targets *t;
 	if (ctx->phase == PVG_PHASE_PRESTART || pvg_targets_get(ctx, &t) < 0 || t->err)
 		return;
-	pvg_ctx_set_slot(ctx, PVG_SLOT_STALE, read_live(ctx, t), live_read_free);
+	pvg_ctx_set_slot(ctx, PVG_SLOT_LISTENERS_FDS, read_live(ctx, t), live_read_free);
 }
 
 static enum pvg_status denied_problem(struct pvg_result *res, const struct pvg_fd_scan *fs,
@@ -341,7 +341,7 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 	}
 
 	/* one pass over every process's fds: the port's socket and GPU devices */
-	_cleanup_(live_read_freep) struct live_read *lr = pvg_ctx_take_slot(ctx, PVG_SLOT_STALE);
+	_cleanup_(live_read_freep) struct live_read *lr = pvg_ctx_take_slot(ctx, PVG_SLOT_LISTENERS_FDS);
 	if (lr && lr->t != t) {
 		live_read_free(lr);
 		lr = NULL;
