@@ -11,15 +11,15 @@
 #include "util/hash.h"
 
 
-/* Facts computed once and shared by gates (gate 1 needs gate 2's change set, gate 4 the
- * build digest of gate 3, ...). Each area owns its slot's type. */
+/* Facts computed once and shared by gates, named by what they hold (the gates that read
+ * them name their own). Each area owns its slot's type. */
 enum pvg_slot {
-	PVG_SLOT_CHANGE_SET = 0, /* git change set (install-scope) */
-	PVG_SLOT_TARGETS,   /* target processes (process-maps, stale-service) */
-	PVG_SLOT_CODE_OBJECTS,   /* code objects of the installed artifact */
-	PVG_SLOT_LOG_MARKERS,   /* gate 7's read of the service log */
-	PVG_SLOT_LISTENERS_FDS,     /* gate 5's read of listeners and fds */
-	PVG_SLOT_TREE_FACTS, /* command line, environment, maps of each service tree process */
+	PVG_SLOT_CHANGE_SET = 0, /* the git change set (sys/scope) */
+	PVG_SLOT_TARGETS,        /* the process snapshot and the target processes selected */
+	PVG_SLOT_CODE_OBJECTS,   /* the code objects of each installed artifact */
+	PVG_SLOT_LOG_MARKERS,    /* the service log as read: its dispatch markers, times, refusals */
+	PVG_SLOT_LISTENERS_FDS,  /* the service's listening sockets and open descriptors */
+	PVG_SLOT_TREE_FACTS,     /* command line, environment, maps of each service tree process */
 	PVG_SLOT_EXTRA,
 	PVG_SLOT__MAX,
 };
