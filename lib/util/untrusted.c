@@ -522,11 +522,13 @@ int pvg_read_file(const char *path, size_t max, char **out, size_t *len)
 	return pvg_read_fd(fd, max, out, len);
 }
 
-ssize_t pvg_read_full(int fd, void *buf, size_t len)
+/* The loop of both: read(2) from the fd's offset, or pread(2) at off when positioned. */
+static ssize_t read_loop(int fd, void *buf, size_t len, bool positioned, uint64_t off)
 {
 	size_t got = 0;
 	while (got < len) {
-		ssize_t r = read(fd, (char *)buf + got, len - got);
+		ssize_t r = positioned ? pread(fd, (char *)buf + got, len - got, (off_t)(off + got))
+				       : read(fd, (char *)buf + got, len - got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -538,20 +540,14 @@ ssize_t pvg_read_full(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
+ssize_t pvg_read_full(int fd, void *buf, size_t len)
+{
+	return read_loop(fd, buf, len, false, 0);
+}
+
 ssize_t pvg_pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
-	size_t got = 0;
-	while (got < len) {
-		ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
+	return read_loop(fd, buf, len, true, off);
 }
 
 int pvg_read_fd(int fd, size_t max, char **out, size_t *len)
