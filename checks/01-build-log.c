@@ -74,15 +74,6 @@ static char *hipified_rel(const struct pvg_hipify_line *h, const char *rel)
 	return pvg_strdup(h->dst + root);
 }
 
-static enum pvg_status worse(enum pvg_status a, enum pvg_status b)
-{
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 static int64_t mtime_ns(const struct stat *st)
 {
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
@@ -496,10 +487,10 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 			 * artifacts it could be for */
 			for (size_t a = 0; a < v->n_arts; a++)
 				if (v->n_arts == 1 || globs_match(v->arts[a].compiled, rel))
-					st = worse(st, check_arch(v, (long)a, v->arts[a].arch, c, name, label,
+					st = pvg_status_worst(st, check_arch(v, (long)a, v->arts[a].arch, c, name, label,
 								  l, res));
 			if (v->n_arts == 0)
-				st = worse(st, check_arch(v, -1, req->arch, c, name, label, l, res));
+				st = pvg_status_worst(st, check_arch(v, -1, req->arch, c, name, label, l, res));
 			continue;
 		}
 		if (np == 0) {
@@ -512,7 +503,7 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 					    "into (%zu shared objects are linked; non-verbose link lines "
 					    "or response files)",
 					    c->lineno, label, v->g->n_shared);
-				st = worse(st, PVG_UNVERIFIABLE);
+				st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 			} else {
 				pvg_problem(res, "build-log.not-linked",
 					    "rebuild so that the artifact is relinked with the changed "
@@ -537,7 +528,7 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 				continue;
 			}
 			const struct pvg_buildlog_artifact *a = &v->arts[p[k].art];
-			st = worse(st, check_arch(v, p[k].art, a->arch, c, name, label, l, res));
+			st = pvg_status_worst(st, check_arch(v, p[k].art, a->arch, c, name, label, l, res));
 			if (p[k].link_line && p[k].link_line < c->lineno) {
 				char lb[160];
 				pvg_problem(res, "build-log.not-relinked",
@@ -667,7 +658,7 @@ static enum pvg_status check_header(const struct view *v, const char *rel, const
 					    "changed header %s is included by %s (compiled at line %zu), "
 					    "and the log does not show which output that is linked into",
 					    rel, obj, cs->lineno);
-				st = worse(st, PVG_UNVERIFIABLE);
+				st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 			}
 			/* else: an object this log neither builds nor links (another target) */
 			continue;
@@ -748,7 +739,7 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 			    "the build log holds more hipify and command lines than provgate keeps "
 			    "(%u MiB); the rest was not read",
 			    PVG_BUILDLOG_KEEP_MAX >> 20);
-		st = worse(st, PVG_UNVERIFIABLE);
+		st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 	}
 	for (size_t i = 0; i < log->n_failed_kept; i++)
 		pvg_problem(res, "build-log.failed-step", "fix the build failure and rebuild",
@@ -792,13 +783,13 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 			    "the build log holds more link steps than provgate follows (%u, %u inputs "
 			    "in all); the rest was not read",
 			    PVG_LINKGRAPH_LINKS_MAX, PVG_LINKGRAPH_INPUTS_MAX);
-		st = worse(st, PVG_UNVERIFIABLE);
+		st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 	}
 	cJSON *arts_ev = v.multi ? cJSON_AddArrayToObject(ev, "artifacts") : NULL;
 	if (v.n_arts == 0) {
 		pvg_problem(res, "build-log.not-configured", "set build.artifact",
 			    "build.artifact is not set: the link step cannot be found");
-		st = worse(st, PVG_UNVERIFIABLE);
+		st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 	}
 	bool any_linked = false;
 	for (size_t i = 0; i < v.n_arts; i++)
@@ -819,7 +810,7 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		if (!a->file) {
 			pvg_problem(res, "build-log.not-configured", "set the artifact's build file",
 				    "%sno build file is set: the link step cannot be found", al);
-			st = worse(st, PVG_UNVERIFIABLE);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
 		} else if (!link_line && v.multi && any_linked && !globs_name_a_change(req, a)) {
 			/* an incremental build relinks only what changed: an artifact that no changed
 			 * source goes into need not be relinked (each changed source must still be
@@ -856,7 +847,7 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 						       ? hipified_rel(h, rel) : NULL;
 		_cleanup_free_ char *native = NULL;
 		if (!req->cuda && h) {
-			st = worse(st, check_hipify(req, rel, h, dst_rel, fe, res));
+			st = pvg_status_worst(st, check_hipify(req, rel, h, dst_rel, fe, res));
 			if (req->counts && h->status != PVG_HIPIFY_IGNORED)
 				req->counts->hipified++;
 		} else if (!req->cuda && is_cuda_source(rel) &&
@@ -875,12 +866,12 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		}
 		uint64_t placed = 0;
 		if (header) {
-			st = worse(st, check_header(&v, rel, dst_rel, h ? h->lineno : 0, fe, res));
+			st = pvg_status_worst(st, check_header(&v, rel, dst_rel, h ? h->lineno : 0, fe, res));
 		} else if (unit) {
 			const char *name = rel;
 			if (!req->cuda && h && h->status != PVG_HIPIFY_IGNORED)
 				name = dst_rel ? dst_rel : h->dst;
-			st = worse(st, check_compile(&v, rel, name, fe, res, &placed));
+			st = pvg_status_worst(st, check_compile(&v, rel, name, fe, res, &placed));
 		}
 		/* a source edited after the link is not in the artifact, whatever the log says:
 		 * the oldest of the artifacts it went into (of all, when that is not known) */
@@ -1310,7 +1301,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 			pvg_summary(res, "%sbuild artifact %s: %s", al, build, strerror(e));
 		pvg_problem(res, "build-log.artifact-missing", "build the artifact, or fix build.artifact",
 			    "%sbuild artifact %s: %s", al, build, strerror(e));
-		st = worse(st, e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE);
+		st = pvg_status_worst(st, e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE);
 	}
 	if (st != PVG_PASS) {
 		free(art_st);

@@ -156,7 +156,7 @@ static void prepare_stale_service(struct pvg_ctx *ctx)
 	const struct pvg_targets *t;
 	if (ctx->phase == PVG_PHASE_PRESTART || pvg_targets_get(ctx, &t) < 0 || t->err)
 		return;
-	pvg_ctx_set_slot(ctx, PVG_SLOT_STALE, read_live(ctx, t), live_read_free);
+	pvg_ctx_set_slot(ctx, PVG_SLOT_LISTENERS_FDS, read_live(ctx, t), live_read_free);
 }
 
 /* ---- the unread fd tables: one problem however often they matter ---- */
@@ -819,7 +819,7 @@ static struct gpu_finding check_gpu(struct pvg_ctx *ctx, struct pvg_result *res,
 /* The live read prepare() made while gate 3 hashed, if it was of this snapshot; else now. */
 static struct live_read *take_live_read(struct pvg_ctx *ctx, const struct pvg_targets *t)
 {
-	struct live_read *lr = pvg_ctx_take_slot(ctx, PVG_SLOT_STALE);
+	struct live_read *lr = pvg_ctx_take_slot(ctx, PVG_SLOT_LISTENERS_FDS);
 	if (lr && lr->t != t) {
 		live_read_free(lr);
 		lr = NULL;

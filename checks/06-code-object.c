@@ -9,7 +9,7 @@
 #include "formats/codeobj/codeobj.h"
 #include "sys/gpu-procs.h"
 
-/* The installed artifacts' code objects, read once per run (PVG_SLOT_CODEOBJ): one set a
+/* The installed artifacts' code objects, read once per run (PVG_SLOT_CODE_OBJECTS): one set a
  * artifact, each scanned with the kernel names of its own arch. */
 struct codeobj_sets {
 	size_t n;
@@ -27,11 +27,11 @@ static void codeobj_sets_free(void *p)
 static int installed_code_objects(struct pvg_ctx *ctx, size_t ai, const char *path,
 				  struct pvg_codeobj_set **out)
 {
-	struct codeobj_sets *sets = pvg_ctx_slot(ctx, PVG_SLOT_CODEOBJ);
+	struct codeobj_sets *sets = pvg_ctx_slot(ctx, PVG_SLOT_CODE_OBJECTS);
 	if (!sets) {
 		sets = pvg_xcalloc(1, sizeof(*sets) + ctx->n_arts * sizeof(sets->set[0]));
 		sets->n = ctx->n_arts;
-		pvg_ctx_set_slot(ctx, PVG_SLOT_CODEOBJ, sets, codeobj_sets_free);
+		pvg_ctx_set_slot(ctx, PVG_SLOT_CODE_OBJECTS, sets, codeobj_sets_free);
 	}
 	if (ai >= sets->n)
 		return -EINVAL;

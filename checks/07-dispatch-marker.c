@@ -406,7 +406,7 @@ static bool configured(const struct pvg_config *cfg)
 static void prepare_dispatch_marker(struct pvg_ctx *ctx)
 {
 	if (configured(ctx->cfg))
-		pvg_ctx_set_slot(ctx, PVG_SLOT_MARKERS, read_markers(ctx), marker_read_free);
+		pvg_ctx_set_slot(ctx, PVG_SLOT_LOG_MARKERS, read_markers(ctx), marker_read_free);
 }
 
 static enum pvg_status markers_decide(struct pvg_ctx *ctx, struct pvg_result *res,
@@ -710,7 +710,7 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	_cleanup_(marker_read_freep) struct marker_read *m = NULL;
 	if (configured(ctx->cfg)) {
-		m = pvg_ctx_take_slot(ctx, PVG_SLOT_MARKERS);
+		m = pvg_ctx_take_slot(ctx, PVG_SLOT_LOG_MARKERS);
 		if (!m)
 			m = read_markers(ctx);
 	}

@@ -203,15 +203,6 @@ static bool name_is_target(const char *name, const struct live_set *s)
 	return false;
 }
 
-static enum pvg_status worse(enum pvg_status a, enum pvg_status b)
-{
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 /* The variables the service must have been started with. */
 static enum pvg_status check_environment(struct pvg_ctx *ctx, struct pvg_result *res, pid_t pid,
 					 cJSON *ev)
@@ -386,7 +377,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 					folder.is_link ? "refused" : "unreadable",
 					folder.is_link ? "a symbolic link" : strerror(-fo));
 		free(live.t);
-		return worse(status, PVG_UNVERIFIABLE);
+		return pvg_status_worst(status, PVG_UNVERIFIABLE);
 	}
 	cJSON *fj = cJSON_AddObjectToObject(ev, "folder");
 	pvg_json_add_int(fj, "owner_uid", (int)folder.st.st_uid);
@@ -407,7 +398,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 			    "service for a fresh witness there)",
 			    "cannot ask the live service for a fresh witness in %s: %s", cfg->witness.dir,
 			    strerror(-fr.err));
-		status = worse(status, PVG_UNVERIFIABLE);
+		status = pvg_status_worst(status, PVG_UNVERIFIABLE);
 	}
 
 	struct pvg_witness_dir dir;
@@ -420,7 +411,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 			    "witness folder %s: %s", cfg->witness.dir, strerror(-dr));
 		*summary = pvg_asprintf("witness folder unreadable: %s", strerror(-dr));
 		free(live.t);
-		return worse(status, PVG_UNVERIFIABLE);
+		return pvg_status_worst(status, PVG_UNVERIFIABLE);
 	}
 
 	size_t attr_count[PVG_WITNESS_ATTR_N] = { 0 }, unreadable = 0, n_live = 0, recording = 0;
@@ -476,7 +467,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 			n_stale++;
 			if (fr.token)
 				stale_problem(ctx, res, f->name, h, &live.t[which], &fr);
-			status = worse(status, PVG_UNVERIFIABLE);
+			status = pvg_status_worst(status, PVG_UNVERIFIABLE);
 		}
 		cJSON *o = cJSON_CreateObject();
 		pvg_json_add_str(o, "file", f->name);
@@ -553,7 +544,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 			    "start it without a profiler holding CUPTI",
 			    "the witness is loaded in the live service but not recording: %s",
 			    note && note[0] ? note : "no reason given");
-		status = worse(status, PVG_UNVERIFIABLE);
+		status = pvg_status_worst(status, PVG_UNVERIFIABLE);
 		*summary = pvg_strdup("witness: loaded but not recording");
 		goto out;
 	}
@@ -682,7 +673,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 				    "{%s}: %" PRIu64 " launch%s seen by the witness, %ld required%s", want,
 				    got, got == 1 ? "" : "es", need, full);
 		}
-		status = worse(status, table_full || unknown ? PVG_UNVERIFIABLE : PVG_FAIL);
+		status = pvg_status_worst(status, table_full || unknown ? PVG_UNVERIFIABLE : PVG_FAIL);
 	}
 	/* a forbid is proven only over launches the witness itemized */
 	if (opaque && cfg->witness.forbid.n) {
@@ -694,7 +685,7 @@ enum pvg_status pvg_witness_check(struct pvg_ctx *ctx, struct pvg_result *res, c
 			    "exec it could not read or follow, a conditional body, a device-launchable "
 			    "exec, or a version 1 witness): a forbidden kernel may have run in them",
 			    opaque, opaque == 1 ? "" : "s");
-		status = worse(status, PVG_UNVERIFIABLE);
+		status = pvg_status_worst(status, PVG_UNVERIFIABLE);
 	}
 	size_t forbidden = 0;
 	for (size_t k = 0; k < cfg->witness.forbid.n; k++) {

@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* checks: the seven gates. Each NN-name.c owns its gate's decision; table.c orders them. */
+/*
+ * checks: the seven gates. Each NN-name.c owns its gate's decision: its rules (listed on its
+ * first screen, each taking the facts it needs and returning a status and problems), and the
+ * functions that build its evidence apart from them. The facts come from facts.h (shared,
+ * cached in the context's slots) or from sys/ and formats/ directly. table.c orders the
+ * gates and hands the table to the runner.
+ */
 #pragma once
 #include "core/ctx.h"
 

@@ -164,7 +164,7 @@ static void scope_free_void(void *p)
 
 int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out)
 {
-	struct pvg_scope *s = pvg_ctx_slot(ctx, PVG_SLOT_SCOPE);
+	struct pvg_scope *s = pvg_ctx_slot(ctx, PVG_SLOT_CHANGE_SET);
 	if (!s) {
 		const struct pvg_config *cfg = ctx->cfg;
 		/* provgate's own inputs are not runtime files of the change */
@@ -198,7 +198,7 @@ int pvg_scope_get(struct pvg_ctx *ctx, const struct pvg_scope **out)
 		src.compiled.v = globs;
 		src.compiled.n = g;
 		s = pvg_scope_compute(&src, cfg->dir, &own);
-		pvg_ctx_set_slot(ctx, PVG_SLOT_SCOPE, s, scope_free_void);
+		pvg_ctx_set_slot(ctx, PVG_SLOT_CHANGE_SET, s, scope_free_void);
 	}
 	*out = s;
 	return s->err;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared by the verbs of cmd/: rendering and report files. No gate logic lives here. */
+/* Shared by the verbs of cmd/ (no gate logic lives here): cli.c loads the config, parses
+ * --gates and the output flags, writes report files and shows progress; render.c renders a
+ * run as text and JUnit; attest.c writes attestations. */
 #pragma once
 #include <signal.h>
 #include "core/attest.h"
@@ -27,6 +29,15 @@ extern const struct cli_verb verb_init;
 int cli_bundle_start(void) __attribute__((weak));
 void cli_bundle_version(FILE *f) __attribute__((weak));
 
+/* SIGPIPE's disposition as provgate found it (provgate itself ignores SIGPIPE) */
+extern struct sigaction cli_sigpipe_inherited;
+/* (run.c) */
+/* Replaces the placeholders ({node}, {host}, {job}) of a report path given to flag, into
+ * buf; *path then points there. EXIT_OK, or EXIT_USAGE with a message naming the flag. */
+int cli_expand_path(const char *flag, const char **path, char *buf, size_t size);
+
+/* ---- render.c: a run as text and JUnit ---- */
+
 /* Colour escape codes, or "" when stdout is not a terminal or NO_COLOR is set. */
 struct cli_style {
 	const char *pass, *fail, *warn, *dim, *bold, *reset;
@@ -40,12 +51,6 @@ void cli_print_verdict(FILE *f, const struct pvg_run *run, bool certify,
 		       const struct cli_style *st);
 void cli_print_run(FILE *f, const struct pvg_run *run, bool certify, int verbosity,
 		   const struct cli_style *st);
-/* Writes text atomically (temp file + rename); "-" is stdout. 0 or -errno. */
-int cli_write_file(const char *path, const char *text);
-/* SIGPIPE's disposition as provgate found it (provgate itself ignores SIGPIPE) */
-extern struct sigaction cli_sigpipe_inherited;
-/* 0 when a report can be written at PATH (a temp file beside it is made and removed); -errno */
-int cli_check_writable(const char *path);
 char *cli_junit(const struct pvg_run *run);
 /* Text for XML (attributes and content), UTF-8 sanitized. */
 void cli_xml_escape(FILE *f, const char *s);
@@ -60,19 +65,6 @@ void cli_junit_line(FILE *f, const char *code, const char *message, const char *
 void cli_junit_failure_end(FILE *f);
 void cli_junit_case_end(FILE *f);
 char *cli_junit_end(FILE *f, char **buf);
-/* The run's JSON report (with a final newline) to PATH ("-": stdout). 0 or -errno. */
-int cli_write_json(const char *path, const struct pvg_run *run);
-/* The --json and --junit files (either may be NULL), a message on stderr for each that
- * cannot be written: EXIT_OK or EXIT_USAGE. */
-int cli_write_reports(const char *json, const char *junit, const struct pvg_run *run);
-/* Replaces the placeholders ({node}, {host}, {job}) of a report path given to flag, into
- * buf; *path then points there. EXIT_OK, or EXIT_USAGE with a message naming the flag. */
-int cli_expand_path(const char *flag, const char **path, char *buf, size_t size);
-/* Loads the config named by -c / $PROVGATE_CONFIG / ./provgate.json; exit code or 0. */
-int cli_load_config(const char *opt_path, struct pvg_config **cfg);
-/* Parses "1,3-4" or gate names into a mask; -EINVAL with a message on stderr. */
-int cli_parse_gates(const char *spec, pvg_gate_mask *out);
-void cli_progress(const char *path, uint64_t done, uint64_t total);
 
 /* ---- attest.c: --attest / --sign-key of run, certify and exec ---- */
 
@@ -99,6 +91,26 @@ void cli_attest_close(struct cli_attest *a);
 int cli_write_attestation(const char *path, const cJSON *report,
 			  const struct pvg_subject *subjects, size_t n_subjects,
 			  const struct pvg_key *key);
+/* The same for a run's report. */
+int cli_write_run_attestation(const struct cli_attest *a, const struct pvg_run *run);
+
+/* ---- cli.c: the config, --gates, output flags, report files, progress ---- */
+
+/* Writes text atomically (temp file + rename); "-" is stdout. 0 or -errno. */
+int cli_write_file(const char *path, const char *text);
+/* 0 when a report can be written at PATH (a temp file beside it is made and removed); -errno */
+int cli_check_writable(const char *path);
+/* The run's JSON report (with a final newline) to PATH ("-": stdout). 0 or -errno. */
+int cli_write_json(const char *path, const struct pvg_run *run);
+/* The --json and --junit files (either may be NULL), a message on stderr for each that
+ * cannot be written: EXIT_OK or EXIT_USAGE. */
+int cli_write_reports(const char *json, const char *junit, const struct pvg_run *run);
+/* Loads the config named by -c / $PROVGATE_CONFIG / ./provgate.json; exit code or 0. */
+int cli_load_config(const char *opt_path, struct pvg_config **cfg);
+/* Parses "1,3-4" or gate names into a mask; -EINVAL with a message on stderr. */
+int cli_parse_gates(const char *spec, pvg_gate_mask *out);
+void cli_progress(const char *path, uint64_t done, uint64_t total);
+
 /* The output flags of compare, merge and verify-attestation, one meaning in each. */
 enum { CLI_OPT_JSON = 200, CLI_OPT_JUNIT, CLI_OPT_ATTEST, CLI_OPT_SIGN_KEY, CLI_OPT_NO_COLOR };
 struct cli_outputs {
@@ -120,5 +132,3 @@ void cli_outputs_done(struct cli_outputs *o);
  * written outranks a refusal). */
 int cli_write_outputs(const char *who, int rc, const cJSON *doc, const struct cli_outputs *o,
 		      const char *junit_xml);
-/* The same for a run's report. */
-int cli_write_run_attestation(const struct cli_attest *a, const struct pvg_run *run);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "core/config.h"
+#include "formats/jsonc.h"
 #include "util/hash.h"
 #include "sys/node.h"
 #include "util/placeholder.h"
@@ -244,113 +245,6 @@ void pvg_config_free(struct pvg_config *cfg)
 	free(cfg);
 }
 
-bool pvg_arch_is_cuda(const char *arch)
-{
-	return arch && strncmp(arch, "sm_", 3) == 0;
-}
-
-/*
- * Known targets. AMD: LLVM's AMDGPU processor list (clang --offload-arch values, see LLVM's
- * AMDGPUUsage "Processors" table, LLVM 20) plus Hygon DCU's gfx936 (DTK's LLVM). CUDA: the
- * real architectures nvcc's -arch=sm_NN takes (CUDA 13 and earlier ones). An unknown but
- * well-formed name is refused too: gate 6 could never find its code object, and a typo such
- * as gfx1234 for gfx1103 would only fail there; a target newer than this table needs it added.
- */
-static const char *const amd_targets[] = {
-	"gfx600",  "gfx601",  "gfx602",  "gfx700",  "gfx701",  "gfx702",  "gfx703",  "gfx704",
-	"gfx705",  "gfx801",  "gfx802",  "gfx803",  "gfx805",  "gfx810",  "gfx900",  "gfx902",
-	"gfx904",  "gfx906",  "gfx908",  "gfx909",  "gfx90a",  "gfx90c",  "gfx936",  "gfx940",
-	"gfx941",  "gfx942",  "gfx950",  "gfx1010", "gfx1011", "gfx1012", "gfx1013", "gfx1030",
-	"gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036", "gfx1100", "gfx1101",
-	"gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153", "gfx1200", "gfx1201",
-	"gfx9-generic", "gfx9-4-generic", "gfx10-1-generic", "gfx10-3-generic", "gfx11-generic",
-	"gfx12-generic",
-};
-static const char *const cuda_targets[] = {
-	"sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50",	"sm_52", "sm_53",
-	"sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",	"sm_86", "sm_87",
-	"sm_88", "sm_89", "sm_90", "sm_100", "sm_101", "sm_103", "sm_110", "sm_120", "sm_121",
-};
-/* target features a code object's id may carry (gfx90a:xnack-) */
-static const char *const amd_features[] = { "xnack", "sramecc" };
-
-static bool in_table(const char *const *t, size_t n, const char *s, size_t len)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strlen(t[i]) == len && strncmp(t[i], s, len) == 0)
-			return true;
-	return false;
-}
-
-static size_t edit_distance(const char *a, const char *b);
-
-/* Why arch is refused, with the closest known name; NULL when it is valid. */
-static char *arch_problem(const char *arch)
-{
-	if (!arch || !arch[0])
-		return pvg_strdup("empty");
-	if (strncmp(arch, "compute_", 8) == 0)
-		return pvg_asprintf("\"%s\" is a virtual (PTX) architecture; arch names the GPU's "
-				    "real one: sm_%s", arch, arch + 8);
-	bool cuda = strncmp(arch, "sm_", 3) == 0;
-	size_t base_len = strcspn(arch, ":");
-	if (cuda) {
-		size_t l = strlen(arch);
-		/* sm_90a, sm_100f: the arch-specific and family forms of a known one (>= sm_90) */
-		size_t bl = l > 3 && (arch[l - 1] == 'a' || arch[l - 1] == 'f') ? l - 1 : l;
-		if (!strchr(arch, ':') && in_table(cuda_targets, ARRAY_SIZE(cuda_targets), arch, bl) &&
-		    (bl == l || atoi(arch + 3) >= 90))
-			return NULL;
-	} else if (strncmp(arch, "gfx", 3) == 0 &&
-		   in_table(amd_targets, ARRAY_SIZE(amd_targets), arch, base_len)) {
-		const char *p = arch + base_len;
-		bool ok = true;
-		while (ok && *p == ':') {
-			p++;
-			size_t fl = strcspn(p, "+-:");
-			ok = in_table(amd_features, ARRAY_SIZE(amd_features), p, fl) &&
-			     (p[fl] == '+' || p[fl] == '-');
-			p += fl + (p[fl] ? 1 : 0);
-		}
-		if (ok && !*p)
-			return NULL;
-		return pvg_asprintf("\"%s\": a target feature must be xnack or sramecc followed by + "
-				    "or - (gfx90a:xnack-)", arch);
-	}
-	/* the closest known name, compared in lower case (gfx9OA -> gfx90a) */
-	const char *best = NULL;
-	size_t best_d = SIZE_MAX;
-	_cleanup_free_ char *base = pvg_asprintf("%.*s", (int)base_len, arch);
-	for (int t = 0; t < 2; t++) {
-		const char *const *tab = t ? cuda_targets : amd_targets;
-		size_t n = t ? ARRAY_SIZE(cuda_targets) : ARRAY_SIZE(amd_targets);
-		for (size_t i = 0; i < n; i++) {
-			/* ties go to the longer common prefix: sm_91 is sm_90, not sm_21 */
-			size_t d = edit_distance(base, tab[i]) * 64;
-			size_t pre = 0;
-			while (base[pre] && tolower((unsigned char)base[pre]) == tab[i][pre])
-				pre++;
-			d += 63 - (pre < 63 ? pre : 63);
-			if (d < best_d) {
-				best_d = d;
-				best = tab[i];
-			}
-		}
-	}
-	if (best && best_d / 64 <= 2)
-		return pvg_asprintf("\"%s\" is not a known GPU architecture; did you mean \"%s\"? "
-				    "(AMD gfx targets from LLVM's list and gfx936, or CUDA sm_NN)",
-				    arch, best);
-	return pvg_asprintf("\"%s\" is not a known GPU architecture (expected an AMD gfx target "
-			    "such as gfx936 or gfx90a:xnack-, or CUDA sm_NN such as sm_90)", arch);
-}
-
-bool pvg_arch_valid(const char *arch)
-{
-	_cleanup_free_ char *why = arch_problem(arch);
-	return why == NULL;
-}
-
 static const char *json_type_name(const cJSON *j)
 {
 	if (cJSON_IsString(j))
@@ -376,34 +270,6 @@ static void known_keys(const struct field *fields, char *out, size_t size)
 		o += (size_t)snprintf(out + o, size - o, "%s%s", o ? ", " : "", f->key);
 }
 
-/* Edit distance (insert, delete, substitute, swap of neighbours), ASCII case folded; keys
- * are short, so the rows fit on the stack (longer ones are never close). */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 63 || lb > 63)
-		return SIZE_MAX;
-	size_t d[64][64];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (size_t k = 0; k <= lb; k++)
-		d[0][k] = k;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t k = 1; k <= lb; k++) {
-			size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[k - 1]);
-			size_t v = d[i - 1][k] + 1;
-			if (d[i][k - 1] + 1 < v)
-				v = d[i][k - 1] + 1;
-			if (d[i - 1][k - 1] + cost < v)
-				v = d[i - 1][k - 1] + cost;
-			if (i > 1 && k > 1 && a[i - 1] == b[k - 2] && a[i - 2] == b[k - 1] &&
-			    d[i - 2][k - 2] + 1 < v)
-				v = d[i - 2][k - 2] + 1;
-			d[i][k] = v;
-		}
-	return d[la][lb];
-}
-
 /* The closest key of fields (at most a third of its letters off), or a section elsewhere that
  * has this very key: ", did you mean \"artifact\"?" */
 static void suggest_key(const struct field *fields, const char *key, char *out, size_t size)
@@ -412,7 +278,7 @@ static void suggest_key(const struct field *fields, const char *key, char *out, 
 	const char *best = NULL;
 	size_t best_d = SIZE_MAX;
 	for (const struct field *f = fields; f->key; f++) {
-		size_t d = edit_distance(key, f->key);
+		size_t d = pvg_edit_distance(key, f->key);
 		size_t allowed = strlen(f->key) / 3 ? strlen(f->key) / 3 : 1;
 		if (d <= allowed && d < best_d) {
 			best = f->key;
@@ -894,7 +760,7 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 		if (r < 0)
 			return r;
 		{
-			_cleanup_free_ char *why = arch_problem(*(char **)dst);
+			_cleanup_free_ char *why = pvg_target_id_problem(*(char **)dst);
 			if (why) {
 				_cleanup_free_ char *clean = pvg_utf8_sanitize(why, strlen(why));
 				set_err(ld->err, "%s: %s: %s", ld->origin, key, clean);
@@ -999,203 +865,6 @@ static int parse_object(const struct loader *ld, const struct field *fields, con
 	return 0;
 }
 
-/* Replaces comments with spaces (newlines kept, so line numbers stay right). */
-static int strip_comments(char *s, size_t len, size_t *bad_at)
-{
-	bool in_str = false;
-	for (size_t i = 0; i < len; i++) {
-		if (in_str) {
-			if (s[i] == '\\' && i + 1 < len)
-				i++;
-			else if (s[i] == '"')
-				in_str = false;
-			continue;
-		}
-		if (s[i] == '"') {
-			in_str = true;
-		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '/') {
-			while (i < len && s[i] != '\n')
-				s[i++] = ' ';
-		} else if (s[i] == '/' && i + 1 < len && s[i + 1] == '*') {
-			size_t start = i;
-			s[i++] = ' ';
-			s[i++] = ' ';
-			while (i < len && !(s[i] == '*' && i + 1 < len && s[i + 1] == '/')) {
-				if (s[i] != '\n')
-					s[i] = ' ';
-				i++;
-			}
-			if (i >= len) {
-				*bad_at = start;
-				return -EINVAL;
-			}
-			s[i] = ' ';
-			s[i + 1] = ' ';
-			i++;
-		}
-	}
-	return 0;
-}
-
-static void line_col(const char *s, size_t off, int *line, int *col)
-{
-	*line = 1;
-	*col = 1;
-	for (size_t i = 0; i < off && s[i]; i++) {
-		if (s[i] == '\n') {
-			(*line)++;
-			*col = 1;
-		} else {
-			(*col)++;
-		}
-	}
-}
-
-/* ---- where a key is in the text --------------------------------------------------------- */
-
-/*
- * cJSON keeps no positions, so an error's key is found again in the (comment-stripped, valid)
- * text by a small scanner that follows the dotted path ("markers.require[0].selected"). It
- * reads each byte at most once and nests at most MAX_DEPTH deep.
- */
-#define MAX_DEPTH 64
-
-struct jscan {
-	const char *s;
-	size_t n, i;
-};
-
-static void js_ws(struct jscan *j)
-{
-	while (j->i < j->n && isspace((unsigned char)j->s[j->i]))
-		j->i++;
-}
-
-/* A string token at j->i: [*start, *end) is its raw content. */
-static bool js_string(struct jscan *j, size_t *start, size_t *end)
-{
-	if (j->i >= j->n || j->s[j->i] != '"')
-		return false;
-	*start = ++j->i;
-	while (j->i < j->n && j->s[j->i] != '"')
-		j->i += j->s[j->i] == '\\' ? 2 : 1;
-	if (j->i >= j->n)
-		return false;
-	*end = j->i++;
-	return true;
-}
-
-static bool js_skip(struct jscan *j, int depth)
-{
-	js_ws(j);
-	if (j->i >= j->n || depth > MAX_DEPTH)
-		return false;
-	char c = j->s[j->i];
-	size_t a, b;
-	if (c == '"')
-		return js_string(j, &a, &b);
-	if (c == '{' || c == '[') {
-		char close = c == '{' ? '}' : ']';
-		j->i++;
-		js_ws(j);
-		if (j->i < j->n && j->s[j->i] == close) {
-			j->i++;
-			return true;
-		}
-		for (;;) {
-			if (c == '{') {
-				js_ws(j);
-				if (!js_string(j, &a, &b))
-					return false;
-				js_ws(j);
-				if (j->i >= j->n || j->s[j->i] != ':')
-					return false;
-				j->i++;
-			}
-			if (!js_skip(j, depth + 1))
-				return false;
-			js_ws(j);
-			if (j->i < j->n && j->s[j->i] == ',') {
-				j->i++;
-				continue;
-			}
-			if (j->i < j->n && j->s[j->i] == close) {
-				j->i++;
-				return true;
-			}
-			return false;
-		}
-	}
-	while (j->i < j->n && !strchr(",]} \t\r\n", j->s[j->i]))
-		j->i++;
-	return true;
-}
-
-/* Offset of the key (or, with at_value, of the value) that path names; false when not found. */
-static bool js_find(struct jscan *j, const char *path, bool at_value, size_t *off, int depth)
-{
-	js_ws(j);
-	if (j->i >= j->n || depth > MAX_DEPTH)
-		return false;
-	if (*path == '[') {
-		char *end;
-		long want = strtol(path + 1, &end, 10);
-		if (*end != ']' || j->s[j->i] != '[')
-			return false;
-		const char *rest = end + 1;
-		if (*rest == '.')
-			rest++;
-		j->i++;
-		for (long k = 0;; k++) {
-			js_ws(j);
-			if (k == want) {
-				if (!*rest) {
-					*off = j->i;
-					return true;
-				}
-				return js_find(j, rest, at_value, off, depth + 1);
-			}
-			if (!js_skip(j, depth + 1))
-				return false;
-			js_ws(j);
-			if (j->i >= j->n || j->s[j->i] != ',')
-				return false;
-			j->i++;
-		}
-	}
-	if (j->s[j->i] != '{')
-		return false;
-	size_t comp = strcspn(path, ".[");
-	j->i++;
-	for (;;) {
-		js_ws(j);
-		size_t key_at = j->i, a, b;
-		if (!js_string(j, &a, &b))
-			return false;
-		js_ws(j);
-		if (j->i >= j->n || j->s[j->i] != ':')
-			return false;
-		j->i++;
-		if (b - a == comp && memcmp(j->s + a, path, comp) == 0) {
-			const char *rest = path + comp;
-			if (*rest == '.')
-				rest++;
-			if (!*rest) {
-				js_ws(j);
-				*off = at_value ? j->i : key_at;
-				return true;
-			}
-			return js_find(j, rest, at_value, off, depth + 1);
-		}
-		if (!js_skip(j, depth + 1))
-			return false;
-		js_ws(j);
-		if (j->i >= j->n || j->s[j->i] != ',')
-			return false;
-		j->i++;
-	}
-}
-
 /* "ORIGIN: PATH: what" or "ORIGIN: unknown key "PATH" ..." becomes "ORIGIN:LINE:COL: ...". */
 static void add_position(struct pvg_error *err, const char *origin, const char *text, size_t len)
 {
@@ -1223,12 +892,11 @@ static void add_position(struct pvg_error *err, const char *origin, const char *
 	}
 	if (!path[0] || strcmp(path, "top level") == 0)
 		return;
-	struct jscan j = { .s = text, .n = len };
 	size_t off;
-	if (!js_find(&j, path, at_value, &off, 0))
+	if (!pvg_jsonc_find(text, len, path, at_value, &off))
 		return;
 	int line, col;
-	line_col(text, off, &line, &col);
+	pvg_jsonc_line_col(text, off, &line, &col);
 	char out[sizeof(err->message)];
 	snprintf(out, sizeof(out), "%s:%d:%d: %s", origin, line, col, rest);
 	memcpy(err->message, out, sizeof(out));
@@ -1346,8 +1014,8 @@ int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const
 	memcpy(s, text, len);
 	size_t bad = 0;
 	int line, col;
-	if (strip_comments(s, len, &bad) < 0) {
-		line_col(s, bad, &line, &col);
+	if (pvg_jsonc_strip_comments(s, len, &bad) < 0) {
+		pvg_jsonc_line_col(s, bad, &line, &col);
 		set_err(err, "%s:%d:%d: comment is never closed (missing \"*/\")", origin, line, col);
 		return -EINVAL;
 	}
@@ -1356,7 +1024,7 @@ int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const
 	if (!root) {
 		const char *at = cJSON_GetErrorPtr();
 		size_t off = at && at >= s && at <= s + len ? (size_t)(at - s) : 0;
-		line_col(s, off, &line, &col);
+		pvg_jsonc_line_col(s, off, &line, &col);
 		_cleanup_free_ char *near = pvg_utf8_sanitize(s + off, strnlen(s + off, 24));
 		for (char *p = near; *p; p++)
 			if (*p == '\n' || *p == '\r')
@@ -1374,7 +1042,7 @@ int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const
 	while (end && *end && isspace((unsigned char)*end))
 		end++;
 	if (end && *end) {
-		line_col(s, (size_t)(end - s), &line, &col);
+		pvg_jsonc_line_col(s, (size_t)(end - s), &line, &col);
 		set_err(err, "%s:%d:%d: unexpected content after the JSON object", origin, line, col);
 		return -EINVAL;
 	}

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "provgate.h"
+#include "formats/codeobj/codeobj.h"
 #include "formats/markers.h"
 #include "sys/procs.h"
 #include "sys/scope.h"
@@ -109,8 +110,6 @@ struct pvg_config *pvg_config_new(void);
 /* Parses JSON text (comments allowed); origin names the source in messages. */
 int pvg_config_parse(struct pvg_config *cfg, const char *text, size_t len, const char *origin,
 		     struct pvg_error *err);
-bool pvg_arch_valid(const char *arch);
-bool pvg_arch_is_cuda(const char *arch);
 
 static inline void pvg_config_freep(struct pvg_config **cfg)
 {

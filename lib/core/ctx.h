@@ -11,15 +11,15 @@
 #include "util/hash.h"
 
 
-/* Facts computed once and shared by gates (gate 1 needs gate 2's change set, gate 4 the
- * build digest of gate 3, ...). Each area owns its slot's type. */
+/* Facts computed once and shared by gates, named by what they hold (the gates that read
+ * them name their own). Each area owns its slot's type. */
 enum pvg_slot {
-	PVG_SLOT_SCOPE = 0, /* git change set (install-scope) */
-	PVG_SLOT_TARGETS,   /* target processes (process-maps, stale-service) */
-	PVG_SLOT_CODEOBJ,   /* code objects of the installed artifact */
-	PVG_SLOT_MARKERS,   /* gate 7's read of the service log */
-	PVG_SLOT_STALE,     /* gate 5's read of listeners and fds */
-	PVG_SLOT_TREE_FACTS, /* command line, environment, maps of each service tree process */
+	PVG_SLOT_CHANGE_SET = 0, /* the git change set (sys/scope) */
+	PVG_SLOT_TARGETS,        /* the process snapshot and the target processes selected */
+	PVG_SLOT_CODE_OBJECTS,   /* the code objects of each installed artifact */
+	PVG_SLOT_LOG_MARKERS,    /* the service log as read: its dispatch markers, times, refusals */
+	PVG_SLOT_LISTENERS_FDS,  /* the service's listening sockets and open descriptors */
+	PVG_SLOT_TREE_FACTS,     /* command line, environment, maps of each service tree process */
 	PVG_SLOT_EXTRA,
 	PVG_SLOT__MAX,
 };
@@ -66,8 +66,9 @@ struct pvg_ctx {
 	void *slot[PVG_SLOT__MAX];
 	void (*slot_free[PVG_SLOT__MAX])(void *);
 
-	/* during pvg_evaluate: the gates it evaluates, the gate running now, and the later ones
-	 * still to prepare */
+	/* during pvg_evaluate: the table of gates, the gates it evaluates, the gate running now,
+	 * and the later ones still to prepare */
+	const struct pvg_gate_table *gates;
 	pvg_gate_mask selected;
 	int current_gate;
 	pvg_gate_mask to_prepare;
@@ -140,6 +141,12 @@ struct pvg_check {
 	void (*start)(struct pvg_ctx *ctx);
 };
 
-extern const struct pvg_check *const pvg_checks[PVG_N_GATES];
+/* The gates a run drives, in the chain's order, and the reader of the report's "environment":
+ * handed to the runner by the layer that owns them (checks/table.c); core names no gate. */
+struct pvg_gate_table {
+	const struct pvg_check *const *checks; /* PVG_N_GATES of them, gate i + 1 at i */
+	/* after the gates ran, from their facts (the process snapshot) */
+	cJSON *(*environment)(struct pvg_ctx *ctx);
+};
 
 

@@ -5,6 +5,7 @@
 #include "core/ctx.h"
 
 struct pvg_run {
+	const struct pvg_gate_table *gates;
 	const struct pvg_config *cfg;
 	enum pvg_phase phase;
 	pvg_gate_mask selected;
@@ -26,15 +27,18 @@ struct pvg_run {
 	cJSON *environment;
 };
 
-/* Collects the report's "environment" after the gates ran, from their facts (the process
- * snapshot). Declared here, set in checks/table.c beside the gates the runner drives (the
- * reader is checks/environment.c, which shares the gates' facts). */
-extern cJSON *(*const pvg_environment_reader)(struct pvg_ctx *ctx);
+/* The table-driven runner behind provgate.h's pvg_phase_gates, pvg_recheck_gates,
+ * pvg_gate_name and pvg_run_new, which checks/table.c defines with its table of gates. */
+pvg_gate_mask pvg_gates_in_phase(const struct pvg_gate_table *t, enum pvg_phase p);
+pvg_gate_mask pvg_gates_rechecked(const struct pvg_gate_table *t);
+const char *pvg_gates_name(const struct pvg_gate_table *t, int id);
+struct pvg_run *pvg_run_new_for(const struct pvg_gate_table *t, const struct pvg_config *cfg,
+				enum pvg_phase phase, pvg_gate_mask gates, bool keep_going);
 
 /* Evaluates `selected` gates into results[] (stop at first non-pass unless keep_going).
  * Returns the number of selected gates that did not pass. */
-int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
-		 struct pvg_result results[PVG_N_GATES], const char *why_skipped);
+int pvg_evaluate(struct pvg_ctx *ctx, const struct pvg_gate_table *t, pvg_gate_mask selected,
+		 bool keep_going, struct pvg_result results[PVG_N_GATES], const char *why_skipped);
 cJSON *pvg_report_build(const struct pvg_run *run);
 cJSON *pvg_result_json(const struct pvg_result *r);
 

@@ -1,35 +1,35 @@
 /* SPDX-License-Identifier: MIT */
-/* The ordered runner: reads the table of gates (phases, re-checks, preparation) and knows
- * nothing of any single gate. */
+/* The ordered runner: reads the table of gates it is given (phases, re-checks, preparation)
+ * and knows nothing of any single gate. */
 #include <sys/wait.h>
 
 #include "core/run.h"
 
-pvg_gate_mask pvg_phase_gates(enum pvg_phase p)
+pvg_gate_mask pvg_gates_in_phase(const struct pvg_gate_table *t, enum pvg_phase p)
 {
 	pvg_gate_mask m = 0;
 	if ((unsigned)p > PVG_PHASE_LIVE)
 		return 0;
 	for (int i = 0; i < PVG_N_GATES; i++)
-		if (pvg_checks[i]->phases & PVG_IN_PHASE(p))
-			m |= PVG_GATE_BIT(pvg_checks[i]->id);
+		if (t->checks[i]->phases & PVG_IN_PHASE(p))
+			m |= PVG_GATE_BIT(t->checks[i]->id);
 	return m;
 }
 
-pvg_gate_mask pvg_recheck_gates(void)
+pvg_gate_mask pvg_gates_rechecked(const struct pvg_gate_table *t)
 {
 	pvg_gate_mask m = 0;
 	for (int i = 0; i < PVG_N_GATES; i++)
-		if (pvg_checks[i]->rechecked)
-			m |= PVG_GATE_BIT(pvg_checks[i]->id);
+		if (t->checks[i]->rechecked)
+			m |= PVG_GATE_BIT(t->checks[i]->id);
 	return m;
 }
 
-const char *pvg_gate_name(int id)
+const char *pvg_gates_name(const struct pvg_gate_table *t, int id)
 {
 	if (id < 1 || id > PVG_N_GATES)
 		return NULL;
-	return pvg_checks[id - 1]->name;
+	return t->checks[id - 1]->name;
 }
 
 /* ---- preparing later gates ------------------------------------------------------------------ */
@@ -39,7 +39,7 @@ const char *pvg_gate_name(int id)
 static void prepare_here(struct pvg_ctx *ctx)
 {
 	for (int k = 0; k < PVG_N_GATES; k++) {
-		const struct pvg_check *c = pvg_checks[k];
+		const struct pvg_check *c = ctx->gates->checks[k];
 		if (c->prepare_here && (ctx->to_prepare & PVG_GATE_BIT(c->id)) &&
 		    c->id > ctx->current_gate)
 			c->prepare_here(ctx);
@@ -50,7 +50,7 @@ static void prepare_here(struct pvg_ctx *ctx)
 static void prepare_later(struct pvg_ctx *ctx)
 {
 	for (int k = 0; k < PVG_N_GATES; k++) {
-		const struct pvg_check *c = pvg_checks[k];
+		const struct pvg_check *c = ctx->gates->checks[k];
 		pvg_gate_mask bit = PVG_GATE_BIT(c->id);
 		if (!c->prepare || !(ctx->to_prepare & bit) || c->id <= ctx->current_gate)
 			continue;
@@ -63,20 +63,21 @@ static void prepare_later(struct pvg_ctx *ctx)
 
 /* ---- evaluation ----------------------------------------------------------------------------- */
 
-int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
-		 struct pvg_result results[PVG_N_GATES], const char *why_skipped)
+int pvg_evaluate(struct pvg_ctx *ctx, const struct pvg_gate_table *t, pvg_gate_mask selected,
+		 bool keep_going, struct pvg_result results[PVG_N_GATES], const char *why_skipped)
 {
 	int not_passed = 0;
 	const struct pvg_result *stopper = NULL;
+	ctx->gates = t;
 	ctx->selected = ctx->to_prepare = selected;
 	ctx->prepare_here = prepare_here;
 	ctx->prepare_later = prepare_later;
 	memset(ctx->prepared_ns, 0, sizeof(ctx->prepared_ns));
 	for (int i = 0; i < PVG_N_GATES; i++)
-		if (pvg_checks[i]->start && (selected & PVG_GATE_BIT(pvg_checks[i]->id)))
-			pvg_checks[i]->start(ctx);
+		if (t->checks[i]->start && (selected & PVG_GATE_BIT(t->checks[i]->id)))
+			t->checks[i]->start(ctx);
 	for (int i = 0; i < PVG_N_GATES; i++) {
-		const struct pvg_check *check = pvg_checks[i];
+		const struct pvg_check *check = t->checks[i];
 		struct pvg_result *r = &results[i];
 		pvg_result_reset(r);
 		r->id = check->id;
@@ -84,7 +85,7 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 		r->evidence = cJSON_CreateObject();
 		if (!(selected & PVG_GATE_BIT(check->id))) {
 			r->status = PVG_SKIPPED;
-			if (!(pvg_phase_gates(ctx->phase) & PVG_GATE_BIT(check->id)))
+			if (!(pvg_gates_in_phase(t, ctx->phase) & PVG_GATE_BIT(check->id)))
 				pvg_summary(r, "not part of phase %s", pvg_phase_name(ctx->phase));
 			else
 				pvg_summary(r, "%s", why_skipped ? why_skipped : "not selected");
@@ -118,17 +119,19 @@ int pvg_evaluate(struct pvg_ctx *ctx, pvg_gate_mask selected, bool keep_going,
 	ctx->current_gate = 0;
 	ctx->to_prepare = 0;
 	ctx->prepare_here = ctx->prepare_later = NULL;
+	ctx->gates = NULL;
 	pvg_ctx_cancel_early(ctx); /* the pair was begun but never collected: nobody wants it */
 	return not_passed;
 }
 
-struct pvg_run *pvg_run_new(const struct pvg_config *cfg, enum pvg_phase phase,
-			    pvg_gate_mask gates, bool keep_going)
+struct pvg_run *pvg_run_new_for(const struct pvg_gate_table *t, const struct pvg_config *cfg,
+				enum pvg_phase phase, pvg_gate_mask gates, bool keep_going)
 {
 	struct pvg_run *run = pvg_xcalloc(1, sizeof(*run));
+	run->gates = t;
 	run->cfg = cfg;
 	run->phase = phase;
-	pvg_gate_mask in_phase = pvg_phase_gates(phase);
+	pvg_gate_mask in_phase = pvg_gates_in_phase(t, phase);
 	run->selected = gates ? (gates & in_phase) : in_phase;
 	run->keep_going = keep_going;
 	pvg_ctx_init(&run->ctx, cfg, phase);
@@ -147,11 +150,11 @@ void pvg_run_add_output(struct pvg_run *run, const char *path)
 
 int pvg_run_execute(struct pvg_run *run)
 {
-	int n = pvg_evaluate(&run->ctx, run->selected, run->keep_going, run->results,
+	int n = pvg_evaluate(&run->ctx, run->gates, run->selected, run->keep_going, run->results,
 			     "not selected by --gates");
 	run->executed = true;
 	/* read while the service the gates just saw is still there, from the same snapshot */
-	run->environment = pvg_environment_reader(&run->ctx);
+	run->environment = run->gates->environment(&run->ctx);
 	return n > 0 ? 1 : 0;
 }
 
@@ -159,7 +162,7 @@ int pvg_run_pin(struct pvg_run *run)
 {
 	int ret = 0;
 	for (int i = 0; i < PVG_N_GATES; i++) {
-		const struct pvg_check *c = pvg_checks[i];
+		const struct pvg_check *c = run->gates->checks[i];
 		if (c->pin && (run->selected & PVG_GATE_BIT(c->id))) {
 			int r = c->pin(&run->ctx);
 			if (r < 0 && !ret)
@@ -178,8 +181,8 @@ int pvg_run_recheck(struct pvg_run *run)
 	pvg_ctx_forget(&run->ctx);
 	if (!run->after)
 		run->after = pvg_xcalloc(PVG_N_GATES, sizeof(*run->after));
-	run->after_selected = pvg_recheck_gates();
-	int n = pvg_evaluate(&run->ctx, run->after_selected, true, run->after,
+	run->after_selected = pvg_gates_rechecked(run->gates);
+	int n = pvg_evaluate(&run->ctx, run->gates, run->after_selected, true, run->after,
 			     "not re-checked after the command");
 	return n > 0 ? 1 : 0;
 }

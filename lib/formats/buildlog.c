@@ -466,15 +466,13 @@ int pvg_buildlog_read_file(struct pvg_buildlog *log, const char *path)
 		return fd;
 	_cleanup_free_ char *buf = pvg_xcalloc(1u << 20, 1);
 	for (;;) {
-		ssize_t r = read(fd, buf, 1u << 20);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
+		ssize_t r = pvg_read_full(fd, buf, 1u << 20);
+		if (r < 0)
+			return (int)r;
+		if (r > 0)
+			pvg_buildlog_feed(log, buf, (size_t)r);
+		if (r < (ssize_t)(1u << 20))
 			break;
-		pvg_buildlog_feed(log, buf, (size_t)r);
 	}
 	pvg_buildlog_finish(log);
 	return 0;

@@ -314,48 +314,29 @@ void pvg_env_vars_free(struct pvg_env_var *v, size_t n)
 	free(v);
 }
 
-static int pread_all(int fd, void *buf, size_t n, uint64_t off, size_t *got)
-{
-	size_t done = 0;
-	while (done < n) {
-		ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	}
-	*got = done;
-	return 0;
-}
-
 int pvg_build_id_fd(int fd, char hex[PVG_BUILD_ID_HEX])
 {
 	unsigned char head[4096];
-	size_t got = 0;
 	hex[0] = '\0';
-	int r = pread_all(fd, head, sizeof(head), 0, &got);
-	if (r < 0)
-		return r;
+	ssize_t got = pvg_pread_full(fd, head, sizeof(head), 0);
+	if (got < 0)
+		return (int)got;
 	struct pvg_elf_head h;
-	r = pvg_elf_head_parse(head, got, &h);
+	int r = pvg_elf_head_parse(head, (size_t)got, &h);
 	if (r < 0)
 		return r;
 	_cleanup_free_ unsigned char *far = NULL;
 	const unsigned char *phdrs;
-	if (h.phoff <= got && h.phdrs_bytes <= got - h.phoff) {
+	if (h.phoff <= (size_t)got && h.phdrs_bytes <= (size_t)got - h.phoff) {
 		phdrs = head + h.phoff;
 	} else {
 		if (h.phdrs_bytes > PVG_ELF_MAX_NOTE_BYTES)
 			return -EINVAL;
 		far = pvg_xcalloc(1, h.phdrs_bytes);
-		r = pread_all(fd, far, h.phdrs_bytes, h.phoff, &got);
-		if (r < 0)
-			return r;
-		if (got < h.phdrs_bytes)
+		got = pvg_pread_full(fd, far, h.phdrs_bytes, h.phoff);
+		if (got < 0)
+			return (int)got;
+		if ((size_t)got < h.phdrs_bytes)
 			return -EINVAL;
 		phdrs = far;
 	}
@@ -367,10 +348,10 @@ int pvg_build_id_fd(int fd, char hex[PVG_BUILD_ID_HEX])
 		if (size == 0 || size > PVG_ELF_MAX_NOTE_BYTES)
 			continue;
 		_cleanup_free_ unsigned char *notes = pvg_xcalloc(1, (size_t)size);
-		r = pread_all(fd, notes, (size_t)size, h.notes[i].offset, &got);
-		if (r < 0)
-			return r;
-		if (got < size)
+		got = pvg_pread_full(fd, notes, (size_t)size, h.notes[i].offset);
+		if (got < 0)
+			return (int)got;
+		if ((uint64_t)got < size)
 			return -EINVAL;
 		unsigned char id[PVG_BUILD_ID_MAX];
 		int n = pvg_elf_find_build_id(notes, (size_t)size, h.msb, id);

@@ -72,11 +72,9 @@ static int hash_fd_impl(int fd, int64_t len, unsigned char digest[32], uint64_t 
 			want = (size_t)((uint64_t)len - done);
 		if (want == 0)
 			break;
-		ssize_t r = read(fd, buf, want);
+		ssize_t r = pvg_read_full(fd, buf, want);
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
+			ret = (int)r;
 			goto out;
 		}
 		if (r == 0)
@@ -93,6 +91,8 @@ static int hash_fd_impl(int fd, int64_t len, unsigned char digest[32], uint64_t 
 				last_report = now;
 			}
 		}
+		if ((size_t)r < want)
+			break; /* the end of the file */
 	}
 	unsigned int mdlen = 0;
 	if (!EVP_DigestFinal_ex(md, digest, &mdlen) || mdlen != 32) {
@@ -264,23 +264,6 @@ int pvg_hash_file(const char *path, struct pvg_file_id *out)
 	pvg_pair_join(pvg_pair_start(NULL, path), &none, out, &at);
 	pvg_file_id_clear(&none);
 	return out->hashed ? 0 : out->err;
-}
-
-/* Reads up to want bytes (fewer only at EOF). */
-static ssize_t read_full(int fd, unsigned char *buf, size_t want)
-{
-	size_t got = 0;
-	while (got < want) {
-		ssize_t r = read(fd, buf + got, want - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
 }
 
 struct hash_job {
@@ -482,13 +465,13 @@ static void *pair_reader(void *arg)
 		unsigned char *buf = pair_slot_free(j, &k);
 		if (!buf)
 			break;
-		ssize_t n = read_full(fi, buf, j->chunk);
+		ssize_t n = pvg_read_full(fi, buf, j->chunk);
 		if (n < 0) {
 			j->read_err = (int)n;
 			break;
 		}
 		if (compare) {
-			ssize_t m = read_full(fb, bbuf, j->chunk);
+			ssize_t m = pvg_read_full(fb, bbuf, j->chunk);
 			if (m < 0) {
 				j->b.err = (int)m;
 				j->b.err_what = "read";
@@ -599,7 +582,7 @@ static void *pair_read_hash(void *arg)
 		unsigned char *buf = pair_slot_free(j, &k);
 		if (!buf)
 			break;
-		ssize_t n = read_full(j->fi, buf, j->chunk);
+		ssize_t n = pvg_read_full(j->fi, buf, j->chunk);
 		if (n < 0) {
 			j->read_err = (int)n;
 			break;
@@ -651,7 +634,7 @@ static void *pair_compare(void *arg)
 		size_t k = j->hashed % j->ring;
 		size_t n = j->len[k];
 		if (compare && !__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
-			ssize_t m = read_full(j->fb, bbuf, n);
+			ssize_t m = pvg_read_full(j->fb, bbuf, n);
 			if (m < 0) {
 				j->b.err = (int)m;
 				j->b.err_what = "read";
@@ -674,7 +657,7 @@ static void *pair_compare(void *arg)
 	/* the build must end where the installed file ends, and be the file fstat'ed */
 	if (compare) {
 		unsigned char extra;
-		if (read_full(j->fb, &extra, 1) != 0) {
+		if (pvg_read_full(j->fb, &extra, 1) != 0) {
 			pair_set_differs(j, off);
 			compare = false;
 		} else if (!unchanged(j->fb, &j->b)) {

@@ -29,19 +29,6 @@ struct group {
 	uint64_t count; /* names this group adds */
 };
 
-static int fail(char *why, size_t size, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t size, int err, const char *fmt, ...)
-{
-	if (why && size) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(why, size, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
 void pvg_hostlist_clear(struct pvg_hostlist *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -96,19 +83,19 @@ static int parse_group(const char *item, int item_len, const char *s, const char
 			hi = r.lo;
 		}
 		if (e == -ERANGE)
-			return fail(why, why_size, -E2BIG,
+			return pvg_fail(why, why_size, -E2BIG,
 				    "\"%.*s\": a number has more than %d digits", item_len, item,
 				    MAX_DIGITS);
 		if (e < 0 || s != stop)
-			return fail(why, why_size, -EINVAL,
+			return pvg_fail(why, why_size, -EINVAL,
 				    "\"%.*s\": \"%.*s\" is not a number or a range N-M", item_len,
 				    item, (int)(stop - tok), tok);
 		if (hi < r.lo)
-			return fail(why, why_size, -EINVAL,
+			return pvg_fail(why, why_size, -EINVAL,
 				    "\"%.*s\": range %.*s ends before it starts", item_len, item,
 				    (int)(stop - tok), tok);
 		if (g->n_ranges == MAX_RANGES)
-			return fail(why, why_size, -E2BIG,
+			return pvg_fail(why, why_size, -E2BIG,
 				    "\"%.*s\": more than %d ranges in one bracket", item_len, item,
 				    MAX_RANGES);
 		r.hi = hi;
@@ -204,7 +191,7 @@ int pvg_hostlist_expand(const char *spec, size_t max_hosts, struct pvg_hostlist 
 		if (item_len > 200)
 			item_len = 200;
 		if (depth != 0 || (*p && !is_sep(*p))) {
-			r = fail(why, why_size, -EINVAL, "\"%.*s\": brackets do not pair up",
+			r = pvg_fail(why, why_size, -EINVAL, "\"%.*s\": brackets do not pair up",
 				 item_len, item);
 			goto bad;
 		}
@@ -218,7 +205,7 @@ int pvg_hostlist_expand(const char *spec, size_t max_hosts, struct pvg_hostlist 
 			if (!open)
 				break;
 			if (n_groups == MAX_GROUPS) {
-				r = fail(why, why_size, -E2BIG, "\"%.*s\": more than %d bracket groups",
+				r = pvg_fail(why, why_size, -E2BIG, "\"%.*s\": more than %d bracket groups",
 					 item_len, item, MAX_GROUPS);
 				goto bad;
 			}
@@ -227,7 +214,7 @@ int pvg_hostlist_expand(const char *spec, size_t max_hosts, struct pvg_hostlist 
 			cur->prefix = s;
 			cur->prefix_len = (size_t)(open - s);
 			if (close == open + 1) {
-				r = fail(why, why_size, -EINVAL, "\"%.*s\": an empty bracket",
+				r = pvg_fail(why, why_size, -EINVAL, "\"%.*s\": an empty bracket",
 					 item_len, item);
 				goto bad;
 			}
@@ -243,7 +230,7 @@ int pvg_hostlist_expand(const char *spec, size_t max_hosts, struct pvg_hostlist 
 			name_len += cur->prefix_len + (size_t)widest;
 			count *= cur->count; /* at most 64 * 10^9 per group; checked below */
 			if (count > max_hosts) {
-				r = fail(why, why_size, -E2BIG, "\"%.*s\" names more than %zu hosts",
+				r = pvg_fail(why, why_size, -E2BIG, "\"%.*s\" names more than %zu hosts",
 					 item_len, item, max_hosts);
 				goto bad;
 			}
@@ -251,27 +238,27 @@ int pvg_hostlist_expand(const char *spec, size_t max_hosts, struct pvg_hostlist 
 			s = close + 1;
 		}
 		if (n_groups && s < p) {
-			r = fail(why, why_size, -EINVAL,
+			r = pvg_fail(why, why_size, -EINVAL,
 				 "\"%.*s\": text after the last bracket (Slurm refuses it too)",
 				 item_len, item);
 			goto bad;
 		}
 		name_len += (size_t)(p - s);
 		if (name_len > PVG_HOSTLIST_MAX_NAME) {
-			r = fail(why, why_size, -E2BIG, "\"%.*s\": a host name longer than %d bytes",
+			r = pvg_fail(why, why_size, -E2BIG, "\"%.*s\": a host name longer than %d bytes",
 				 item_len, item, PVG_HOSTLIST_MAX_NAME);
 			goto bad;
 		}
 		total += count;
 		if (total > max_hosts) {
-			r = fail(why, why_size, -E2BIG, "the list names more than %zu hosts",
+			r = pvg_fail(why, why_size, -E2BIG, "the list names more than %zu hosts",
 				 max_hosts);
 			goto bad;
 		}
 		expand_item(g, n_groups, s, (size_t)(p - s), out, &cap);
 	}
 	if (out->n == 0) {
-		r = fail(why, why_size, -EINVAL, "the list names no host");
+		r = pvg_fail(why, why_size, -EINVAL, "the list names no host");
 		goto bad;
 	}
 	return 0;

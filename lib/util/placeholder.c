@@ -11,19 +11,6 @@
 
 #define MAX_NAME 32
 
-static int fail(char *why, size_t size, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t size, int err, const char *fmt, ...)
-{
-	if (why && size) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(why, size, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
 int pvg_placeholder_present(const char *s)
 {
 	return s && (strchr(s, '{') || strchr(s, '}'));
@@ -53,7 +40,7 @@ int pvg_placeholder_expand(const char *s, const struct pvg_placeholder *table, s
 				continue;
 			}
 			if (*p == '}')
-				return fail(why, why_size, -EINVAL,
+				return pvg_fail(why, why_size, -EINVAL,
 					    "a lone \"}\" (write \"}}\" for a literal brace)");
 			if (*p != '{') {
 				if (pass)
@@ -65,7 +52,7 @@ int pvg_placeholder_expand(const char *s, const struct pvg_placeholder *table, s
 			const char *close = strchr(p + 1, '}');
 			size_t len = close ? (size_t)(close - p - 1) : 0;
 			if (!close || len == 0 || len > MAX_NAME || memchr(p + 1, '{', len))
-				return fail(why, why_size, -EINVAL,
+				return pvg_fail(why, why_size, -EINVAL,
 					    "\"{\" without a placeholder name and \"}\" after it (write "
 					    "\"{{\" for a literal brace)");
 			const struct pvg_placeholder *ph = NULL;
@@ -75,12 +62,12 @@ int pvg_placeholder_expand(const char *s, const struct pvg_placeholder *table, s
 			if (!ph) {
 				char known[256];
 				known_names(table, n, known, sizeof(known));
-				return fail(why, why_size, -EINVAL,
+				return pvg_fail(why, why_size, -EINVAL,
 					    "unknown placeholder {%.*s} (known: %s)", (int)len, p + 1,
 					    known);
 			}
 			if (!ph->value)
-				return fail(why, why_size, -ENOENT, "placeholder {%s} has no value here: %s",
+				return pvg_fail(why, why_size, -ENOENT, "placeholder {%s} has no value here: %s",
 					    ph->name, ph->unset ? ph->unset : "unset");
 			size_t vl = strlen(ph->value);
 			if (pass)

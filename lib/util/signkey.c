@@ -197,20 +197,13 @@ static int load_file(const char *path, bool private_key, struct pvg_key **key, s
 		return -EINVAL;
 	}
 	char buf[KEY_FILE_MAX + 1];
-	size_t len = 0;
-	for (;;) {
-		ssize_t r = read(fd, buf + len, sizeof(buf) - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = -errno;
-			OPENSSL_cleanse(buf, len);
-			pvg_msg_set(why, NULL, "read: %s", strerror(-e));
-			return e;
-		}
-		if (r == 0 || (len += (size_t)r) == sizeof(buf))
-			break;
+	ssize_t got = pvg_read_full(fd, buf, sizeof(buf));
+	if (got < 0) {
+		OPENSSL_cleanse(buf, sizeof(buf));
+		pvg_msg_set(why, NULL, "read: %s", strerror((int)-got));
+		return (int)got;
 	}
+	size_t len = (size_t)got;
 	/* a private key in a file others may read is refused before it is used (a public key
 	 * given by mistake is named as such instead: it may well be world-readable) */
 	if (private_key && (st.st_mode & 077) && memmem(buf, len, "PRIVATE KEY-----", 16)) {

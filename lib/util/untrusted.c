@@ -522,6 +522,34 @@ int pvg_read_file(const char *path, size_t max, char **out, size_t *len)
 	return pvg_read_fd(fd, max, out, len);
 }
 
+/* The loop of both: read(2) from the fd's offset, or pread(2) at off when positioned. */
+static ssize_t read_loop(int fd, void *buf, size_t len, bool positioned, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t r = positioned ? pread(fd, (char *)buf + got, len - got, (off_t)(off + got))
+				       : read(fd, (char *)buf + got, len - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+ssize_t pvg_read_full(int fd, void *buf, size_t len)
+{
+	return read_loop(fd, buf, len, false, 0);
+}
+
+ssize_t pvg_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	return read_loop(fd, buf, len, true, off);
+}
+
 int pvg_read_fd(int fd, size_t max, char **out, size_t *len)
 {
 	*out = NULL;
@@ -538,23 +566,16 @@ int pvg_read_fd(int fd, size_t max, char **out, size_t *len)
 		if (have == max) {
 			/* one more byte tells "exactly max" from "too big" */
 			char c;
-			ssize_t r;
-			do
-				r = read(fd, &c, 1);
-			while (r < 0 && errno == EINTR);
-			if (r > 0)
+			if (pvg_read_full(fd, &c, 1) > 0)
 				return -EFBIG;
 			break;
 		}
-		ssize_t r = read(fd, buf + have, cap - have);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			break;
+		ssize_t r = pvg_read_full(fd, buf + have, cap - have);
+		if (r < 0)
+			return (int)r;
 		have += (size_t)r;
+		if (have < cap)
+			break; /* the end of the file */
 	}
 	buf[have] = '\0';
 	*out = TAKE_PTR(buf);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -31,6 +32,43 @@ char *pvg_path_absolute(const char *path)
 	if (!getcwd(cwd, sizeof(cwd)))
 		return pvg_strdup(path);
 	return pvg_path_join(cwd, path);
+}
+
+int pvg_fail(char *why, size_t size, int err, const char *fmt, ...)
+{
+	if (why && size) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, size, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+size_t pvg_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return SIZE_MAX;
+	size_t d[64][64];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t k = 0; k <= lb; k++)
+		d[0][k] = k;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t k = 1; k <= lb; k++) {
+			size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[k - 1]);
+			size_t v = d[i - 1][k] + 1;
+			if (d[i][k - 1] + 1 < v)
+				v = d[i][k - 1] + 1;
+			if (d[i - 1][k - 1] + cost < v)
+				v = d[i - 1][k - 1] + cost;
+			if (i > 1 && k > 1 && a[i - 1] == b[k - 2] && a[i - 2] == b[k - 1] &&
+			    d[i - 2][k - 2] + 1 < v)
+				v = d[i - 2][k - 2] + 1;
+			d[i][k] = v;
+		}
+	return d[la][lb];
 }
 
 const char *pvg_basename(const char *path)

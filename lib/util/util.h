@@ -49,11 +49,18 @@ char *pvg_asprintf(const char *fmt, ...) PVG_PRINTF(1, 2);
 char *pvg_vasprintf(const char *fmt, va_list ap);
 void *pvg_xcalloc(size_t n, size_t size);
 void *pvg_xrealloc(void *p, size_t n, size_t size);
+/* Writes the reason into why[size] (when why is not NULL) and returns err, for parsers that
+ * answer in a caller's buffer: return pvg_fail(why, size, -EINVAL, "...", ...); */
+int pvg_fail(char *why, size_t size, int err, const char *fmt, ...) PVG_PRINTF(4, 5);
 /* dir + "/" + rel, or rel itself when absolute. */
 char *pvg_path_join(const char *dir, const char *rel);
 /* Absolute form of path relative to the working directory, without resolving links. */
 char *pvg_path_absolute(const char *path);
 const char *pvg_basename(const char *path);
+/* Edit distance of two short names (insert, delete, substitute, swap of neighbours), ASCII
+ * case folded: what "did you mean" compares. SIZE_MAX when either is over 63 characters
+ * (never close to a name). */
+size_t pvg_edit_distance(const char *a, const char *b);
 /* Shell-style glob on '/'-separated paths: '*' and '?' stay within one component,
  * a double star spans components (docs/ then double star; double star, '/', '*.md'),
  * "[abc]" classes; a pattern ending in '/' covers the folder. */
@@ -75,6 +82,11 @@ int pvg_read_file(const char *path, size_t max, char **out, size_t *len);
 /* The same from an fd already opened (and checked) by the caller, from its offset; the fd
  * stays open. */
 int pvg_read_fd(int fd, size_t max, char **out, size_t *len);
+/* The one read loop: reads len bytes into buf, again after EINTR and short reads; fewer
+ * only at end of file. The count, or -errno. */
+ssize_t pvg_read_full(int fd, void *buf, size_t len);
+/* The same with pread at offset off (the fd's own offset stays). */
+ssize_t pvg_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Where /proc text is read from: "/proc", or $PROVGATE_PROCFS (a fixture tree in tests, a
  * host /proc mounted elsewhere). The one seam: every reader of /proc text takes this root.
  * The process snapshot (sys/procs.h) always lists the real /proc. */

@@ -567,9 +567,41 @@ static void gfx_names_of_versions(void)
 		CHECK_INT(pvg_gfx_name_of_override(bad[i], n, sizeof(n)), -EINVAL);
 }
 
+/* The one parser of target ids, strict for a config's arch: the features in their one
+ * spelling only; the closest known name for a typo, none for a name too long to compare. */
+static void arch_validation_uses_the_strict_target_parser(void)
+{
+	struct pvg_target t;
+	CHECK_INT(pvg_target_parse("gfx90a:sram-ecc+", &t), 0); /* a code object's note */
+	CHECK(t.sramecc == PVG_FEAT_ON);
+	CHECK(!pvg_arch_valid("gfx90a:sram-ecc+"));		/* but not a config's arch */
+	CHECK_INT(pvg_target_parse("gfx90a:xnack-+", &t), 0);
+	CHECK(t.other_features);
+	CHECK(!pvg_arch_valid("gfx90a:xnack-+"));
+	CHECK(!pvg_arch_valid("gfx90a:xnack+:"));
+	CHECK(!pvg_arch_valid("gfx90a::xnack+"));
+	CHECK(pvg_arch_valid("gfx90a:xnack+:xnack-"));
+	CHECK(pvg_arch_valid("gfx10-3-generic:xnack-"));
+	char *why = pvg_target_id_problem("GFX90A");
+	CHECK(why && strstr(why, "did you mean \"gfx90a\"?"));
+	free(why);
+	why = pvg_target_id_problem("sm_91");
+	CHECK(why && strstr(why, "did you mean \"sm_90\"?"));
+	free(why);
+	char longname[80];
+	memset(longname, 'a', sizeof(longname) - 1);
+	memcpy(longname, "gfx", 3);
+	longname[sizeof(longname) - 1] = '\0';
+	why = pvg_target_id_problem(longname);
+	CHECK(why && strstr(why, "is not a known GPU architecture (expected"));
+	free(why);
+	CHECK(pvg_target_id_problem("gfx942:sramecc+:xnack-") == NULL);
+}
+
 int main(void)
 {
 	RUN(gfx_names_of_versions);
+	RUN(arch_validation_uses_the_strict_target_parser);
 	RUN(target_matching_follows_the_hip_runtime);
 	RUN(target_id_is_found_in_bundle_ids);
 	RUN(mach_table_names_public_values_only);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "core/config.h"
+#include "formats/jsonc.h"
 #include "tap.h"
 
 static int parse(const char *text, struct pvg_config **out, struct pvg_error *err)
@@ -453,8 +454,31 @@ static void artifacts_placeholders_expand(void)
 	unsetenv("SLURMD_NODENAME");
 }
 
+/* formats/jsonc.c, which the loader's messages use: comments blanked with lines kept, and the
+ * position of a dotted path's key or value. */
+static void jsonc_blanks_comments_and_finds_paths(void)
+{
+	char text[] = "// top\n{ \"a\": /* x */ {\"b\": [1, {\"c\": \"/*\"}]}}";
+	size_t len = strlen(text), bad = 0, off = 0;
+	CHECK_INT(pvg_jsonc_strip_comments(text, len, &bad), 0);
+	CHECK(strncmp(text, "      \n{", 8) == 0);
+	CHECK(strstr(text, "\"/*\"") != NULL); /* in a string: not a comment */
+	CHECK(pvg_jsonc_find(text, len, "a.b[1].c", true, &off));
+	CHECK(strncmp(text + off, "\"/*\"", 4) == 0);
+	CHECK(pvg_jsonc_find(text, len, "a", false, &off));
+	int line, col;
+	pvg_jsonc_line_col(text, off, &line, &col);
+	CHECK_INT(line, 2);
+	CHECK_INT(col, 3);
+	CHECK(!pvg_jsonc_find(text, len, "a.b[2]", true, &off));
+	char open[] = "{} /* never";
+	CHECK_INT(pvg_jsonc_strip_comments(open, strlen(open), &bad), -EINVAL);
+	CHECK(bad == 3);
+}
+
 int main(void)
 {
+	RUN(jsonc_blanks_comments_and_finds_paths);
 	RUN(full_spec_example_loads);
 	RUN(unknown_keys_are_named);
 	RUN(wrong_types_are_named);

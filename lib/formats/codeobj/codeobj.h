@@ -308,6 +308,13 @@ bool pvg_target_accepts(const struct pvg_target *want, const struct pvg_target *
  * Processor equal; per feature, unspecified in either is "any" (a gfx90a build serves
  * gfx90a:xnack-; gfx90a:xnack+ does not). False when either is not a target id. */
 bool pvg_target_compatible(const char *want, const char *have);
+/* Why arch (a config's GPU target id) is refused, as text the caller frees: empty, a virtual
+ * PTX architecture, a target not in the table of known ones (with the closest known name),
+ * a feature other than xnack+/- or sramecc+/-. NULL when it is valid. */
+char *pvg_target_id_problem(const char *arch);
+bool pvg_arch_valid(const char *arch);
+/* An NVIDIA target (sm_NN). */
+bool pvg_arch_is_cuda(const char *arch);
 
 /* ---- cuda-fatbin.c ---------------------------------------------------------------------------- */
 

@@ -17,18 +17,11 @@ int pvg_src_read(const struct pvg_src *s, uint64_t off, void *buf, size_t n)
 		memcpy(buf, s->mem + off, n);
 		return 0;
 	}
-	size_t done = 0;
-	while (done < n) {
-		ssize_t r = pread(s->fd, (char *)buf + done, n - done, (off_t)(off + done));
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -EIO; /* the file shrank under us */
-		done += (size_t)r;
-	}
+	ssize_t r = pvg_pread_full(s->fd, buf, n, off);
+	if (r < 0)
+		return (int)r;
+	if ((size_t)r < n)
+		return -EIO; /* the file shrank under us */
 	return 0;
 }
 

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/* What the verbs share besides rendering: the config they load, the --gates list, the output
+ * flags and report files (written whole or not at all), hashing progress on the terminal. */
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+/* ---- the config and the gates --------------------------------------------------------------- */
+
+int cli_load_config(const char *opt_path, struct pvg_config **cfg)
+{
+	const char *path = opt_path;
+	const char *env = getenv("PROVGATE_CONFIG");
+	if (!path && env && env[0])
+		path = env;
+	if (!path) {
+		if (access("provgate.json", F_OK) != 0) {
+			fprintf(stderr,
+				"provgate: no config: 'provgate init' writes a starting ./provgate.json "
+				"from your build and running service; or pass -c FILE, or set "
+				"PROVGATE_CONFIG (see provgate.json(5))\n");
+			return EXIT_USAGE;
+		}
+		path = "provgate.json";
+	}
+	struct pvg_error err = { { 0 } };
+	if (pvg_config_load(path, cfg, &err) < 0) {
+		fprintf(stderr, "provgate: %s\n", err.message);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+int cli_parse_gates(const char *spec, pvg_gate_mask *out)
+{
+	pvg_gate_mask m = 0;
+	_cleanup_free_ char *copy = pvg_strdup(spec);
+	char *save = NULL;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int lo = 0, hi = 0;
+		char tail = 0;
+		for (int id = 1; id <= PVG_N_GATES; id++)
+			if (strcmp(t, pvg_gate_name(id)) == 0)
+				lo = hi = id;
+		if (!lo) {
+			int n = sscanf(t, "%d-%d%c", &lo, &hi, &tail);
+			if (n == 1 && strchr(t, '-') == NULL) {
+				char extra;
+				if (sscanf(t, "%d%c", &lo, &extra) != 1)
+					lo = 0;
+				hi = lo;
+			} else if (n != 2) {
+				lo = 0;
+			}
+		}
+		if (lo < 1 || hi > PVG_N_GATES || lo > hi) {
+			fprintf(stderr,
+				"provgate: --gates: \"%s\" is not a gate (1-7, a range like 3-4, or a "
+				"name like artifact-hash)\n",
+				t);
+			return -EINVAL;
+		}
+		for (int id = lo; id <= hi; id++)
+			m |= PVG_GATE_BIT(id);
+	}
+	if (!m) {
+		fprintf(stderr, "provgate: --gates: empty list\n");
+		return -EINVAL;
+	}
+	*out = m;
+	return 0;
+}
+
+/* ---- output flags and report files ---------------------------------------------------------- */
+
+int cli_write_outputs(const char *who, int rc, const cJSON *doc, const struct cli_outputs *o,
+		      const char *junit_xml)
+{
+	const char *json = o->json, *junit = o->junit;
+	const struct cli_attest *a = &o->attest;
+	int r;
+	if (json) {
+		_cleanup_free_ char *text = cJSON_Print(doc);
+		_cleanup_free_ char *line = pvg_asprintf("%s\n", text);
+		if ((r = cli_write_file(json, line)) < 0) {
+			fprintf(stderr, "%s: cannot write %s: %s\n", who, json, strerror(-r));
+			rc = EXIT_USAGE;
+		}
+	}
+	if (a->path) {
+		r = cli_write_attestation(a->path, doc, NULL, 0, a->key);
+		if (r != EXIT_OK && (rc == EXIT_OK || r != EXIT_NOT_CERTIFIED))
+			rc = r; /* a file not written outranks a refusal */
+	}
+	if (junit && (r = cli_write_file(junit, junit_xml)) < 0) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", who, junit, strerror(-r));
+		rc = EXIT_USAGE;
+	}
+	return rc;
+}
+
+bool cli_output_flag(int c, const char *arg, struct cli_outputs *o)
+{
+	switch (c) {
+	case CLI_OPT_JSON:
+		o->json = arg;
+		return true;
+	case CLI_OPT_JUNIT:
+		o->junit = arg;
+		return true;
+	case CLI_OPT_ATTEST:
+		o->attest.path = arg;
+		return true;
+	case CLI_OPT_SIGN_KEY:
+		o->attest.key_path = arg;
+		return true;
+	case CLI_OPT_NO_COLOR:
+		o->no_color = true;
+		return true;
+	case 'q':
+		o->verbosity = -1;
+		return true;
+	case 'v':
+		o->verbosity = 1;
+		return true;
+	default:
+		return false;
+	}
+}
+
+FILE *cli_text_out(const struct cli_outputs *o, struct cli_style *st)
+{
+	if (o->json && strcmp(o->json, "-") == 0)
+		return NULL;
+	/* --junit -: stdout holds the XML alone, the text goes to stderr */
+	FILE *f = o->junit && strcmp(o->junit, "-") == 0 ? stderr : stdout;
+	cli_style_init(st, f, o->no_color);
+	return f;
+}
+
+void cli_outputs_done(struct cli_outputs *o)
+{
+	cli_attest_close(&o->attest);
+}
+
+/* A temp file beside PATH (so that rename() onto PATH stays on one file system): its fd, its
+ * name in *tmp (freed by the caller), or -errno. */
+static int open_temp_beside(const char *path, char **tmp)
+{
+	*tmp = pvg_asprintf("%s.tmp.XXXXXX", path);
+	int fd = mkostemp(*tmp, O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int cli_check_writable(const char *path)
+{
+	if (strcmp(path, "-") == 0)
+		return 0;
+	_cleanup_free_ char *tmp = NULL;
+	int fd = open_temp_beside(path, &tmp);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
+int cli_write_file(const char *path, const char *text)
+{
+	size_t len = strlen(text);
+	if (strcmp(path, "-") == 0) {
+		if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0)
+			return -EIO;
+		return 0;
+	}
+	/* temp file beside the target, then rename: a reader never sees half a report */
+	_cleanup_free_ char *tmp = NULL;
+	int fd = open_temp_beside(path, &tmp);
+	if (fd < 0)
+		return fd;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? -errno : -EIO;
+			close(fd);
+			unlink(tmp);
+			return e;
+		}
+		off += (size_t)w;
+	}
+	(void)fchmod(fd, 0644 & ~(mode_t)0);
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		int e = -errno;
+		unlink(tmp);
+		return e;
+	}
+	if (rename(tmp, path) < 0) {
+		int e = -errno;
+		unlink(tmp);
+		return e;
+	}
+	return 0;
+}
+
+int cli_write_json(const char *path, const struct pvg_run *run)
+{
+	_cleanup_free_ char *text = pvg_run_report_json(run);
+	_cleanup_free_ char *withnl = pvg_asprintf("%s\n", text);
+	return cli_write_file(path, withnl);
+}
+
+int cli_write_reports(const char *json, const char *junit, const struct pvg_run *run)
+{
+	int rc = EXIT_OK, r;
+	if (json && (r = cli_write_json(json, run)) < 0) {
+		fprintf(stderr, "provgate: cannot write report %s: %s\n", json, strerror(-r));
+		rc = EXIT_USAGE;
+	}
+	if (junit) {
+		_cleanup_free_ char *xml = cli_junit(run);
+		if ((r = cli_write_file(junit, xml)) < 0) {
+			fprintf(stderr, "provgate: cannot write JUnit report %s: %s\n", junit,
+				strerror(-r));
+			rc = EXIT_USAGE;
+		}
+	}
+	return rc;
+}
+
+/* ---- progress ------------------------------------------------------------------------------ */
+
+static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t progress_start;
+
+void cli_progress(const char *path, uint64_t done, uint64_t total)
+{
+	if (!isatty(STDERR_FILENO))
+		return;
+	pthread_mutex_lock(&progress_lock);
+	uint64_t now = pvg_now_ns();
+	if (!progress_start)
+		progress_start = now;
+	/* Only once hashing has taken more than a second: short runs stay quiet. */
+	if (now - progress_start > 1000000000u) {
+		const char *name = pvg_basename(path);
+		_cleanup_free_ char *shown = pvg_escape_term(name, strlen(name));
+		if (done >= total)
+			fprintf(stderr, "\r\033[Khashed %s (%.1f MiB)\n", shown,
+				(double)total / 1048576.0);
+		else
+			fprintf(stderr, "\r\033[Khashing %s: %3d%% of %.1f MiB", shown,
+				total ? (int)(done * 100 / total) : 0, (double)total / 1048576.0);
+	}
+	pthread_mutex_unlock(&progress_lock);
+}
