@@ -21,24 +21,25 @@ bool dispatch_markers_configured(const struct pvg_config *cfg)
 }
 
 /* Was the log file created after the service started? Only the birth time says so: the
- * change time moves with every append, so it says nothing about who created the file. */
-static int created_after(int fd, const struct timespec *start, bool *after, cJSON *ev)
+ * change time moves with every append, so it says nothing about who created the file. Sets
+ * btime_known and after; the birth time goes into the evidence ("log_created"). */
+static void note_creation(int fd, const struct timespec *start, struct marker_read *m)
 {
 	struct statx stx;
-	*after = false;
+	m->btime_known = m->after = false;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) < 0)
-		return -errno;
+		return;
 	if (!(stx.stx_mask & STATX_BTIME)) {
-		pvg_json_add_str(ev, "log_created", NULL);
-		return -EOPNOTSUPP;
+		pvg_json_add_str(m->ev, "log_created", NULL);
+		return;
 	}
 	char t[48];
 	pvg_format_time(stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec, t, sizeof(t));
-	cJSON_AddStringToObject(ev, "log_created", t);
-	*after = stx.stx_btime.tv_sec > start->tv_sec ||
-		 (stx.stx_btime.tv_sec == start->tv_sec &&
-		  (long)stx.stx_btime.tv_nsec >= start->tv_nsec);
-	return 0;
+	cJSON_AddStringToObject(m->ev, "log_created", t);
+	m->btime_known = true;
+	m->after = stx.stx_btime.tv_sec > start->tv_sec ||
+		   (stx.stx_btime.tv_sec == start->tv_sec &&
+		    (long)stx.stx_btime.tv_nsec >= start->tv_nsec);
 }
 
 void dispatch_markers_read_free(void *p)
@@ -204,9 +205,7 @@ static void read_log(const struct pvg_config *cfg, struct pvg_service_view *view
 		return;
 	}
 	struct stat st = f.st;
-	m->btime_known = created_after(fd, &view->start, &m->after, m->ev) == 0;
-	if (!m->btime_known)
-		m->after = false;
+	note_creation(fd, &view->start, m);
 	m->log_st = st;
 	scan_log(cfg, view, fd, m);
 }
