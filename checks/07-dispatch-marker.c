@@ -1,28 +1,117 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Gate 7 dispatch-marker: the live service really selected the new kernel for the
- * benchmark's shapes. The service log is scanned once (lib/formats/markers.c); only lines that can be
- * attributed to the live service count, the rest is reported as unattributed.
+ * Gate 7 dispatch-marker: the live service really selected the new kernel for the benchmark's
+ * shapes. Two sources of evidence, each read by a module of its own, and decided here:
+ *
+ *   markers (dispatch-markers.c): the lines the kernel prints to the service log; only lines
+ *   that can be attributed to the live service count, the rest is reported as unattributed.
+ *     configured             markers.log and markers.prefix are set
+ *     service-found          a live service to attribute lines to
+ *     container-log-found    markers.log "container": the runtime names the service's log
+ *     container-log-owned    ... and that log is its runtime's user's own file
+ *     log-is-file            not a device, FIFO or socket (refused unopened)
+ *     log-readable           opened and read to its end
+ *     log-not-empty          something was written there
+ *     kernel-selected        no marker of a require entry says "not selected"
+ *     forbid-decided         no forbidden line that may or may not be the live service's
+ *     not-forbidden          no forbidden line of the live service
+ *     facts-live             every markers.facts entry in the live service's lines
+ *     enough                 markers.min_count live markers for each require entry
+ *     zone-file              the service's zone file was not refused (told, whatever passed)
+ *
+ *   witness (dispatch-witness.c): what the GPU runtime itself recorded about the kernels the
+ *   live service launched. The service must have been started with the witness (its
+ *   environment says so), else the absence of a launch proves nothing. A live file that
+ *   neither answered the request for a fresh witness nor is final is unverifiable: the
+ *   launches since its last write are not seen. Graph replays the witness could not itemize
+ *   leave a requirement unmet or a forbid unproven as unverifiable, never as a pass.
+ *     kernel-named           witness.require names a kernel
+ *     service                a live service to attribute witness files to
+ *     environment            the service was started with the witness, into witness.dir
+ *     folder                 witness.dir opens, and is no link
+ *     request                a request for a fresh witness could be made
+ *     folder-listed          the folder's files can be listed
+ *     files                  every file of a live target reads; each answered or is final
+ *     live-file              a witness file of the live service is there
+ *     recording              the witness records in the live service
+ *     required               each witness.require entry launched often enough
+ *     forbid-provable        no graph replay hides what a forbid must rule out
+ *     forbidden              no witness.forbid kernel launched
+ *
+ * Each configured source must pass; a failure outranks an unverifiable part.
  */
-#include <dirent.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "07-dispatch-marker.h"
 
-#include "07-witness.h"
-#include "checks.h"
-#include "facts.h"
-#include "sys/container-log.h"
-#include "sys/zone.h"
-#include "util/untrusted.h"
+/* ---- outcomes ------------------------------------------------------------------------------ */
 
-struct marker_read;
-static const char *undecided_why(const struct marker_read *m);
-static const char *undecided_hint(const struct marker_read *m);
+void dispatch_problem(struct dispatch_outcome *o, enum pvg_status st, const char *code,
+		      const char *hint, const char *fmt, ...)
+{
+	o->problems = pvg_xrealloc(o->problems, o->n_problems + 1, sizeof(*o->problems));
+	struct pvg_problem *p = &o->problems[o->n_problems++];
+	va_list ap;
+	va_start(ap, fmt);
+	p->message = pvg_vasprintf(fmt, ap);
+	va_end(ap);
+	p->code = pvg_strdup(code);
+	p->hint = pvg_strdup(hint);
+	o->status = pvg_status_worst(o->status, st);
+}
+
+void dispatch_outcome_clear(struct dispatch_outcome *o)
+{
+	for (size_t i = 0; i < o->n_problems; i++) {
+		free(o->problems[i].code);
+		free(o->problems[i].message);
+		free(o->problems[i].hint);
+	}
+	free(o->problems);
+	free(o->summary);
+	memset(o, 0, sizeof(*o));
+}
+
+/* A part of the gate as its rules are evaluated: the problems go to res as they come. */
+struct walk {
+	struct pvg_result *res;
+	enum pvg_status status;
+	char *summary; /* a stopping rule's */
+};
+
+/* Takes a rule's outcome into the walk; false when the rules after it have nothing to decide
+ * on. */
+static bool take(struct walk *w, struct dispatch_outcome o)
+{
+	struct pvg_result *res = w->res;
+	res->problems = pvg_xrealloc(res->problems, res->n_problems + o.n_problems + 1,
+				     sizeof(*res->problems));
+	for (size_t i = 0; i < o.n_problems; i++)
+		res->problems[res->n_problems++] = o.problems[i];
+	free(o.problems);
+	w->status = pvg_status_worst(w->status, o.status);
+	if (o.summary) {
+		free(w->summary);
+		w->summary = o.summary;
+	}
+	return !o.stop;
+}
+
+/* ---- markers: the words for lines that do not count ---------------------------------------- */
+
+static const char *undecided_why(const struct marker_read *m)
+{
+	return m->undecided ? m->undecided : "its time may be before or after the service's start";
+}
+
+static const char *undecided_hint(const struct marker_read *m)
+{
+	if (!m->zone.known && m->zone.why.hint)
+		return m->zone.why.hint;
+	return "write timestamps with their zone offset (Python logging: %z), or remove the log "
+	       "(rm, not truncate) before starting the service";
+}
 
 /* What was seen about a line that does not count (see attribution in provgate(1)). */
-static const char *attr_name(enum pvg_attribution a, const struct marker_read *m, bool btime_known)
+static const char *attr_name(enum pvg_attribution a, const struct marker_read *m)
 {
 	switch (a) {
 	case PVG_ATTR_LIVE:
@@ -33,11 +122,11 @@ static const char *attr_name(enum pvg_attribution a, const struct marker_read *m
 	case PVG_ATTR_BEFORE_START:
 		return "its timestamp is before the service started";
 	case PVG_ATTR_UNKNOWN:
-		return btime_known ? "no pid or timestamp in the line, and the log file was created "
-				     "before the service started (truncating a file keeps its "
-				     "creation time)"
-				   : "no pid or timestamp in the line, and the file system does not "
-				     "record when the log was created";
+		return m->btime_known ? "no pid or timestamp in the line, and the log file was "
+					"created before the service started (truncating a file "
+					"keeps its creation time)"
+				      : "no pid or timestamp in the line, and the file system does "
+					"not record when the log was created";
 	case PVG_ATTR_UNDECIDED:
 		return undecided_why(m);
 	}
@@ -69,284 +158,72 @@ static char *require_text(const struct pvg_require *e)
 	return s;
 }
 
-/* Was the log file created after the service started? Only the birth time says so: the
- * change time moves with every append, so it says nothing about who created the file. */
-static int created_after(int fd, const struct timespec *start, bool *after, cJSON *ev)
+/* ---- markers: reading the log -------------------------------------------------------------- */
+
+struct dispatch_outcome rule_markers_configured(const struct markers_facts *f)
 {
-	struct statx stx;
-	*after = false;
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) < 0)
-		return -errno;
-	if (!(stx.stx_mask & STATX_BTIME)) {
-		pvg_json_add_str(ev, "log_created", NULL);
-		return -EOPNOTSUPP;
-	}
-	char t[48];
-	pvg_format_time(stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec, t, sizeof(t));
-	cJSON_AddStringToObject(ev, "log_created", t);
-	*after = stx.stx_btime.tv_sec > start->tv_sec ||
-		 (stx.stx_btime.tv_sec == start->tv_sec &&
-		  (long)stx.stx_btime.tv_nsec >= start->tv_nsec);
-	return 0;
+	struct dispatch_outcome o = { 0 };
+	const struct pvg_config *cfg = f->cfg;
+	if (dispatch_markers_configured(cfg))
+		return o;
+	const char *what = !cfg->markers.log ? "markers.log" : "markers.prefix";
+	o.stop = true;
+	o.summary = pvg_asprintf("%s is not configured", what);
+	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.not-configured",
+			 "set markers.log (the service's log) and markers.prefix (what the kernel "
+			 "prints when it is dispatched), or witness.dir and witness.require (the "
+			 "dispatch witness)",
+			 "no markers to check: %s is not set", what);
+	return o;
 }
 
-/* What reading the log found; made by run(), or earlier by prepare() while gate 3 hashes. */
-struct marker_read {
-	int view_r;	/* pvg_service_view_get: 0 or -errno */
-	char *view_why;
-	int log_err;	/* opening the log: 0 or errno */
-	enum pvg_refusal log_refused; /* with log_err: what the log was instead of a file */
-	struct stat log_st_refused;   /* with log_refused: what was seen */
-	int scan_r;	/* the scan: 0 or -errno */
-	cJSON *ev;	/* "service", "log_created" for the evidence */
-	bool after;	/* log created after the service started */
-	bool btime_known; /* the file system records creation times */
-	pid_t root;	/* the service's root process */
-	struct stat log_st; /* the log's, when log_err is 0 */
-	/* where the service's output goes instead of the log (NULL: nowhere else), looked up
-	 * by note_elsewhere only for a gate that fails */
-	char *elsewhere;
-	bool elsewhere_done;
-	struct pvg_line_format format; /* markers.pid_pattern / time_pattern, compiled */
-	char *log_path;   /* the log read: markers.log, or the container's log file */
-	bool container;   /* markers.log is "container" */
-	struct pvg_container_log clog; /* where the container's log was looked for */
-	struct pvg_proc_zone zone;     /* the service's time zone */
-	struct pvg_line_zone line_zone;
-	char *undecided;  /* why a time can be before or after the start */
-	struct pvg_marker_scan scan;
-};
-
-static const char *undecided_why(const struct marker_read *m)
+struct dispatch_outcome rule_markers_service_found(const struct markers_facts *f)
 {
-	return m->undecided ? m->undecided : "its time may be before or after the service's start";
+	struct dispatch_outcome o = { 0 };
+	const struct marker_read *m = f->m;
+	int r = m->view_r;
+	if (r >= 0)
+		return o;
+	o.stop = true;
+	o.summary = pvg_strdup("no live service to attribute markers to");
+	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.no-service",
+			 "start the service (service.match / pid / pidfile must find it) and run "
+			 "the benchmark before this gate",
+			 "no live service to attribute markers to: %s",
+			 m->view_why              ? m->view_why
+			 : r == -EDESTADDRREQ ? "service.match, service.pid or service.pidfile is not set"
+			 : r == -ESRCH	      ? "the service process does not exist"
+					      : strerror(-r));
+	return o;
 }
 
-static const char *undecided_hint(const struct marker_read *m)
+struct dispatch_outcome rule_markers_container_log_found(const struct markers_facts *f)
 {
-	if (!m->zone.known && m->zone.why.hint)
-		return m->zone.why.hint;
-	return "write timestamps with their zone offset (Python logging: %z), or remove the log "
-	       "(rm, not truncate) before starting the service";
-}
-
-static void marker_read_free(void *p)
-{
-	struct marker_read *m = p;
-	if (!m)
-		return;
-	free(m->view_why);
-	free(m->elsewhere);
-	free(m->log_path);
-	free(m->undecided);
-	pvg_container_log_clear(&m->clog);
-	pvg_proc_zone_clear(&m->zone);
-	cJSON_Delete(m->ev);
-	pvg_marker_scan_done(&m->scan);
-	pvg_line_format_clear(&m->format);
-	free(m);
-}
-
-static void marker_read_freep(struct marker_read **m)
-{
-	marker_read_free(*m);
-}
-
-/*
- * The usual reason for a log without live markers: the service writes somewhere else (a
- * nohup.out, a log rotated away, an older file of the same name). When the service's root
- * process has the log (log_path NULL: a log that does not exist) open on no descriptor, and
- * its stdout or stderr is a regular file, that file is named. Descriptors are compared by
- * their /proc link text, so no file of the service is stat'ed but the one named (a target on
- * a hung network mount must not hang the gate); nothing is said for pipes, terminals,
- * sockets (tee, journald), or when /proc/PID/fd cannot be read (another user's process).
- */
-struct output_scan {
-	const char *log_real; /* the log's real path, or NULL */
-	bool log_open;        /* the service has the log open */
-	int cand_fd;          /* 1 or 2: stdout or stderr goes to cand */
-	char cand[PATH_MAX];
-};
-
-static bool output_fd(void *opaque, int dirfd, int fd, const char *link)
-{
-	struct output_scan *o = opaque;
-	(void)dirfd;
-	if (o->log_real && strcmp(link, o->log_real) == 0) {
-		o->log_open = true;
-		return false;
-	}
-	if ((fd == 1 || (fd == 2 && o->cand_fd != 1)) && link[0] == '/' &&
-	    strncmp(link, "/dev/", 5) != 0 && strlen(link) < sizeof(o->cand)) {
-		strcpy(o->cand, link);
-		o->cand_fd = fd;
-	}
-	return true;
-}
-
-static char *output_elsewhere(const char *procfs, pid_t root, const char *log_path,
-			      const struct stat *log)
-{
-	_cleanup_free_ char *log_real = log_path ? realpath(log_path, NULL) : NULL;
-	struct output_scan o = { .log_real = log_real };
-	if (pvg_proc_fds(procfs, root, output_fd, &o) < 0 || o.log_open || !o.cand_fd)
-		return NULL;
-	/* only the named descriptor is stat'ed, through /proc: the open file itself */
-	char fdpath[512];
-	snprintf(fdpath, sizeof(fdpath), "%s/%d/fd/%d", procfs, (int)root, o.cand_fd);
-	struct stat st;
-	if (stat(fdpath, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (log && st.st_dev == log->st_dev && st.st_ino == log->st_ino))
-		return NULL;
-	return pvg_asprintf("the service (pid %d) writes its %s to %s, not to this log; point "
-			    "markers.log there, or redirect the service's output",
-			    (int)root, o.cand_fd == 1 ? "stdout" : "stderr", o.cand);
-}
-
-static struct marker_read *read_markers(struct pvg_ctx *ctx)
-{
-	const struct pvg_config *cfg = ctx->cfg;
-	struct marker_read *m = pvg_xcalloc(1, sizeof(*m));
-	m->ev = cJSON_CreateObject();
-	pvg_marker_scan_init(&m->scan);
-	struct pvg_service_view view;
-	m->view_r = pvg_service_view_get(ctx, &view);
-	if (m->view_r < 0) {
-		m->view_why = view.why ? pvg_strdup(view.why) : NULL;
-		return m;
-	}
-	char t[48];
-	pvg_format_time(view.start.tv_sec, view.start.tv_nsec, t, sizeof(t));
-	m->root = view.root;
-	cJSON *sv = cJSON_AddObjectToObject(m->ev, "service");
-	pvg_json_add_int(sv, "pid", (int)view.root);
-	cJSON_AddStringToObject(sv, "start_time", t);
-
-	/* the writer's zone, for times written without an offset */
-	if (pvg_proc_zone_read(ctx->procfs, view.root, &m->zone) == 0 && m->zone.known) {
-		m->line_zone.tz = &m->zone.tz;
-		cJSON *z = cJSON_AddObjectToObject(sv, "time_zone");
-		pvg_json_add_str(z, "zone", m->zone.name);
-		pvg_json_add_str(z, "source", m->zone.source);
-	} else {
-		m->line_zone.unknown = true;
-		cJSON *z = cJSON_AddObjectToObject(sv, "time_zone");
-		pvg_json_add_str(z, "zone", NULL);
-		pvg_json_add_str(z, "unknown", m->zone.why.text ? m->zone.why.text
-								 : "the service exited");
-		m->undecided = pvg_asprintf(
-			"its timestamp has no zone offset, and the service's time zone cannot be "
-			"known (%s): in any zone from UTC-12 to UTC+14 it may be before or after the "
-			"service's start", m->zone.why.text ? m->zone.why.text : "the service exited");
-	}
-	if (!m->undecided)
-		m->undecided = pvg_asprintf(
-			"its timestamp has no zone offset and falls in the hour that repeats when "
-			"the clocks of the service's zone (%s) go back: it may be before or after the "
-			"service's start", m->zone.name);
-
-	m->container = strcmp(cfg->markers.log, PVG_LOG_CONTAINER) == 0;
-	if (m->container) {
-		const struct pvg_targets *t;
-		pid_t primary = pvg_targets_get(ctx, &t) == 0 && !t->err ? t->primary : view.root;
-		cJSON *cl = cJSON_AddObjectToObject(m->ev, "container_log");
-		if (pvg_container_log_find(ctx->procfs, "/", primary, &m->clog) < 0) {
-			m->log_err = ESRCH;
-			pvg_service_view_release(&view);
-			return m;
-		}
-		if (m->clog.in_container) {
-			pvg_json_add_str(cl, "engine", m->clog.container.engine);
-			pvg_json_add_str(cl, "id", m->clog.container.id);
-		}
-		pvg_json_add_int(cl, "pid", (int)primary);
-		pvg_json_add_str(cl, "driver", m->clog.driver);
-		pvg_json_add_str(cl, "found_in", m->clog.how);
-		if (!m->clog.path) {
-			m->log_err = m->clog.no_file ? ENOTSUP : ENOENT;
-			pvg_service_view_release(&view);
-			return m;
-		}
-		m->log_path = pvg_strdup(m->clog.path);
-	} else {
-		m->log_path = pvg_strdup(cfg->markers.log);
-	}
-
-	/* resolved as O_PATH and checked before anything opens it: a log replaced by a link to
-	 * a device, a FIFO or a socket is refused unopened (the config names the path, so its
-	 * links are followed) */
-	struct pvg_untrusted how = { .root_fd = -1 };
-	if (m->container)
-		pvg_container_log_how(&m->clog, &how); /* the runtime's user's file, as they read it */
-	struct pvg_untrusted_file f;
-	_cleanup_close_ int fd = pvg_open_untrusted(m->log_path, &how, &f);
-	if (fd < 0) {
-		m->log_err = -fd;
-		m->log_refused = f.refused;
-		m->log_st_refused = f.st;
-		pvg_service_view_release(&view);
-		return m;
-	}
-	struct stat st = f.st;
-	m->btime_known = created_after(fd, &view.start, &m->after, m->ev) == 0;
-	if (!m->btime_known)
-		m->after = false;
-	m->log_st = st;
-
-	struct pvg_marker_scan *scan = &m->scan;
-	/* the config's loader compiled the same patterns, so this cannot fail but by memory */
-	_cleanup_(pvg_msg_clear) struct pvg_msg why = { 0 };
-	if (pvg_line_format_compile(&m->format, cfg->markers.pid_pattern, cfg->markers.time_pattern,
-				    cfg->markers.time_format, &why) == 0)
-		scan->format = &m->format;
-	scan->prefix = cfg->markers.prefix;
-	scan->require = cfg->markers.require;
-	scan->n_require = cfg->markers.n_require;
-	scan->facts = (const char *const *)cfg->markers.facts.v;
-	scan->n_facts = cfg->markers.facts.n;
-	scan->forbid = (const char *const *)cfg->markers.forbid.v;
-	scan->n_forbid = cfg->markers.forbid.n;
-	scan->view = &view;
-	scan->file_after_start = m->after;
-	scan->now = time(NULL);
-	scan->zone = &m->line_zone;
-	m->scan_r = pvg_marker_scan_fd(scan, fd);
-	scan->view = NULL;
-	pvg_service_view_release(&view);
-	return m;
-}
-
-/* A log that is no regular file is refused before it is opened, each kind with its code:
- * opening a device can act (a watchdog reboots, /proc/kmsg drains), a FIFO can block. */
-static bool log_refused(const struct marker_read *m, struct pvg_result *res)
-{
-	const char *code;
-	switch (m->log_refused) {
-	case PVG_REFUSED_DEVICE:
-		code = "dispatch-marker.log-device";
-		break;
-	case PVG_REFUSED_FIFO:
-		code = "dispatch-marker.log-fifo";
-		break;
-	case PVG_REFUSED_SOCKET:
-		code = "dispatch-marker.log-socket";
-		break;
-	default:
-		return false;
-	}
-	pvg_summary(res, "the service log is %s, not a file", pvg_refusal_text(m->log_refused));
-	pvg_problem(res, code,
-		    "point markers.log at the regular file the service writes its log to (a "
-		    "pipe or a terminal is not read: redirect the service's output to a file)",
-		    "service log %s is %s (refused unopened)", m->log_path,
-		    pvg_refusal_text(m->log_refused));
-	return true;
+	struct dispatch_outcome o = { 0 };
+	const struct marker_read *m = f->m;
+	if (!m->container || m->log_path)
+		return o;
+	const struct pvg_container_log *cl = &m->clog;
+	bool gone = m->log_err == ESRCH;
+	o.stop = true;
+	o.summary = pvg_strdup(gone ? "the service exited during the check" : cl->why.text);
+	dispatch_problem(&o, PVG_UNVERIFIABLE,
+			 cl->runtime_not_trusted ? "dispatch-marker.runtime-not-trusted"
+						 : "dispatch-marker.container-log",
+			 gone ? "start the service and check again" : cl->why.hint,
+			 "markers.log is \"container\": %s",
+			 gone ? "the service exited during the check" : cl->why.text);
+	return o;
 }
 
 /* The log a container runtime names, refused as not its runtime's user's file (SPEC §11): not
  * owned by that user, not readable by them, or a link where the file should be. */
-static bool container_log_refused(const struct marker_read *m, struct pvg_result *res)
+struct dispatch_outcome rule_markers_container_log_owned(const struct markers_facts *f)
 {
+	struct dispatch_outcome o = { 0 };
+	const struct marker_read *m = f->m;
+	if (!m->container || !m->log_err)
+		return o;
 	const struct pvg_container_log *cl = &m->clog;
 	_cleanup_free_ char *owner = pvg_asprintf("uid %u", (unsigned)cl->owner);
 	_cleanup_free_ char *seen = NULL;
@@ -362,362 +239,819 @@ static bool container_log_refused(const struct marker_read *m, struct pvg_result
 		seen = pvg_strdup("a link where the runtime's file should be");
 		break;
 	default:
-		return false;
+		return o;
 	}
-	pvg_summary(res, "the container's log is refused: %s", seen);
-	pvg_problem(res, "dispatch-marker.container-log-refused",
-		    "a log found through a container runtime counts only as that runtime's own "
-		    "file: check which process started the service, or set markers.log to the "
-		    "service's log file",
-		    "markers.log is \"container\": %s (found in %s) is %s; it was not read",
-		    m->log_path, cl->how ? cl->how : "?", seen);
-	return true;
+	o.stop = true;
+	o.summary = pvg_asprintf("the container's log is refused: %s", seen);
+	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.container-log-refused",
+			 "a log found through a container runtime counts only as that runtime's "
+			 "own file: check which process started the service, or set markers.log to "
+			 "the service's log file",
+			 "markers.log is \"container\": %s (found in %s) is %s; it was not read",
+			 m->log_path, cl->how ? cl->how : "?", seen);
+	return o;
 }
 
-/* A zone file of the service that was refused (a device, a FIFO, a file of the kernel's, one
- * its user may not read) is a problem of its own, whatever the markers decided. */
-static void zone_refused(const struct marker_read *m, struct pvg_result *res)
+/* A log that is no regular file is refused before it is opened, each kind with its code:
+ * opening a device can act (a watchdog reboots, /proc/kmsg drains), a FIFO can block. */
+struct dispatch_outcome rule_markers_log_is_file(const struct markers_facts *f)
 {
-	if (!m->zone.refused)
-		return;
-	pvg_problem(res, "dispatch-marker.zone-file-refused", m->zone.why.hint,
-		    "the service's time zone is unknown: %s", m->zone.why.text);
+	struct dispatch_outcome o = { 0 };
+	const struct marker_read *m = f->m;
+	const char *code;
+	if (!m->log_err)
+		return o;
+	switch (m->log_refused) {
+	case PVG_REFUSED_DEVICE:
+		code = "dispatch-marker.log-device";
+		break;
+	case PVG_REFUSED_FIFO:
+		code = "dispatch-marker.log-fifo";
+		break;
+	case PVG_REFUSED_SOCKET:
+		code = "dispatch-marker.log-socket";
+		break;
+	default:
+		return o;
+	}
+	o.stop = true;
+	o.summary = pvg_asprintf("the service log is %s, not a file",
+				 pvg_refusal_text(m->log_refused));
+	dispatch_problem(&o, PVG_UNVERIFIABLE, code,
+			 "point markers.log at the regular file the service writes its log to (a "
+			 "pipe or a terminal is not read: redirect the service's output to a file)",
+			 "service log %s is %s (refused unopened)", m->log_path,
+			 pvg_refusal_text(m->log_refused));
+	return o;
 }
 
-/* output_elsewhere for a gate that fails, looked up once and put in the evidence */
-static const char *note_elsewhere(struct marker_read *m, const struct pvg_ctx *ctx, cJSON *ev)
+struct dispatch_outcome rule_markers_log_readable(const struct markers_facts *f)
 {
-	if (!m->elsewhere_done) {
-		m->elsewhere_done = true;
-		bool log = m->log_err == 0;
-		m->elsewhere = output_elsewhere(ctx->procfs, m->root, log ? m->log_path : NULL,
-						log ? &m->log_st : NULL);
-		if (m->elsewhere)
-			pvg_json_add_str(ev, "service_output_elsewhere", m->elsewhere);
-	}
-	return m->elsewhere;
-}
-
-static bool configured(const struct pvg_config *cfg)
-{
-	return cfg->markers.log && cfg->markers.prefix;
-}
-
-static void prepare_dispatch_marker(struct pvg_ctx *ctx)
-{
-	if (configured(ctx->cfg))
-		pvg_ctx_set_slot(ctx, PVG_SLOT_LOG_MARKERS, read_markers(ctx), marker_read_free);
-}
-
-static enum pvg_status markers_decide(struct pvg_ctx *ctx, struct pvg_result *res,
-				      struct marker_read *m)
-{
-	const struct pvg_config *cfg = ctx->cfg;
-	if (!configured(cfg)) {
-		const char *what = !cfg->markers.log ? "markers.log" : "markers.prefix";
-		pvg_summary(res, "%s is not configured", what);
-		pvg_problem(res, "dispatch-marker.not-configured",
-			    "set markers.log (the service's log) and markers.prefix (what the kernel "
-			    "prints when it is dispatched), or witness.dir and witness.require (the "
-			    "dispatch witness)",
-			    "no markers to check: %s is not set", what);
-		return PVG_UNVERIFIABLE;
-	}
-	cJSON *ev = res->evidence;
-	pvg_json_add_str(ev, "log", cfg->markers.log);
-	pvg_json_add_str(ev, "prefix", cfg->markers.prefix);
-
-	for (cJSON *it = m->ev->child; it;) {
-		cJSON *next = it->next;
-		cJSON_AddItemToObject(ev, it->string, cJSON_DetachItemViaPointer(m->ev, it));
-		it = next;
-	}
-	if (m->view_r < 0) {
-		int r = m->view_r;
-		pvg_summary(res, "no live service to attribute markers to");
-		pvg_problem(res, "dispatch-marker.no-service",
-			    "start the service (service.match / pid / pidfile must find it) and run "
-			    "the benchmark before this gate",
-			    "no live service to attribute markers to: %s",
-			    m->view_why              ? m->view_why
-			    : r == -EDESTADDRREQ ? "service.match, service.pid or service.pidfile is not set"
-			    : r == -ESRCH	 ? "the service process does not exist"
-						 : strerror(-r));
-		return PVG_UNVERIFIABLE;
-	}
-	if (m->container)
-		pvg_json_add_str(ev, "log_file", m->log_path);
-	if (m->container && !m->log_path) {
-		const struct pvg_container_log *cl = &m->clog;
-		pvg_summary(res, "%s", m->log_err == ESRCH ? "the service exited during the check"
-							: cl->why.text);
-		pvg_problem(res,
-			    cl->runtime_not_trusted ? "dispatch-marker.runtime-not-trusted"
-						    : "dispatch-marker.container-log",
-			    m->log_err == ESRCH ? "start the service and check again" : cl->why.hint,
-			    "markers.log is \"container\": %s",
-			    m->log_err == ESRCH ? "the service exited during the check" : cl->why.text);
-		return PVG_UNVERIFIABLE;
-	}
-	if (m->container && m->log_err && container_log_refused(m, res))
-		return PVG_UNVERIFIABLE;
-	if (m->log_err && log_refused(m, res))
-		return PVG_UNVERIFIABLE;
+	struct dispatch_outcome o = { 0 };
+	const struct marker_read *m = f->m;
 	if (m->log_err) {
 		int e = m->log_err;
-		const char *w = e == ENOENT ? note_elsewhere(m, ctx, ev) : NULL;
-		pvg_summary(res, "cannot read the service log");
-		pvg_problem(res, "dispatch-marker.log-unreadable",
-			    w ? w
-			    : e == ENOENT ? "point markers.log at the file the service writes its log "
-					  "to (redirect its output there)"
-					: NULL,
-			    "service log %s: %s", m->log_path, strerror(e));
-		return PVG_UNVERIFIABLE;
+		const char *w = e == ENOENT ? f->elsewhere : NULL;
+		o.stop = true;
+		o.summary = pvg_strdup("cannot read the service log");
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.log-unreadable",
+				 w ? w
+				 : e == ENOENT ? "point markers.log at the file the service writes "
+						 "its log to (redirect its output there)"
+					       : NULL,
+				 "service log %s: %s", m->log_path, strerror(e));
+	} else if (m->scan_r < 0) {
+		o.stop = true;
+		o.summary = pvg_asprintf("cannot read the service log: %s", strerror(-m->scan_r));
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.log-unreadable", NULL,
+				 "service log %s: %s", m->log_path, strerror(-m->scan_r));
 	}
-	if (m->scan_r < 0) {
-		pvg_summary(res, "cannot read the service log: %s", strerror(-m->scan_r));
-		pvg_problem(res, "dispatch-marker.log-unreadable", NULL, "service log %s: %s",
-			    m->log_path, strerror(-m->scan_r));
-		return PVG_UNVERIFIABLE;
-	}
-	const struct pvg_marker_scan scan = m->scan;
-	bool after = m->after;
-	pvg_json_add_u64(ev, "bytes", scan.bytes);
-	if (scan.hole_bytes)
-		pvg_json_add_u64(ev, "hole_bytes", scan.hole_bytes);
-	pvg_json_add_bool(ev, "log_created_after_start", after);
-	cJSON *mk = cJSON_AddObjectToObject(ev, "markers");
-	pvg_json_add_u64(mk, "live", scan.markers_live);
-	pvg_json_add_u64(mk, "matched", scan.matched);
-	pvg_json_add_u64(mk, "unattributed", scan.markers_unattributed);
-	pvg_json_add_u64(mk, "unparseable", scan.markers_unparseable);
-	pvg_json_add_u64(mk, "foreign_pid", scan.attr_count[PVG_ATTR_FOREIGN_PID]);
-	pvg_json_add_u64(mk, "foreign_pid_since_start", scan.markers_foreign_recent);
-	pvg_json_add_u64(mk, "before_start", scan.attr_count[PVG_ATTR_BEFORE_START]);
-	pvg_json_add_u64(mk, "unknown_origin", scan.attr_count[PVG_ATTR_UNKNOWN]);
-	pvg_json_add_u64(mk, "time_undecided", scan.attr_count[PVG_ATTR_UNDECIDED]);
-	pvg_json_add_str(ev, "log_format", pvg_ctrlog_kind_name(scan.log_kind));
-	if (scan.log_kind != PVG_CTRLOG_PLAIN) {
-		cJSON *rt = cJSON_AddObjectToObject(ev, "runtime_records");
-		pvg_json_add_u64(rt, "records", scan.records);
-		pvg_json_add_u64(rt, "joined", scan.records_joined);
-		pvg_json_add_u64(rt, "malformed", scan.records_malformed);
-	}
-	if (scan.overlong_lines)
-		pvg_json_add_u64(ev, "overlong_lines", scan.overlong_lines);
-	/* each configured fact and whether the live service's lines hold it (compare reads
-	 * these: a declared "block size" must differ between baseline and candidate) */
-	cJSON *fj = cJSON_AddArrayToObject(ev, "facts");
-	for (size_t i = 0; i < cfg->markers.facts.n; i++) {
-		cJSON *f = cJSON_CreateObject();
-		pvg_json_add_str(f, "fact", cfg->markers.facts.v[i]);
-		pvg_json_add_bool(f, "live", scan.fact_live[i] > 0);
-		pvg_json_add_u64(f, "live_lines", scan.fact_live[i]);
-		pvg_json_add_u64(f, "unattributed_lines", scan.fact_unattributed[i]);
-		cJSON_AddItemToArray(fj, f);
-	}
+	return o;
+}
 
-	cJSON *chain = cJSON_CreateObject();
-	cJSON_AddNumberToObject(chain, "matched", (double)scan.matched);
-	cJSON_AddNumberToObject(chain, "unattributed", (double)scan.markers_unattributed);
-	pvg_chain_set(ctx, "markers", chain);
+/* ---- markers: what the live service's lines say -------------------------------------------- */
 
-	enum pvg_status status = PVG_PASS;
-	if (scan.bytes == 0) {
-		const char *w = note_elsewhere(m, ctx, ev);
-		pvg_problem(res, "dispatch-marker.empty-log",
-			    w ? w
-			      : "run the benchmark against the service, with its output going to "
-				"markers.log",
-			    "the service log %s is empty%s", m->log_path,
-			    scan.hole_bytes ? " (its size is all holes: nothing was written there)"
+struct dispatch_outcome rule_markers_log_not_empty(const struct markers_facts *f)
+{
+	struct dispatch_outcome o = { 0 };
+	const struct marker_read *m = f->m;
+	if (m->scan.bytes != 0)
+		return o;
+	o.stop = true; /* told by its problem */
+	dispatch_problem(&o, PVG_FAIL, "dispatch-marker.empty-log",
+			 f->elsewhere ? f->elsewhere
+				      : "run the benchmark against the service, with its output "
+					"going to markers.log",
+			 "the service log %s is empty%s", m->log_path,
+			 m->scan.hole_bytes ? " (its size is all holes: nothing was written there)"
 					    : "");
-		status = PVG_FAIL;
-		goto out;
-	}
+	return o;
+}
 
+struct dispatch_outcome rule_markers_kernel_selected(const struct markers_facts *f)
+{
+	struct dispatch_outcome o = { 0 };
+	const struct pvg_config *cfg = f->cfg;
+	const struct pvg_marker_scan *scan = &f->m->scan;
 	for (size_t e = 0; e < cfg->markers.n_require; e++) {
-		if (!scan.require_not_selected[e])
+		size_t n = scan->require_not_selected[e];
+		if (!n)
 			continue;
 		_cleanup_free_ char *want = require_text(&cfg->markers.require[e]);
-		pvg_problem(res, "dispatch-marker.not-selected",
-			    "the kernel fell back for this shape: check the dispatch condition for "
-			    "it (shape, dtype, arch) in the changed source",
-			    "%zu marker%s for {%s} say%s the kernel was not selected, e.g. at byte "
-			    "%" PRIu64 ": %s",
-			    scan.require_not_selected[e], scan.require_not_selected[e] == 1 ? "" : "s",
-			    want, scan.require_not_selected[e] == 1 ? "s" : "",
-			    scan.not_selected.offset, scan.not_selected.text);
-		status = PVG_FAIL;
+		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.not-selected",
+				 "the kernel fell back for this shape: check the dispatch condition "
+				 "for it (shape, dtype, arch) in the changed source",
+				 "%zu marker%s for {%s} say%s the kernel was not selected, e.g. at "
+				 "byte %" PRIu64 ": %s",
+				 n, n == 1 ? "" : "s", want, n == 1 ? "s" : "",
+				 scan->not_selected.offset, scan->not_selected.text);
 	}
-	/* Lines whose time cannot be placed before or after the start (the service's zone
-	 * unknown: its environment unreadable to a provgate that is not root, a TZ naming no
-	 * zone; a repeated hour) may be the live service's. What they would decide is
-	 * unverifiable, never a failure told as "an earlier run". */
-	bool undecided = false;
+	return o;
+}
+
+/* Lines whose time cannot be placed before or after the start (the service's zone unknown:
+ * its environment unreadable to a provgate that is not root, a TZ naming no zone; a repeated
+ * hour) may be the live service's. What they would decide is unverifiable, never a failure
+ * told as "an earlier run". */
+struct dispatch_outcome rule_markers_forbid_decided(const struct markers_facts *f)
+{
+	struct dispatch_outcome o = { 0 };
+	const struct pvg_config *cfg = f->cfg;
+	const struct marker_read *m = f->m;
 	for (size_t i = 0; i < cfg->markers.forbid.n; i++) {
-		if (scan.forbid_live[i] || !scan.forbid_undecided[i])
+		size_t n = m->scan.forbid_undecided[i];
+		if (m->scan.forbid_live[i] || !n)
 			continue;
-		pvg_problem(res, "dispatch-marker.time-undecided", undecided_hint(m),
-			    "forbidden \"%s\" appears in %zu line%s that may be the live service's: %s",
-			    cfg->markers.forbid.v[i], scan.forbid_undecided[i],
-			    scan.forbid_undecided[i] == 1 ? "" : "s", undecided_why(m));
-		undecided = true;
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
+				 undecided_hint(m),
+				 "forbidden \"%s\" appears in %zu line%s that may be the live "
+				 "service's: %s",
+				 cfg->markers.forbid.v[i], n, n == 1 ? "" : "s", undecided_why(m));
 	}
+	return o;
+}
+
+struct dispatch_outcome rule_markers_not_forbidden(const struct markers_facts *f)
+{
+	struct dispatch_outcome o = { 0 };
+	const struct pvg_config *cfg = f->cfg;
+	const struct pvg_marker_scan *scan = &f->m->scan;
 	for (size_t i = 0; i < cfg->markers.forbid.n; i++) {
-		if (!scan.forbid_live[i])
+		size_t n = scan->forbid_live[i];
+		if (!n)
 			continue;
-		pvg_problem(res, "dispatch-marker.forbidden",
-			    "the service took a path the benchmark must not take; fix the cause and "
-			    "restart the service",
-			    "forbidden \"%s\" appears in %zu line%s of the live service, e.g. at byte "
-			    "%" PRIu64 ": %s",
-			    cfg->markers.forbid.v[i], scan.forbid_live[i],
-			    scan.forbid_live[i] == 1 ? "" : "s", scan.forbidden.offset,
-			    scan.forbidden.text ? scan.forbidden.text : "");
-		status = PVG_FAIL;
+		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.forbidden",
+				 "the service took a path the benchmark must not take; fix the cause "
+				 "and restart the service",
+				 "forbidden \"%s\" appears in %zu line%s of the live service, e.g. at "
+				 "byte %" PRIu64 ": %s",
+				 cfg->markers.forbid.v[i], n, n == 1 ? "" : "s", scan->forbidden.offset,
+				 scan->forbidden.text ? scan->forbidden.text : "");
 	}
+	return o;
+}
+
+struct dispatch_outcome rule_markers_facts_live(const struct markers_facts *f)
+{
+	struct dispatch_outcome o = { 0 };
+	const struct pvg_config *cfg = f->cfg;
+	const struct marker_read *m = f->m;
+	const struct pvg_marker_scan *scan = &m->scan;
 	for (size_t i = 0; i < cfg->markers.facts.n; i++) {
-		if (scan.fact_live[i])
+		const char *fact = cfg->markers.facts.v[i];
+		size_t maybe = scan->fact_undecided[i], unattr = scan->fact_unattributed[i];
+		if (scan->fact_live[i])
 			continue;
-		if (scan.fact_undecided[i]) {
-			pvg_problem(res, "dispatch-marker.time-undecided", undecided_hint(m),
-				    "fact \"%s\" appears only in %zu line%s that may or may not be the "
-				    "live service's: %s",
-				    cfg->markers.facts.v[i], scan.fact_undecided[i],
-				    scan.fact_undecided[i] == 1 ? "" : "s", undecided_why(m));
-			undecided = true;
+		if (maybe) {
+			dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
+					 undecided_hint(m),
+					 "fact \"%s\" appears only in %zu line%s that may or may not "
+					 "be the live service's: %s",
+					 fact, maybe, maybe == 1 ? "" : "s", undecided_why(m));
 			continue;
 		}
 		_cleanup_free_ char *seen =
-			scan.fact_unattributed[i]
-				? pvg_asprintf(" (it appears in %zu line%s that cannot be attributed to "
-					       "the live service: %s)",
-					       scan.fact_unattributed[i],
-					       scan.fact_unattributed[i] == 1 ? "" : "s",
-					       attr_name(scan.fact_attr[i], m, m->btime_known))
-				: pvg_strdup("");
-		pvg_problem(res, "dispatch-marker.missing-fact",
-			    scan.fact_unattributed[i] ? attr_hint(scan.fact_attr[i], m)
-						      : "start the service with the settings the "
-							"benchmark claims",
-			    "fact \"%s\" is missing from the live service's lines%s",
-			    cfg->markers.facts.v[i], seen);
-		status = PVG_FAIL;
+			unattr ? pvg_asprintf(" (it appears in %zu line%s that cannot be attributed "
+					      "to the live service: %s)",
+					      unattr, unattr == 1 ? "" : "s",
+					      attr_name(scan->fact_attr[i], m))
+			       : pvg_strdup("");
+		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.missing-fact",
+				 unattr ? attr_hint(scan->fact_attr[i], m)
+					: "start the service with the settings the benchmark claims",
+				 "fact \"%s\" is missing from the live service's lines%s", fact, seen);
 	}
+	return o;
+}
 
-	/* enough matching markers, for every require entry */
+/* What require entry e (or, without require entries, the prefix) needs and got. */
+struct markers_count {
+	size_t got, unattr, maybe;
+	long need;
+	const struct pvg_marker_sample *first; /* the first unattributed: reason, example */
+};
+
+static struct markers_count markers_count(const struct pvg_config *cfg,
+					  const struct pvg_marker_scan *scan, size_t e)
+{
+	bool per_entry = cfg->markers.n_require != 0;
+	return (struct markers_count){
+		.got = per_entry ? scan->require_matched[e] : scan->matched,
+		.unattr = per_entry ? scan->require_unattributed[e] : scan->markers_unattributed,
+		.maybe = per_entry ? scan->require_undecided[e] : scan->attr_count[PVG_ATTR_UNDECIDED],
+		/* zero markers is never a pass, whatever min_count says */
+		.need = cfg->markers.min_count > 1 ? cfg->markers.min_count : 1,
+		.first = per_entry ? &scan->require_unattr_first[e] : &scan->unattributed,
+	};
+}
+
+/* No live marker for it: the matching ones are all from elsewhere. No live marker at all may
+ * mean the service writes somewhere else; not when lines of other pids are there: this log
+ * is written, by another process (another container, an earlier run), and that is what the
+ * hint must say. */
+static void unattributed_problem(struct dispatch_outcome *o, const struct markers_facts *f,
+				 const struct markers_count *c, const char *want)
+{
+	const struct marker_read *m = f->m;
+	bool foreign = m->scan.markers_foreign_recent > 0;
+	dispatch_problem(o, PVG_FAIL, "dispatch-marker.unattributed",
+			 !foreign && f->elsewhere ? f->elsewhere
+			 : foreign ? "another process writes markers to this log while the "
+				     "service runs (pids are compared in the service's own pid "
+				     "namespace: another container or a second service): run the "
+				     "benchmark against the live service, and give each service a "
+				     "log of its own"
+				   : attr_hint(c->first->attr, m),
+			 "no marker for {%s} from the live service; %zu matching marker%s cannot "
+			 "be attributed to it (%s, e.g. at byte %" PRIu64 ")",
+			 want, c->unattr, c->unattr == 1 ? "" : "s", attr_name(c->first->attr, m),
+			 c->first->offset);
+}
+
+/* Live markers, too few: what the live ones that match nothing say (wrong shape, dtype), and
+ * why the matching ones that do not count do not. */
+static void too_few_problem(struct dispatch_outcome *o, const struct markers_facts *f,
+			    const struct markers_count *c, const char *want)
+{
+	const struct marker_read *m = f->m;
+	const struct pvg_marker_scan *scan = &m->scan;
+	bool look_elsewhere = scan->markers_live == 0 && scan->markers_foreign_recent == 0;
+	_cleanup_free_ char *seen =
+		scan->unmatched.text
+			? pvg_asprintf("; live markers that match no entry, e.g. at byte %" PRIu64
+				       ": %s",
+				       scan->unmatched.offset, scan->unmatched.text)
+		: scan->markers_unparseable
+			? pvg_asprintf("; %zu live marker line%s could not be parsed",
+				       scan->markers_unparseable,
+				       scan->markers_unparseable == 1 ? "" : "s")
+			: pvg_strdup("");
+	_cleanup_free_ char *others =
+		c->unattr ? pvg_asprintf(" (%zu more matching marker%s do%s not count: %s, e.g. "
+					 "at byte %" PRIu64 ")",
+					 c->unattr, c->unattr == 1 ? "" : "s",
+					 c->unattr == 1 ? "es" : "", attr_name(c->first->attr, m),
+					 c->first->offset)
+			  : pvg_strdup("");
+	dispatch_problem(o, PVG_FAIL, "dispatch-marker.too-few",
+			 look_elsewhere && f->elsewhere
+				 ? f->elsewhere
+				 : "run the benchmark with the shapes and dtype the config "
+				   "requires, and check that the kernel prints its marker",
+			 "%zu live marker%s for {%s}, %ld required%s%s", c->got,
+			 c->got == 1 ? "" : "s", want, c->need, seen, others);
+}
+
+/* Enough matching live markers, for every require entry. */
+struct dispatch_outcome rule_markers_enough(const struct markers_facts *f)
+{
+	struct dispatch_outcome o = { 0 };
+	const struct pvg_config *cfg = f->cfg;
+	const struct marker_read *m = f->m;
+	const struct pvg_marker_scan *scan = &m->scan;
 	size_t n_checks = cfg->markers.n_require ? cfg->markers.n_require : 1;
 	for (size_t e = 0; e < n_checks; e++) {
-		size_t got = cfg->markers.n_require ? scan.require_matched[e] : scan.matched;
-		/* zero markers is never a pass, whatever min_count says */
-		long need = cfg->markers.min_count > 1 ? cfg->markers.min_count : 1;
-		if ((long)got >= need)
+		struct markers_count c = markers_count(cfg, scan, e);
+		if ((long)c.got >= c.need)
 			continue;
 		_cleanup_free_ char *want = cfg->markers.n_require
 						    ? require_text(&cfg->markers.require[e])
 						    : pvg_strdup(cfg->markers.prefix);
-		size_t unattr = cfg->markers.n_require ? scan.require_unattributed[e]
-						       : scan.markers_unattributed;
-		size_t maybe = cfg->markers.n_require ? scan.require_undecided[e]
-						      : scan.attr_count[PVG_ATTR_UNDECIDED];
-		if ((long)(got + maybe) >= need) {
-			pvg_problem(res, "dispatch-marker.time-undecided", undecided_hint(m),
-				    "%zu live marker%s for {%s}, %ld required; %zu more matching "
-				    "marker%s may be the live service's: %s",
-				    got, got == 1 ? "" : "s", want, need, maybe, maybe == 1 ? "" : "s",
-				    undecided_why(m));
-			undecided = true;
-			continue;
-		}
-		/* the first of those, for the reason and the example */
-		const struct pvg_marker_sample *first = cfg->markers.n_require
-								? &scan.require_unattr_first[e]
-								: &scan.unattributed;
-		/* No live marker at all: perhaps the service writes somewhere else. Not when lines
-		 * of other pids are there: this log is written, by another process (another
-		 * container, an earlier run), and that is what the hint must say. */
-		bool foreign = scan.markers_foreign_recent > 0;
-		const char *w = scan.markers_live == 0 && !foreign ? note_elsewhere(m, ctx, ev) : NULL;
-		/* "only from an earlier run" when the live service wrote no marker at all; live
-		 * markers that match nothing say more (wrong shape, dtype) */
-		if (got == 0 && unattr > 0 && scan.markers_live == 0 && scan.markers_unparseable == 0) {
-			pvg_problem(res, "dispatch-marker.unattributed",
-				    w ? w
-				    : foreign
-					    ? "another process writes markers to this log while the service "
-					      "runs (pids are compared in the service's own pid namespace: "
-					      "another container or a second service): run the benchmark "
-					      "against the live service, and give each service a log of "
-					      "its own"
-					    : attr_hint(first->attr, m),
-				    "no marker for {%s} from the live service; %zu matching marker%s "
-				    "cannot be attributed to it (%s, e.g. at byte %" PRIu64 ")",
-				    want, unattr, unattr == 1 ? "" : "s",
-				    attr_name(first->attr, m, m->btime_known), first->offset);
-		} else {
-			_cleanup_free_ char *seen =
-				scan.unmatched.text
-					? pvg_asprintf("; live markers that match no entry, e.g. at "
-						       "byte %" PRIu64 ": %s",
-						       scan.unmatched.offset, scan.unmatched.text)
-					: scan.markers_unparseable
-					? pvg_asprintf("; %zu live marker line%s could not be parsed",
-						       scan.markers_unparseable,
-						       scan.markers_unparseable == 1 ? "" : "s")
-					: pvg_strdup("");
-			/* the markers that matched but do not count, and why the first did not */
-			_cleanup_free_ char *others =
-				unattr ? pvg_asprintf(" (%zu more matching marker%s do%s not count: "
-						      "%s, e.g. at byte %" PRIu64 ")",
-						      unattr, unattr == 1 ? "" : "s",
-						      unattr == 1 ? "es" : "",
-						      attr_name(first->attr, m, m->btime_known),
-						      first->offset)
-				       : pvg_strdup("");
-			pvg_problem(res, "dispatch-marker.too-few",
-				    w ? w
-					    : "run the benchmark with the shapes and dtype the config "
-					      "requires, and check that the kernel prints its marker",
-				    "%zu live marker%s for {%s}, %ld required%s%s", got,
-				    got == 1 ? "" : "s", want, need, seen, others);
-		}
-		status = PVG_FAIL;
+		if ((long)(c.got + c.maybe) >= c.need)
+			dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
+					 undecided_hint(m),
+					 "%zu live marker%s for {%s}, %ld required; %zu more matching "
+					 "marker%s may be the live service's: %s",
+					 c.got, c.got == 1 ? "" : "s", want, c.need, c.maybe,
+					 c.maybe == 1 ? "" : "s", undecided_why(m));
+		else if (c.got == 0 && c.unattr > 0 && scan->markers_live == 0 &&
+			 scan->markers_unparseable == 0)
+			unattributed_problem(&o, f, &c, want);
+		else
+			too_few_problem(&o, f, &c, want);
 	}
-
-	if (undecided && status == PVG_PASS)
-		status = PVG_UNVERIFIABLE;
-out:
-	if (status == PVG_PASS)
-		pvg_summary(res, "%zu marker%s of the live service match%s (%zu unattributed ignored)",
-			    scan.matched, scan.matched == 1 ? "" : "s",
-			    scan.matched == 1 ? "es" : "", scan.markers_unattributed);
-	else {
-		/* a failure is told by what failed, not by what could not be decided */
-		const struct pvg_problem *first = res->n_problems ? &res->problems[0] : NULL;
-		for (size_t k = 0; status == PVG_FAIL && k < res->n_problems; k++)
-			if (strcmp(res->problems[k].code, "dispatch-marker.time-undecided") != 0) {
-				first = &res->problems[k];
-				break;
-			}
-		pvg_summary(res, "%s", first ? first->message : "did not pass");
-	}
-	return status;
+	return o;
 }
 
+bool markers_need_elsewhere(const struct pvg_config *cfg, const struct marker_read *m)
+{
+	if (m->view_r < 0)
+		return false;
+	if (m->log_err)
+		return m->log_err == ENOENT && m->log_path;
+	if (m->scan_r < 0)
+		return false;
+	if (m->scan.bytes == 0)
+		return true;
+	if (m->scan.markers_live || m->scan.markers_foreign_recent)
+		return false;
+	size_t n_checks = cfg->markers.n_require ? cfg->markers.n_require : 1;
+	for (size_t e = 0; e < n_checks; e++) {
+		struct markers_count c = markers_count(cfg, &m->scan, e);
+		if ((long)(c.got + c.maybe) < c.need)
+			return true;
+	}
+	return false;
+}
+
+/* A zone file of the service that was refused (a device, a FIFO, a file of the kernel's, one
+ * its user may not read) is a problem of its own, whatever the markers decided: it leaves
+ * the status as it is. */
+struct dispatch_outcome rule_markers_zone_file(const struct markers_facts *f)
+{
+	struct dispatch_outcome o = { 0 };
+	const struct marker_read *m = f->m;
+	if (m->zone.refused)
+		dispatch_problem(&o, PVG_PASS, "dispatch-marker.zone-file-refused", m->zone.why.hint,
+				 "the service's time zone is unknown: %s", m->zone.why.text);
+	return o;
+}
+
+/* ---- witness: reaching the files ----------------------------------------------------------- */
+
+struct dispatch_outcome rule_witness_kernel_named(const struct pvg_config *cfg)
+{
+	struct dispatch_outcome o = { 0 };
+	if (cfg->witness.n_require)
+		return o;
+	o.stop = true;
+	o.summary = pvg_strdup("witness: no kernel required");
+	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-configured",
+			 "name the new kernel in witness.require (e.g. {\"kernel\": \"my_kernel*\"})",
+			 "witness.dir is set but witness.require names no kernel");
+	return o;
+}
+
+struct dispatch_outcome rule_witness_service(int targets_r, const struct pvg_targets *t)
+{
+	struct dispatch_outcome o = { 0 };
+	if (targets_r >= 0 && !t->err)
+		return o;
+	o.stop = true;
+	o.summary = pvg_strdup("witness: no live service");
+	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.no-service",
+			 "start the service (service.match / pid / pidfile must find it) and run "
+			 "the benchmark before this gate",
+			 "no live service to attribute witness files to: %s",
+			 targets_r < 0 ? strerror(-targets_r)
+			 : t->msg.text ? t->msg.text
+				       : "no target");
+	return o;
+}
+
+/* The variables the service must have been started with, naming witness.dir. */
+struct dispatch_outcome rule_witness_environment(const struct pvg_config *cfg,
+						 const struct witness_env *env)
+{
+	struct dispatch_outcome o = { 0 };
+	int pid = (int)env->pid, r = env->dir_r;
+	const char *api = cfg->witness.api;
+	if (r < 0 && r != -ENOENT)
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-env-unreadable",
+				 r == -EACCES || r == -EPERM
+					 ? "run provgate as the service's user (or root) so that it "
+					   "can read /proc/PID/environ"
+					 : NULL,
+				 "cannot read the environment of service process %d: %s", pid,
+				 strerror(-r));
+	else if (!env->dir || !env->lib)
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-enabled",
+				 "start the service with the variables `provgate exec --witness DIR` "
+				 "prints, then run the benchmark",
+				 "service process %d was not started with the witness (%s is not set "
+				 "in its environment), so a missing launch proves nothing",
+				 pid, !env->dir ? PVG_WITNESS_DIR_ENV
+				      : api && strcmp(api, "hsa") == 0 ? "HSA_TOOLS_LIB"
+				      : api ? "CUDA_INJECTION64_PATH"
+					    : "CUDA_INJECTION64_PATH or HSA_TOOLS_LIB");
+	else if (!env->same_folder)
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-mismatch",
+				 "point witness.dir at the folder the service writes to, or restart "
+				 "the service with PROVGATE_WITNESS_DIR set to witness.dir",
+				 "service process %d writes its witness to %s, not to witness.dir %s",
+				 pid, env->dir, cfg->witness.dir);
+	return o;
+}
+
+struct dispatch_outcome rule_witness_folder(const struct pvg_config *cfg,
+					    const struct witness_read *wr)
+{
+	struct dispatch_outcome o = { 0 };
+	int fo = wr->folder_r;
+	if (fo >= 0)
+		return o;
+	bool link = wr->folder.is_link;
+	if (link)
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-link",
+				 "name the folder itself in witness.dir, not a link to it (a "
+				 "folder the service's user can replace by a link would make "
+				 "provgate write and read where that link points)",
+				 "witness folder %s is a symbolic link: refused, nothing in it "
+				 "read or created", cfg->witness.dir);
+	else
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-unreadable",
+				 fo == -ENOENT ? "create the folder and start the service with "
+						 "PROVGATE_WITNESS_DIR pointing at it"
+				 : fo == -ENOTDIR ? "point witness.dir at a folder"
+						  : "let provgate read the witness folder",
+				 "witness folder %s: %s", cfg->witness.dir, strerror(-fo));
+	o.stop = true;
+	o.summary = pvg_asprintf("witness folder %s: %s", link ? "refused" : "unreadable",
+				 link ? "a symbolic link" : strerror(-fo));
+	return o;
+}
+
+struct dispatch_outcome rule_witness_request(const struct pvg_config *cfg,
+					     const struct witness_fresh *fr)
+{
+	struct dispatch_outcome o = { 0 };
+	if (fr->err < 0 && fr->err != -ENOENT)
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-request-failed",
+				 "let provgate create files in the witness folder (it asks the live "
+				 "service for a fresh witness there)",
+				 "cannot ask the live service for a fresh witness in %s: %s",
+				 cfg->witness.dir, strerror(-fr->err));
+	return o;
+}
+
+struct dispatch_outcome rule_witness_folder_listed(const struct pvg_config *cfg,
+						   const struct witness_read *wr)
+{
+	struct dispatch_outcome o = { 0 };
+	int dr = wr->dir_r;
+	if (dr >= 0)
+		return o;
+	o.stop = true;
+	o.summary = pvg_asprintf("witness folder unreadable: %s", strerror(-dr));
+	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-unreadable",
+			 dr == -ENOENT ? "create the folder and start the service with "
+					 "PROVGATE_WITNESS_DIR pointing at it"
+				       : "let provgate read the witness folder",
+			 "witness folder %s: %s", cfg->witness.dir, strerror(-dr));
+	return o;
+}
+
+/* A live file that neither answered the request nor is final: why, as far as can be told. */
+static void no_answer_problem(struct dispatch_outcome *o, const struct witness_read *wr,
+			      const struct witness_file *wf)
+{
+	const struct pvg_witness_header *h = &wf->read->file.h;
+	int pid = (int)wr->live.t[wf->which].pid;
+	char ts[48];
+	pvg_format_time((time_t)(h->written_ns / 1000000000u), (long)(h->written_ns % 1000000000u), ts,
+			sizeof(ts));
+	const char *code = "dispatch-marker.witness-no-answer";
+	_cleanup_free_ char *clean = pvg_utf8_sanitize(wf->read->name, strlen(wf->read->name));
+	if (h->version < 2)
+		dispatch_problem(o, PVG_UNVERIFIABLE, code,
+				 "restart the service with this release's libprovgate-witness.so",
+				 "witness file %s (process %d) is version %u: its library cannot "
+				 "answer a request, so launches after its last write (%s) are not seen",
+				 clean, pid, h->version, ts);
+	else if (!wf->writer_alive)
+		dispatch_problem(o, PVG_UNVERIFIABLE, code,
+				 "the process ended without the witness's exit handler (killed?): "
+				 "run the benchmark against a service that keeps running",
+				 "process %d exited during the check without its final witness "
+				 "write: launches after its last write (%s) are not seen",
+				 pid, ts);
+	else
+		dispatch_problem(o, PVG_UNVERIFIABLE, code,
+				 "the process may be stopped or overloaded: check it, or raise "
+				 "witness.answer_ms",
+				 "process %d did not answer the witness request within %ld ms: "
+				 "launches after its last write (%s) are not seen",
+				 pid, wr->fresh.waited_ms, ts);
+}
+
+/* Every file of a live target reads, and each live one answered the request or is final. */
+struct dispatch_outcome rule_witness_files(const struct witness_read *wr)
+{
+	struct dispatch_outcome o = { 0 };
+	for (size_t i = 0; i < wr->dir.n; i++) {
+		const struct witness_file *wf = &wr->files[i];
+		const struct pvg_witness_read *f = wf->read;
+		if (!wf->readable && wf->named_target) {
+			_cleanup_free_ char *clean = pvg_utf8_sanitize(f->name, strlen(f->name));
+			dispatch_problem(&o, PVG_FAIL, "dispatch-marker.witness-corrupt",
+					 "the file was changed or cut short after the library wrote "
+					 "it: restart the service with an empty witness folder",
+					 "witness file %s of a live service process cannot be read: %s",
+					 clean,
+					 f->err < 0 ? strerror(-f->err) : pvg_witness_strerror(f->perr));
+		} else if (wf->readable && wf->attr == PVG_WITNESS_LIVE &&
+			   wf->fresh == WITNESS_NO_ANSWER) {
+			if (wr->fresh.token)
+				no_answer_problem(&o, wr, wf);
+			o.status = pvg_status_worst(o.status, PVG_UNVERIFIABLE);
+		}
+	}
+	return o;
+}
+
+/* ---- witness: what the live service launched ----------------------------------------------- */
+
+/* Started with the witness, yet no file: the library never loaded, or the process made no GPU
+ * call (CUDA loads it at cuInit). Told only when nothing before made the part unverifiable. */
+struct dispatch_outcome rule_witness_live_file(const struct pvg_config *cfg,
+					       const struct witness_tally *ta,
+					       enum pvg_status so_far)
+{
+	struct dispatch_outcome o = { 0 };
+	if (ta->n_live)
+		return o;
+	const size_t *n = ta->attr_count;
+	size_t stale = n[PVG_WITNESS_OTHER_BOOT] + n[PVG_WITNESS_PID_REUSED] +
+		       n[PVG_WITNESS_FOREIGN_NS] + n[PVG_WITNESS_NOT_TARGET];
+	o.stop = true;
+	o.summary = pvg_asprintf("witness: no file of the live service (%zu ignored)", stale);
+	if (so_far != PVG_PASS)
+		return o;
+	if (stale > 0)
+		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.witness-stale",
+				 "these files are from an earlier service or another process: run "
+				 "the benchmark against the live service",
+				 "no witness file of the live service in %s; %zu file%s from other "
+				 "processes ignored (%zu earlier boot, %zu reused pid, %zu other pid "
+				 "namespace, %zu not a target)",
+				 cfg->witness.dir, stale, stale == 1 ? "" : "s",
+				 n[PVG_WITNESS_OTHER_BOOT], n[PVG_WITNESS_PID_REUSED],
+				 n[PVG_WITNESS_FOREIGN_NS], n[PVG_WITNESS_NOT_TARGET]);
+	else
+		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.witness-missing",
+				 "check that the service's GPU runtime loads the library "
+				 "(CUDA_INJECTION64_PATH / HSA_TOOLS_LIB naming "
+				 "libprovgate-witness.so) and that the benchmark ran",
+				 "no witness file of the live service in %s", cfg->witness.dir);
+	return o;
+}
+
+struct dispatch_outcome rule_witness_recording(const struct witness_tally *ta)
+{
+	struct dispatch_outcome o = { 0 };
+	if (ta->recording)
+		return o;
+	o.stop = true;
+	o.summary = pvg_strdup("witness: loaded but not recording");
+	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-recording",
+			 "make libcupti loadable in the service (PROVGATE_WITNESS_CUPTI=PATH), and "
+			 "start it without a profiler holding CUPTI",
+			 "the witness is loaded in the live service but not recording: %s",
+			 ta->note && ta->note[0] ? ta->note : "no reason given");
+	return o;
+}
+
+/* One requirement short of launches. Replays the witness could not itemize may hold the
+ * kernel (unless eager launches alone are asked for), and so may dispatch packets that do not
+ * say how they were sent: then, like a full table, the shortfall is unverifiable. */
+static void need_problem(struct dispatch_outcome *o, const struct witness_tally *ta,
+			 const struct witness_need *nd)
+{
+	const struct pvg_witness_require *w = nd->w;
+	bool in_opaque = ta->opaque && w->via != PVG_WITNESS_REQUIRE_EAGER;
+	enum pvg_status st = ta->table_full || in_opaque || nd->packets ? PVG_UNVERIFIABLE : PVG_FAIL;
+	_cleanup_free_ char *want = dispatch_witness_require_text(w);
+	_cleanup_free_ char *why = pvg_asprintf(
+		"%s%s%s%s",
+		ta->table_full ? " (the witness table was full: launches of kernels first seen "
+				 "after that were not recorded)"
+			       : "",
+		in_opaque ? "; graph replays whose kernels the witness could not itemize may hold it"
+			  : "",
+		nd->other_via ? w->via == PVG_WITNESS_REQUIRE_GRAPH
+					? "; its eager launches do not count (via graph)"
+					: "; its launches inside graph replays do not count (via eager)"
+			      : "",
+		nd->packets ? "; the ROCm witness's dispatch packets do not say whether a graph "
+			      "replay sent them, so \"via\" cannot be decided on them"
+			    : "");
+	uint64_t got = nd->got, other_n = nd->name_only;
+	if (other_n) {
+		const struct pvg_witness_entry *other = nd->other;
+		_cleanup_free_ char *nm = dispatch_witness_entry_name(other);
+		dispatch_problem(o, st, "dispatch-marker.witness-grid-mismatch",
+				 "the kernel ran with other launch dimensions: run the benchmark with "
+				 "the shapes the config requires, or correct witness.require",
+				 "{%s}: %" PRIu64 " launch%s, %ld required; %s ran %" PRIu64
+				 " time%s with other dimensions, e.g. grid=%u,%u,%u block=%u,%u,%u%s",
+				 want, got, got == 1 ? "" : "es", nd->need, nm, other_n,
+				 other_n == 1 ? "" : "s", other->grid[0], other->grid[1],
+				 other->grid[2], other->block[0], other->block[1], other->block[2],
+				 why);
+	} else {
+		dispatch_problem(o, st, "dispatch-marker.witness-too-few",
+				 "the live service did not launch this kernel: check that the "
+				 "benchmark ran and that dispatch selects the new kernel (look for "
+				 "the fallback kernel among the witness's records)",
+				 "{%s}: %" PRIu64 " launch%s seen by the witness, %ld required%s", want,
+				 got, got == 1 ? "" : "es", nd->need, why);
+	}
+}
+
+/* Each witness.require entry launched min_count times, over every live file. */
+struct dispatch_outcome rule_witness_required(const struct pvg_config *cfg,
+					      const struct witness_read *wr)
+{
+	struct dispatch_outcome o = { 0 };
+	for (size_t k = 0; k < cfg->witness.n_require; k++) {
+		const struct witness_need *nd = &wr->needs[k];
+		if ((long double)nd->got < (long double)nd->need)
+			need_problem(&o, &wr->tally, nd);
+	}
+	return o;
+}
+
+/* A forbid is proven only over launches the witness itemized. */
+struct dispatch_outcome rule_witness_forbid_provable(const struct pvg_config *cfg,
+						     const struct witness_tally *ta)
+{
+	struct dispatch_outcome o = { 0 };
+	uint64_t opaque = ta->opaque;
+	if (opaque && cfg->witness.forbid.n)
+		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-graph-opaque",
+				 "see provgate-witness(7) for the graphs the witness itemizes; a "
+				 "witness file of version 1 itemizes none: restart the service with "
+				 "this release's libprovgate-witness.so",
+				 "%" PRIu64 " graph replay%s ran kernels the witness could not itemize "
+				 "(an exec it could not read or follow, a conditional body, a "
+				 "device-launchable exec, or a version 1 witness): a forbidden kernel "
+				 "may have run in them",
+				 opaque, opaque == 1 ? "" : "s");
+	return o;
+}
+
+struct dispatch_outcome rule_witness_forbidden(const struct pvg_config *cfg,
+					       const struct witness_read *wr)
+{
+	struct dispatch_outcome o = { 0 };
+	for (size_t k = 0; k < cfg->witness.forbid.n; k++) {
+		const struct witness_seen *s = &wr->seen[k];
+		const struct pvg_witness_entry *e = s->seen;
+		if (!e)
+			continue;
+		_cleanup_free_ char *nm = dispatch_witness_entry_name(e);
+		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.witness-forbidden",
+				 "the service launched a kernel the benchmark must not use (a "
+				 "fallback): fix the dispatch condition and restart the service",
+				 "forbidden \"%s\": the live service launched %s %" PRIu64 " time%s "
+				 "(e.g. grid=%u,%u,%u block=%u,%u,%u)",
+				 s->pattern, nm, s->n, s->n == 1 ? "" : "s", e->grid[0], e->grid[1],
+				 e->grid[2], e->block[0], e->block[1], e->block[2]);
+	}
+	return o;
+}
+
+/* ---- the gate ------------------------------------------------------------------------------ */
+
+static const struct markers_rule {
+	const char *name;
+	struct dispatch_outcome (*check)(const struct markers_facts *f);
+} markers_rules[] = {
+	{ "configured", rule_markers_configured },
+	{ "service-found", rule_markers_service_found },
+	{ "container-log-found", rule_markers_container_log_found },
+	{ "container-log-owned", rule_markers_container_log_owned },
+	{ "log-is-file", rule_markers_log_is_file },
+	{ "log-readable", rule_markers_log_readable },
+	{ "log-not-empty", rule_markers_log_not_empty },
+	{ "kernel-selected", rule_markers_kernel_selected },
+	{ "forbid-decided", rule_markers_forbid_decided },
+	{ "not-forbidden", rule_markers_not_forbidden },
+	{ "facts-live", rule_markers_facts_live },
+	{ "enough", rule_markers_enough },
+};
+
+/* Without a stopping rule's own words: the match when it passed; else the first problem,
+ * and a failure is told by what failed, not by what could not be decided. */
+static void markers_summary(struct pvg_result *res, size_t first, enum pvg_status status,
+			    const struct marker_read *m)
+{
+	if (status == PVG_PASS) {
+		size_t n = m->scan.matched;
+		pvg_summary(res, "%zu marker%s of the live service match%s (%zu unattributed ignored)",
+			    n, n == 1 ? "" : "s", n == 1 ? "es" : "", m->scan.markers_unattributed);
+		return;
+	}
+	const struct pvg_problem *told = first < res->n_problems ? &res->problems[first] : NULL;
+	for (size_t k = first; status == PVG_FAIL && k < res->n_problems; k++)
+		if (strcmp(res->problems[k].code, "dispatch-marker.time-undecided") != 0) {
+			told = &res->problems[k];
+			break;
+		}
+	pvg_summary(res, "%s", told ? told->message : "did not pass");
+}
+
+static void prepare_dispatch_marker(struct pvg_ctx *ctx)
+{
+	if (dispatch_markers_configured(ctx->cfg))
+		pvg_ctx_set_slot(ctx, PVG_SLOT_LOG_MARKERS, dispatch_markers_read(ctx),
+				 dispatch_markers_read_free);
+}
+
+static void marker_read_freep(struct marker_read **m)
+{
+	dispatch_markers_read_free(*m);
+}
+
+/* The markers' part: the log read (by prepare, or now), then the rules in order. */
 static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	_cleanup_(marker_read_freep) struct marker_read *m = NULL;
-	if (configured(ctx->cfg)) {
+	_cleanup_free_ char *elsewhere = NULL;
+	if (dispatch_markers_configured(ctx->cfg)) {
 		m = pvg_ctx_take_slot(ctx, PVG_SLOT_LOG_MARKERS);
 		if (!m)
-			m = read_markers(ctx);
+			m = dispatch_markers_read(ctx);
+		if (markers_need_elsewhere(ctx->cfg, m))
+			elsewhere = dispatch_markers_output_elsewhere(ctx->procfs, m);
 	}
-	enum pvg_status st = markers_decide(ctx, res, m);
+	struct markers_facts f = { .cfg = ctx->cfg, .m = m, .elsewhere = elsewhere };
+	struct walk w = { .res = res, .status = PVG_PASS };
+	size_t first = res->n_problems;
+	bool decided = true;
+	for (size_t i = 0; decided && i < ARRAY_SIZE(markers_rules); i++)
+		decided = take(&w, markers_rules[i].check(&f));
 	if (m)
-		zone_refused(m, res);
-	return st;
+		dispatch_markers_evidence(ctx, res->evidence, m, elsewhere);
+	if (w.summary)
+		pvg_summary(res, "%s", w.summary);
+	else
+		markers_summary(res, first, w.status, m);
+	free(w.summary);
+	if (m) /* told whatever the markers decided; it leaves their status as it is */
+		take(&w, rule_markers_zone_file(&f));
+	return w.status;
+}
+
+/* The witness's part up to its files: the live processes, their environment, the folder and a
+ * fresh answer in it. False when the rules after have nothing to decide on. */
+static bool witness_reach_files(struct pvg_ctx *ctx, cJSON *ev, struct walk *w,
+				struct witness_read *wr)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	const struct pvg_targets *t;
+	int r = pvg_targets_get(ctx, &t);
+	if (!take(w, rule_witness_service(r, t)))
+		return false;
+	dispatch_witness_read_live(ctx, t, wr);
+	dispatch_witness_live_evidence(ev, wr);
+	dispatch_witness_read_env(ctx, t->primary, wr);
+	dispatch_witness_env_evidence(ev, wr);
+	take(w, rule_witness_environment(cfg, &wr->env));
+	dispatch_witness_open_folder(cfg, wr);
+	if (!take(w, rule_witness_folder(cfg, wr)))
+		return false;
+	dispatch_witness_folder_evidence(ev, wr);
+	dispatch_witness_ask_fresh(ctx, wr);
+	dispatch_witness_request_evidence(ev, cfg, wr);
+	take(w, rule_witness_request(cfg, &wr->fresh));
+	dispatch_witness_read_files(ctx, wr);
+	if (!take(w, rule_witness_folder_listed(cfg, wr)))
+		return false;
+	dispatch_witness_files_evidence(ev, wr);
+	return take(w, rule_witness_files(wr));
+}
+
+/* What the live service launched against what the witness's config asks. */
+static char *witness_summary(const struct pvg_config *cfg, const struct witness_read *wr)
+{
+	size_t met = 0, forbidden = 0, n_req = cfg->witness.n_require, n_live = wr->tally.n_live;
+	for (size_t k = 0; k < n_req; k++)
+		met += (long double)wr->needs[k].got >= (long double)wr->needs[k].need;
+	for (size_t k = 0; k < cfg->witness.forbid.n; k++)
+		forbidden += wr->seen[k].seen != NULL;
+	uint64_t launches = wr->tally.launches;
+	return pvg_asprintf("witness: %zu of %zu required kernel%s launched by the live service "
+			    "(%zu file%s, %" PRIu64 " launch%s)%s",
+			    met, n_req, n_req == 1 ? "" : "s", n_live, n_live == 1 ? "" : "s",
+			    launches, launches == 1 ? "" : "es",
+			    forbidden ? ", forbidden kernel launched" : "");
+}
+
+/* The witness's part: its status; *summary its one line. */
+static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, char **summary)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	cJSON *ev = cJSON_AddObjectToObject(res->evidence, "witness");
+	pvg_json_add_str(ev, "dir", cfg->witness.dir);
+	struct walk w = { .res = res, .status = PVG_PASS };
+	struct witness_read wr;
+	dispatch_witness_read_init(&wr);
+	if (take(&w, rule_witness_kernel_named(cfg)) && witness_reach_files(ctx, ev, &w, &wr) &&
+	    take(&w, rule_witness_live_file(cfg, &wr.tally, w.status)) &&
+	    take(&w, rule_witness_recording(&wr.tally))) {
+		dispatch_witness_kernels_evidence(ev, &wr);
+		dispatch_witness_count(cfg, &wr);
+		dispatch_witness_required_evidence(ev, cfg, &wr);
+		take(&w, rule_witness_required(cfg, &wr));
+		take(&w, rule_witness_forbid_provable(cfg, &wr.tally));
+		take(&w, rule_witness_forbidden(cfg, &wr));
+		dispatch_witness_chain(ctx, cfg, &wr);
+		w.summary = witness_summary(cfg, &wr);
+	}
+	dispatch_witness_read_clear(&wr);
+	*summary = w.summary;
+	return w.status;
 }
 
 /* Markers, the witness, or both (each configured part must pass; a failure outranks an
@@ -725,11 +1059,11 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
-	if (!pvg_witness_configured(cfg))
+	if (!dispatch_witness_configured(cfg))
 		return run_markers(ctx, res);
 	_cleanup_free_ char *wsum = NULL;
-	if (!configured(cfg)) {
-		enum pvg_status st = pvg_witness_check(ctx, res, &wsum);
+	if (!dispatch_markers_configured(cfg)) {
+		enum pvg_status st = run_witness(ctx, res, &wsum);
 		if (st == PVG_PASS || !res->n_problems)
 			pvg_summary(res, "%s", wsum ? wsum : "witness");
 		else
@@ -738,12 +1072,9 @@ static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_resul
 	}
 	enum pvg_status ms = run_markers(ctx, res);
 	_cleanup_free_ char *msum = res->summary ? pvg_strdup(res->summary) : NULL;
-	enum pvg_status ws = pvg_witness_check(ctx, res, &wsum);
-	enum pvg_status st = ms == PVG_FAIL || ws == PVG_FAIL		  ? PVG_FAIL
-			     : ms == PVG_UNVERIFIABLE || ws == PVG_UNVERIFIABLE ? PVG_UNVERIFIABLE
-									      : PVG_PASS;
+	enum pvg_status ws = run_witness(ctx, res, &wsum);
 	pvg_summary(res, "markers: %s; %s", msum ? msum : "?", wsum ? wsum : "witness");
-	return st;
+	return pvg_status_worst(ms, ws);
 }
 
 const struct pvg_check pvg_check_dispatch_marker = {

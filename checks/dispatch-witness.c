@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Gate 7's witness, read. A witness file counts only when it was written by a live target
+ * process: the same pid in the process's own namespace, the same start time in clock ticks
+ * since boot, the same boot id (pvg_witness_attribute); a file of an earlier process with a
+ * reused pid, of another namespace or another boot never counts.
+ *
+ * Fresh: before reading, a request is made in the folder (PVG_WITNESS_REQUEST_PREFIX) and
+ * every live file gets up to witness.answer_ms to answer it (its writer took the table after
+ * the request was made) or to be final (written at exit).
+ *
+ * Graph replays: records of via GRAPH count the kernels of CUDA graph replays (the exec's
+ * kernel nodes x its replays); replays whose kernels the witness could not itemize (opaque)
+ * or not all of them (partial) are counted apart, for the gate to weigh.
+ */
+#include <fnmatch.h>
+#include <limits.h>
+
+#include "dispatch-witness.h"
+#include "sys/ns.h"
+
+bool dispatch_witness_configured(const struct pvg_config *cfg)
+{
+	return cfg->witness.dir != NULL;
+}
+
+void dispatch_witness_read_init(struct witness_read *wr)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->folder.fd = -1;
+}
+
+void dispatch_witness_read_clear(struct witness_read *wr)
+{
+	free(wr->live.t);
+	free(wr->env.dir);
+	free(wr->env.lib);
+	pvg_witness_folder_close(&wr->folder);
+	pvg_witness_dir_clear(&wr->dir);
+	free(wr->files);
+	free(wr->needs);
+	free(wr->seen);
+	memset(wr, 0, sizeof(*wr));
+	wr->folder.fd = -1;
+}
+
+static bool keep_live(void *opaque, const struct pvg_witness_header *h)
+{
+	const struct witness_live *s = opaque;
+	return pvg_witness_attribute(h, s->boot_id, s->t, s->n, NULL) == PVG_WITNESS_LIVE;
+}
+
+static bool has_glob(const char *p)
+{
+	return strpbrk(p, "*?[") != NULL;
+}
+
+static bool str_matches(const char *pattern, const struct pvg_witness_str *s)
+{
+	if (!s->n)
+		return false;
+	_cleanup_free_ char *z = pvg_xcalloc(s->n + 1, 1);
+	memcpy(z, s->p, s->n);
+	if (has_glob(pattern))
+		return fnmatch(pattern, z, 0) == 0;
+	return strstr(z, pattern) != NULL;
+}
+
+/* A pattern against a record: its mangled name or its demangled one. */
+static bool kernel_matches(const char *pattern, const struct pvg_witness_entry *e)
+{
+	return str_matches(pattern, &e->name) || str_matches(pattern, &e->demangled);
+}
+
+static bool dims_match(const uint32_t want[3], const uint32_t got[3])
+{
+	return (want[0] == 0 && want[1] == 0 && want[2] == 0) ||
+	       (want[0] == got[0] && want[1] == got[1] && want[2] == got[2]);
+}
+
+char *dispatch_witness_entry_name(const struct pvg_witness_entry *e)
+{
+	const struct pvg_witness_str *s = e->demangled.n ? &e->demangled : &e->name;
+	if (!s->n)
+		return pvg_strdup("(no name)");
+	size_t n = s->n > 200 ? 200 : s->n;
+	_cleanup_free_ char *clean = pvg_utf8_sanitize(s->p, n);
+	return n < s->n ? pvg_asprintf("%s...", clean) : TAKE_PTR(clean);
+}
+
+static cJSON *dims_json(const uint32_t d[3])
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < 3; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(d[i]));
+	return a;
+}
+
+static const char *via_name(int via)
+{
+	return via == PVG_WITNESS_REQUIRE_GRAPH ? "graph" : via == PVG_WITNESS_REQUIRE_EAGER ? "eager" : NULL;
+}
+
+char *dispatch_witness_require_text(const struct pvg_witness_require *w)
+{
+	char g[64] = "", b[64] = "", v[32] = "";
+	if (w->grid[0])
+		snprintf(g, sizeof(g), " grid=%u,%u,%u", w->grid[0], w->grid[1], w->grid[2]);
+	if (w->block[0])
+		snprintf(b, sizeof(b), " block=%u,%u,%u", w->block[0], w->block[1], w->block[2]);
+	if (via_name(w->via))
+		snprintf(v, sizeof(v), " via=%s", via_name(w->via));
+	return pvg_asprintf("%s%s%s%s", w->kernel, g, b, v);
+}
+
+/* Does a record count for the requirement's kind of launch? */
+static bool via_matches(int want, uint32_t via)
+{
+	return want == PVG_WITNESS_REQUIRE_ANY ||
+	       (want == PVG_WITNESS_REQUIRE_GRAPH) == PVG_WITNESS_VIA_IS_GRAPH(via);
+}
+
+/* Replays whose kernels are not (all) in the records: a version 1 file itemized none. */
+static uint64_t opaque_replays(const struct pvg_witness_header *h)
+{
+	return h->version < 2 ? h->graph_launches : h->graph_replays_opaque + h->graph_replays_partial;
+}
+
+/* ---- the live processes and their environment --------------------------------------------- */
+
+void dispatch_witness_read_live(struct pvg_ctx *ctx, const struct pvg_targets *t,
+				struct witness_read *wr)
+{
+	struct witness_live *live = &wr->live;
+	live->t = pvg_xcalloc(t->n + 1, sizeof(*live->t));
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pvg_proc *p = &t->procs[i];
+		if (!p->in_tree || p->zombie)
+			continue;
+		struct pvg_witness_target *w = &live->t[live->n++];
+		w->pid = p->pid;
+		w->start_ticks = p->start_ticks;
+		/* the pid it knows itself by (last NSpid entry): the snapshot's, else read now; a
+		 * kernel without NSpid has one namespace */
+		w->nspid = p->ns_pid ? p->ns_pid : p->pid;
+		struct pvg_nspid ns;
+		if (!p->ns_pid && pvg_proc_nspid(ctx->procfs, p->pid, &ns) == 0 && ns.n)
+			w->nspid = pvg_nspid_inner(&ns);
+	}
+	pvg_boot_id(ctx->procfs, live->boot_id);
+}
+
+/* The variables the service must have been started with; their folder, relative to the
+ * service's cwd when relative, against witness.dir. */
+void dispatch_witness_read_env(struct pvg_ctx *ctx, pid_t pid, struct witness_read *wr)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	struct witness_env *env = &wr->env;
+	env->pid = pid;
+	env->dir_r = pvg_proc_getenv(ctx->procfs, pid, PVG_WITNESS_DIR_ENV, &env->dir);
+	if (env->dir_r < 0 && env->dir_r != -ENOENT)
+		return;
+	const char *vars[] = { "CUDA_INJECTION64_PATH", "HSA_TOOLS_LIB" };
+	for (size_t i = 0; i < ARRAY_SIZE(vars) && !env->lib; i++) {
+		bool want = !cfg->witness.api || strcmp(cfg->witness.api, i ? "hsa" : "cuda") == 0;
+		if (want && pvg_proc_getenv(ctx->procfs, pid, vars[i], &env->lib) == 0)
+			env->lib_var = vars[i];
+	}
+	if (!env->dir || !env->lib)
+		return;
+	_cleanup_free_ char *cwd_link = pvg_asprintf("%s/%d/cwd", ctx->procfs, (int)pid);
+	char cwd[PATH_MAX];
+	ssize_t cl = readlink(cwd_link, cwd, sizeof(cwd) - 1);
+	cwd[cl > 0 ? cl : 0] = '\0';
+	const char *dir = env->dir;
+	_cleanup_free_ char *abs = dir[0] == '/' || cl <= 0 ? pvg_strdup(dir) : pvg_path_join(cwd, dir);
+	_cleanup_free_ char *a = realpath(abs, NULL), *b = realpath(cfg->witness.dir, NULL);
+	env->same_folder = a && b ? strcmp(a, b) == 0 : strcmp(abs, cfg->witness.dir) == 0;
+}
+
+/* ---- the folder, and a fresh answer in it --------------------------------------------------- */
+
+/* The folder is opened once, never through a link, and everything after goes through that
+ * descriptor: a folder swapped for a link to a root-only folder is refused, not written to. */
+void dispatch_witness_open_folder(const struct pvg_config *cfg, struct witness_read *wr)
+{
+	wr->folder_r = pvg_witness_folder_open(cfg->witness.dir, &wr->folder);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static bool answered(const struct pvg_witness_header *h, uint64_t token)
+{
+	return token && h->version >= 2 && h->answered >= token;
+}
+
+/* Live files that may still answer: not answered, not final, a version 2 writer still there. */
+static size_t pending_answers(const struct pvg_ctx *ctx, const struct witness_read *wr)
+{
+	const struct witness_live *live = &wr->live;
+	struct pvg_witness_dir d;
+	size_t pending = 0;
+	if (pvg_witness_dir_read(&wr->folder, NULL, NULL, &d) < 0)
+		return 0;
+	for (size_t i = 0; i < d.n; i++) {
+		const struct pvg_witness_read *r = &d.files[i];
+		size_t which;
+		if (r->err < 0 || r->perr != PVG_WITNESS_OK ||
+		    pvg_witness_attribute(&r->file.h, live->boot_id, live->t, live->n, &which) !=
+			    PVG_WITNESS_LIVE)
+			continue;
+		const struct pvg_witness_header *h = &r->file.h;
+		/* a version 1 writer cannot answer; a gone one will not */
+		if (answered(h, wr->fresh.token) || (h->flags & PVG_WITNESS_F_FINAL) ||
+		    h->version < 2 ||
+		    !pvg_witness_proc_alive(ctx->procfs, live->t[which].pid,
+					    live->t[which].start_ticks))
+			continue;
+		pending++;
+	}
+	pvg_witness_dir_clear(&d);
+	return pending;
+}
+
+/* What each file did is decided afterwards, on the files as read then. */
+void dispatch_witness_ask_fresh(const struct pvg_ctx *ctx, struct witness_read *wr)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	struct witness_fresh *f = &wr->fresh;
+	memset(f, 0, sizeof(*f));
+	int watch = -1;
+	pvg_witness_dir_wait(&wr->folder, &watch, 0);
+	_cleanup_free_ char *req = NULL;
+	f->err = pvg_witness_request(&wr->folder, &f->token, &req);
+	if (f->err < 0) {
+		f->token = 0;
+		pvg_witness_watch_close(&watch);
+		return;
+	}
+	uint64_t start = mono_ms(), deadline = start + (uint64_t)cfg->witness.answer_ms;
+	for (;;) {
+		size_t pending = pending_answers(ctx, wr);
+		uint64_t now = mono_ms();
+		if (!pending || now >= deadline)
+			break;
+		pvg_witness_dir_wait(&wr->folder, &watch,
+				     (long)(deadline - now < 50 ? deadline - now : 50));
+	}
+	f->waited_ms = (long)(mono_ms() - start);
+	pvg_witness_watch_close(&watch);
+	pvg_witness_request_remove(&wr->folder, req);
+}
+
+/* ---- the files ----------------------------------------------------------------------------- */
+
+/* witness-<nspid>-<start_ticks>-<boot>.pvgw: whose a file says it is, when its bytes cannot */
+static bool name_is_target(const char *name, const struct witness_live *s)
+{
+	int pid;
+	unsigned long long ticks;
+	if (sscanf(name, "witness-%d-%llu-", &pid, &ticks) != 2)
+		return false;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].nspid == pid && s->t[i].start_ticks == ticks)
+			return true;
+	return false;
+}
+
+/* A live file into the tally, and how fresh it is. */
+static void tally_live(const struct pvg_ctx *ctx, struct witness_read *wr, struct witness_file *wf)
+{
+	struct witness_tally *ta = &wr->tally;
+	const struct pvg_witness_header *h = &wf->read->file.h;
+	ta->n_live++;
+	if (h->flags & PVG_WITNESS_F_RECORDING)
+		ta->recording++;
+	else
+		ta->note = h->note;
+	ta->table_full |= (h->flags & PVG_WITNESS_F_TABLE_FULL) != 0;
+	ta->graph_launches += h->graph_launches;
+	ta->captured += h->captured;
+	ta->launches += h->launches;
+	ta->opaque += opaque_replays(h);
+	ta->itemized += h->graph_replays_itemized;
+	if (answered(h, wr->fresh.token)) {
+		wf->fresh = WITNESS_ANSWERED;
+		ta->n_answered++;
+	} else if (h->flags & PVG_WITNESS_F_FINAL) {
+		wf->fresh = WITNESS_FINAL;
+		ta->n_final++;
+	} else {
+		wf->fresh = WITNESS_NO_ANSWER;
+		ta->n_stale++;
+		const struct pvg_witness_target *t = &wr->live.t[wf->which];
+		wf->writer_alive = wr->fresh.token && h->version >= 2 &&
+				   pvg_witness_proc_alive(ctx->procfs, t->pid, t->start_ticks);
+	}
+}
+
+void dispatch_witness_read_files(const struct pvg_ctx *ctx, struct witness_read *wr)
+{
+	wr->dir_r = pvg_witness_dir_read(&wr->folder, keep_live, &wr->live, &wr->dir);
+	if (wr->dir_r < 0)
+		return;
+	wr->files = pvg_xcalloc(wr->dir.n + 1, sizeof(*wr->files));
+	for (size_t i = 0; i < wr->dir.n; i++) {
+		const struct pvg_witness_read *f = &wr->dir.files[i];
+		struct witness_file *wf = &wr->files[i];
+		wf->read = f;
+		if (f->err < 0 || f->perr != PVG_WITNESS_OK) {
+			if (!f->too_large)
+				wr->tally.unreadable++;
+			wf->named_target = name_is_target(f->name, &wr->live);
+			continue;
+		}
+		wf->readable = true;
+		wf->attr = pvg_witness_attribute(&f->file.h, wr->live.boot_id, wr->live.t,
+						 wr->live.n, &wf->which);
+		wr->tally.attr_count[wf->attr]++;
+		if (wf->attr == PVG_WITNESS_LIVE)
+			tally_live(ctx, wr, wf);
+	}
+}
+
+/* ---- launches per requirement and forbid --------------------------------------------------- */
+
+static void count_need(const struct pvg_witness_dir *dir, struct witness_need *nd)
+{
+	const struct pvg_witness_require *w = nd->w;
+	for (size_t i = 0; i < dir->n; i++) {
+		const struct pvg_witness_read *f = &dir->files[i];
+		for (size_t j = 0; f->bytes && j < f->file.n; j++) {
+			const struct pvg_witness_entry *e = &f->file.entries[j];
+			if (!kernel_matches(w->kernel, e))
+				continue;
+			if (w->via != PVG_WITNESS_REQUIRE_ANY && e->via == PVG_WITNESS_VIA_HSA_PACKET) {
+				/* a dispatch packet does not say whether a hipGraph replay sent it */
+				nd->packets += e->count;
+			} else if (!via_matches(w->via, e->via)) {
+				nd->other_via += e->count;
+			} else if (dims_match(w->grid, e->grid) && dims_match(w->block, e->block)) {
+				nd->got = nd->got + e->count < nd->got ? UINT64_MAX : nd->got + e->count;
+				if (PVG_WITNESS_VIA_IS_GRAPH(e->via))
+					nd->in_graph += e->count;
+			} else {
+				nd->name_only += e->count;
+				nd->other = e;
+			}
+		}
+	}
+}
+
+static void count_seen(const struct pvg_witness_dir *dir, struct witness_seen *s)
+{
+	for (size_t i = 0; i < dir->n; i++) {
+		const struct pvg_witness_read *f = &dir->files[i];
+		for (size_t j = 0; f->bytes && j < f->file.n; j++)
+			if (kernel_matches(s->pattern, &f->file.entries[j])) {
+				s->n += f->file.entries[j].count;
+				s->seen = &f->file.entries[j];
+			}
+	}
+}
+
+void dispatch_witness_count(const struct pvg_config *cfg, struct witness_read *wr)
+{
+	wr->needs = pvg_xcalloc(cfg->witness.n_require + 1, sizeof(*wr->needs));
+	for (size_t k = 0; k < cfg->witness.n_require; k++) {
+		struct witness_need *nd = &wr->needs[k];
+		nd->w = &cfg->witness.require[k];
+		nd->need = nd->w->min_count > 0	       ? nd->w->min_count
+			   : cfg->witness.min_count > 1 ? cfg->witness.min_count
+							: 1;
+		count_need(&wr->dir, nd);
+	}
+	wr->seen = pvg_xcalloc(cfg->witness.forbid.n + 1, sizeof(*wr->seen));
+	for (size_t k = 0; k < cfg->witness.forbid.n; k++) {
+		wr->seen[k].pattern = cfg->witness.forbid.v[k];
+		count_seen(&wr->dir, &wr->seen[k]);
+	}
+}
+
+/* ---- evidence ------------------------------------------------------------------------------ */
+
+void dispatch_witness_live_evidence(cJSON *ev, const struct witness_read *wr)
+{
+	cJSON *procs = cJSON_AddArrayToObject(ev, "processes");
+	for (size_t i = 0; i < wr->live.n; i++) {
+		const struct pvg_witness_target *w = &wr->live.t[i];
+		cJSON *o = cJSON_CreateObject();
+		pvg_json_add_int(o, "pid", (int)w->pid);
+		pvg_json_add_int(o, "nspid", (int)w->nspid);
+		pvg_json_add_u64(o, "start_ticks", w->start_ticks);
+		cJSON_AddItemToArray(procs, o);
+	}
+	pvg_json_add_str(ev, "boot_id", wr->live.boot_id[0] ? wr->live.boot_id : NULL);
+}
+
+void dispatch_witness_env_evidence(cJSON *ev, const struct witness_read *wr)
+{
+	const struct witness_env *env = &wr->env;
+	cJSON *o = cJSON_AddObjectToObject(ev, "environment");
+	pvg_json_add_int(o, "pid", (int)env->pid);
+	if (env->dir_r < 0 && env->dir_r != -ENOENT)
+		return;
+	pvg_json_add_str(o, PVG_WITNESS_DIR_ENV, env->dir);
+	if (env->lib_var)
+		pvg_json_add_str(o, env->lib_var, env->lib);
+}
+
+void dispatch_witness_folder_evidence(cJSON *ev, const struct witness_read *wr)
+{
+	cJSON *fj = cJSON_AddObjectToObject(ev, "folder");
+	pvg_json_add_int(fj, "owner_uid", (int)wr->folder.st.st_uid);
+	pvg_json_add_int(fj, "owner_gid", (int)wr->folder.st.st_gid);
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", (unsigned)(wr->folder.st.st_mode & 07777));
+	pvg_json_add_str(fj, "mode", mode);
+}
+
+void dispatch_witness_request_evidence(cJSON *ev, const struct pvg_config *cfg,
+				       const struct witness_read *wr)
+{
+	cJSON *rq = cJSON_AddObjectToObject(ev, "request");
+	pvg_json_add_u64(rq, "token", wr->fresh.token);
+	pvg_json_add_int(rq, "answer_ms", (int)cfg->witness.answer_ms);
+	pvg_json_add_int(rq, "waited_ms", (int)wr->fresh.waited_ms);
+}
+
+static const char *const fresh_names[] = {
+	[WITNESS_ANSWERED] = "answered",
+	[WITNESS_FINAL] = "final",
+	[WITNESS_NO_ANSWER] = "no-answer",
+};
+
+static cJSON *live_file_json(const struct witness_read *wr, const struct witness_file *wf)
+{
+	const struct pvg_witness_header *h = &wf->read->file.h;
+	cJSON *o = cJSON_CreateObject();
+	pvg_json_add_str(o, "file", wf->read->name);
+	pvg_json_add_int(o, "pid", (int)wr->live.t[wf->which].pid);
+	pvg_json_add_int(o, "nspid", h->nspid);
+	pvg_json_add_str(o, "api", h->api == PVG_WITNESS_API_CUDA ? "cuda"
+				   : h->api == PVG_WITNESS_API_HSA ? "hsa" : "none");
+	pvg_json_add_bool(o, "recording", (h->flags & PVG_WITNESS_F_RECORDING) != 0);
+	pvg_json_add_bool(o, "final", (h->flags & PVG_WITNESS_F_FINAL) != 0);
+	pvg_json_add_str(o, "note", h->note);
+	pvg_json_add_str(o, "fresh", fresh_names[wf->fresh]);
+	pvg_json_add_int(o, "version", (int)h->version);
+	pvg_json_add_u64(o, "launches", h->launches);
+	pvg_json_add_u64(o, "launches_dropped", h->launches_dropped);
+	pvg_json_add_u64(o, "records", h->n_records);
+	char ts[48];
+	pvg_format_time((time_t)(h->written_ns / 1000000000u), (long)(h->written_ns % 1000000000u),
+			ts, sizeof(ts));
+	cJSON_AddStringToObject(o, "written_at", ts);
+	return o;
+}
+
+void dispatch_witness_files_evidence(cJSON *ev, const struct witness_read *wr)
+{
+	const struct witness_tally *ta = &wr->tally;
+	cJSON *files = cJSON_AddArrayToObject(ev, "live_files");
+	for (size_t i = 0; i < wr->dir.n; i++)
+		if (wr->files[i].readable && wr->files[i].attr == PVG_WITNESS_LIVE)
+			cJSON_AddItemToArray(files, live_file_json(wr, &wr->files[i]));
+	cJSON *ign = cJSON_AddObjectToObject(ev, "ignored_files");
+	pvg_json_add_u64(ign, "earlier_boot", ta->attr_count[PVG_WITNESS_OTHER_BOOT]);
+	pvg_json_add_u64(ign, "pid_reused", ta->attr_count[PVG_WITNESS_PID_REUSED]);
+	pvg_json_add_u64(ign, "foreign_namespace", ta->attr_count[PVG_WITNESS_FOREIGN_NS]);
+	pvg_json_add_u64(ign, "not_target", ta->attr_count[PVG_WITNESS_NOT_TARGET]);
+	pvg_json_add_u64(ign, "unreadable", ta->unreadable);
+	if (wr->dir.over_limit)
+		pvg_json_add_u64(ign, "over_limit", wr->dir.over_limit);
+	/* skipped unread: what is no regular file is never opened, what is over the cap by
+	 * its size never read */
+	pvg_json_add_u64(ign, "not_regular", wr->dir.not_regular);
+	pvg_json_add_u64(ign, "too_large", wr->dir.too_large);
+	pvg_json_add_u64(ev, "graph_launches", ta->graph_launches);
+	pvg_json_add_u64(ev, "graph_replays_itemized", ta->itemized);
+	pvg_json_add_u64(ev, "graph_replays_opaque", ta->opaque);
+	pvg_json_add_u64(ev, "captured_launches", ta->captured);
+	cJSON *rq = cJSON_GetObjectItemCaseSensitive(ev, "request");
+	pvg_json_add_u64(rq, "answered", ta->n_answered);
+	pvg_json_add_u64(rq, "final", ta->n_final);
+	pvg_json_add_u64(rq, "not_answered", ta->n_stale);
+}
+
+void dispatch_witness_kernels_evidence(cJSON *ev, const struct witness_read *wr)
+{
+	const struct pvg_witness_entry *top[32];
+	size_t n_top = 0, n_all = 0;
+	for (size_t i = 0; i < wr->dir.n; i++) {
+		const struct pvg_witness_read *f = &wr->dir.files[i];
+		for (size_t j = 0; f->bytes && j < f->file.n; j++) {
+			const struct pvg_witness_entry *e = &f->file.entries[j];
+			n_all++;
+			size_t at = n_top < ARRAY_SIZE(top) ? n_top++ : ARRAY_SIZE(top);
+			if (at == ARRAY_SIZE(top)) {
+				if (e->count <= top[at - 1]->count)
+					continue;
+				at--;
+			}
+			while (at > 0 && top[at - 1]->count < e->count) {
+				top[at] = top[at - 1];
+				at--;
+			}
+			top[at] = e;
+		}
+	}
+	cJSON *ks = cJSON_AddArrayToObject(ev, "kernels");
+	for (size_t i = 0; i < n_top; i++) {
+		_cleanup_free_ char *nm = dispatch_witness_entry_name(top[i]);
+		cJSON *o = cJSON_CreateObject();
+		pvg_json_add_str(o, "name", nm);
+		cJSON_AddItemToObject(o, "grid", dims_json(top[i]->grid));
+		cJSON_AddItemToObject(o, "block", dims_json(top[i]->block));
+		pvg_json_add_u64(o, "count", top[i]->count);
+		if (PVG_WITNESS_VIA_IS_GRAPH(top[i]->via))
+			pvg_json_add_str(o, "via", "graph");
+		cJSON_AddItemToArray(ks, o);
+	}
+	pvg_json_add_u64(ev, "kernels_total", n_all);
+}
+
+void dispatch_witness_required_evidence(cJSON *ev, const struct pvg_config *cfg,
+					const struct witness_read *wr)
+{
+	cJSON *req = cJSON_AddArrayToObject(ev, "required");
+	for (size_t k = 0; k < cfg->witness.n_require; k++) {
+		const struct witness_need *nd = &wr->needs[k];
+		const struct pvg_witness_require *w = nd->w;
+		cJSON *o = cJSON_CreateObject();
+		pvg_json_add_str(o, "kernel", w->kernel);
+		if (w->grid[0])
+			cJSON_AddItemToObject(o, "grid", dims_json(w->grid));
+		if (w->block[0])
+			cJSON_AddItemToObject(o, "block", dims_json(w->block));
+		if (via_name(w->via))
+			pvg_json_add_str(o, "via", via_name(w->via));
+		pvg_json_add_u64(o, "count", nd->got);
+		pvg_json_add_u64(o, "in_graph_replays", nd->in_graph);
+		pvg_json_add_int(o, "min_count", (int)nd->need);
+		cJSON_AddItemToArray(req, o);
+	}
+}
+
+void dispatch_witness_chain(struct pvg_ctx *ctx, const struct pvg_config *cfg,
+			    const struct witness_read *wr)
+{
+	size_t met = 0, forbidden = 0;
+	for (size_t k = 0; k < cfg->witness.n_require; k++)
+		met += (long double)wr->needs[k].got >= (long double)wr->needs[k].need;
+	for (size_t k = 0; k < cfg->witness.forbid.n; k++)
+		forbidden += wr->seen[k].seen != NULL;
+	cJSON *chain = cJSON_CreateObject();
+	cJSON_AddNumberToObject(chain, "live_files", (double)wr->tally.n_live);
+	cJSON_AddNumberToObject(chain, "required_met", (double)met);
+	cJSON_AddNumberToObject(chain, "required", (double)cfg->witness.n_require);
+	cJSON_AddNumberToObject(chain, "forbidden_seen", (double)forbidden);
+	pvg_chain_set(ctx, "witness", chain);
+}

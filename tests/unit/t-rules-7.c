@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/* Gate 7's rules (checks/07-dispatch-marker.c) on facts built here: a log as read, witness
+ * files as tallied, with no service, log or folder behind them. */
+#include "07-dispatch-marker.h"
+#include "tap.h"
+
+static const char *code_of(const struct dispatch_outcome *o, size_t i)
+{
+	return i < o->n_problems ? o->problems[i].code : NULL;
+}
+
+static bool message_has(const struct dispatch_outcome *o, size_t i, const char *words)
+{
+	return i < o->n_problems && strstr(o->problems[i].message, words) != NULL;
+}
+
+/* ---- markers ---- */
+
+/* A log of the live service read to its end, with one require entry and one forbid and fact
+ * pattern; each test sets the counts it is about. */
+struct log_fixture {
+	struct pvg_config cfg;
+	struct marker_read m;
+	struct markers_facts f;
+	struct pvg_kv kv[1];
+	struct pvg_require require[1];
+	char *forbid[1], *facts[1];
+	size_t require_matched[1], require_not_selected[1], require_unattributed[1],
+		require_undecided[1];
+	struct pvg_marker_sample require_unattr_first[1];
+	size_t fact_live[1], fact_unattributed[1], fact_undecided[1];
+	enum pvg_attribution fact_attr[1];
+	size_t forbid_live[1], forbid_unattributed[1], forbid_undecided[1];
+};
+
+static void log_fixture(struct log_fixture *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->kv[0] = (struct pvg_kv){ "selected", "True" };
+	x->require[0] = (struct pvg_require){ x->kv, 1 };
+	x->forbid[0] = "fallback";
+	x->facts[0] = "block size = 832";
+	x->cfg.markers.log = "server.log";
+	x->cfg.markers.prefix = "DIAG";
+	x->cfg.markers.require = x->require;
+	x->cfg.markers.n_require = 1;
+	x->cfg.markers.min_count = 2;
+	x->cfg.markers.forbid = (struct pvg_strv){ .v = x->forbid, .n = 1 };
+	x->cfg.markers.facts = (struct pvg_strv){ .v = x->facts, .n = 1 };
+	x->m.log_path = "server.log";
+	x->m.btime_known = true;
+	x->m.zone.known = true;
+	x->m.undecided = "its time may be either";
+	struct pvg_marker_scan *s = &x->m.scan;
+	s->bytes = 4096;
+	s->require_matched = x->require_matched;
+	s->require_not_selected = x->require_not_selected;
+	s->require_unattributed = x->require_unattributed;
+	s->require_undecided = x->require_undecided;
+	s->require_unattr_first = x->require_unattr_first;
+	s->fact_live = x->fact_live;
+	s->fact_unattributed = x->fact_unattributed;
+	s->fact_undecided = x->fact_undecided;
+	s->fact_attr = x->fact_attr;
+	s->forbid_live = x->forbid_live;
+	s->forbid_unattributed = x->forbid_unattributed;
+	s->forbid_undecided = x->forbid_undecided;
+	x->fact_live[0] = 1;
+	x->f = (struct markers_facts){ .cfg = &x->cfg, .m = &x->m };
+}
+
+static void markers_unconfigured_name_the_missing_key(void)
+{
+	struct pvg_config cfg = { 0 };
+	cfg.markers.log = "server.log";
+	struct markers_facts f = { .cfg = &cfg };
+	struct dispatch_outcome o = rule_markers_configured(&f);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK(o.stop);
+	CHECK_STR(o.summary, "markers.prefix is not configured");
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.not-configured");
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_missing_log_hints_where_the_output_goes(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.m.log_err = ENOENT;
+	CHECK(markers_need_elsewhere(&x.cfg, &x.m));
+	x.f.elsewhere = "the service (pid 7) writes its stdout to /tmp/nohup.out";
+	struct dispatch_outcome o = rule_markers_log_readable(&x.f);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK(o.stop);
+	CHECK_STR(o.summary, "cannot read the service log");
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.log-unreadable");
+	CHECK_STR(o.problems[0].hint, x.f.elsewhere);
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_refuse_a_fifo_unopened(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.m.log_err = ENXIO;
+	x.m.log_refused = PVG_REFUSED_FIFO;
+	struct dispatch_outcome o = rule_markers_log_is_file(&x.f);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK(o.stop);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.log-fifo");
+	CHECK(message_has(&o, 0, "refused unopened"));
+	dispatch_outcome_clear(&o);
+	/* a container's log of another owner is the container rule's, not this one's */
+	x.m.log_refused = PVG_REFUSED_OWNER;
+	o = rule_markers_log_is_file(&x.f);
+	CHECK_INT(o.n_problems, 0);
+	x.m.container = true;
+	o = rule_markers_container_log_owned(&x.f);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.container-log-refused");
+	CHECK(o.stop);
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_empty_log_fails_and_stops(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.m.scan.bytes = 0;
+	x.m.scan.hole_bytes = 1 << 20;
+	CHECK(markers_need_elsewhere(&x.cfg, &x.m));
+	struct dispatch_outcome o = rule_markers_log_not_empty(&x.f);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK(o.stop);
+	CHECK(!o.summary); /* told by its problem */
+	CHECK(message_has(&o, 0, "is empty (its size is all holes"));
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_enough_live_markers_pass(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.require_matched[0] = 2;
+	x.m.scan.markers_live = 2;
+	struct dispatch_outcome o = rule_markers_enough(&x.f);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+	CHECK(!o.stop);
+	CHECK(!markers_need_elsewhere(&x.cfg, &x.m));
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_too_few_say_how_many(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.require_matched[0] = 1;
+	x.m.scan.markers_live = 1;
+	struct dispatch_outcome o = rule_markers_enough(&x.f);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.too-few");
+	CHECK_STR(o.problems[0].message, "1 live marker for {selected=True}, 2 required");
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_undecided_times_are_unverifiable_not_failed(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.require_matched[0] = 1;
+	x.require_undecided[0] = 1;
+	x.m.scan.markers_live = 1;
+	struct dispatch_outcome o = rule_markers_enough(&x.f);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.time-undecided");
+	CHECK(message_has(&o, 0, "its time may be either"));
+	dispatch_outcome_clear(&o);
+	x.forbid_undecided[0] = 3;
+	o = rule_markers_forbid_decided(&x.f);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK(message_has(&o, 0, "forbidden \"fallback\" appears in 3 lines"));
+	dispatch_outcome_clear(&o);
+	/* a live forbidden line decides, whatever else may be undecided */
+	x.forbid_live[0] = 1;
+	o = rule_markers_forbid_decided(&x.f);
+	CHECK_INT(o.n_problems, 0);
+	o = rule_markers_not_forbidden(&x.f);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.forbidden");
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_only_from_others_say_so(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.require_unattributed[0] = 4;
+	x.require_unattr_first[0] = (struct pvg_marker_sample){ .offset = 17,
+								.attr = PVG_ATTR_BEFORE_START };
+	x.m.scan.markers_foreign_recent = 1;
+	CHECK(!markers_need_elsewhere(&x.cfg, &x.m)); /* another process writes this log */
+	struct dispatch_outcome o = rule_markers_enough(&x.f);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.unattributed");
+	CHECK(strstr(o.problems[0].hint, "another process writes markers") != NULL);
+	CHECK(message_has(&o, 0, "before the service started, e.g. at byte 17"));
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_missing_fact_fails(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.fact_live[0] = 0;
+	x.fact_unattributed[0] = 1;
+	x.fact_attr[0] = PVG_ATTR_UNKNOWN;
+	struct dispatch_outcome o = rule_markers_facts_live(&x.f);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.missing-fact");
+	CHECK(message_has(&o, 0, "log file was created before the service started"));
+	dispatch_outcome_clear(&o);
+}
+
+static void markers_refused_zone_file_is_told_without_a_status(void)
+{
+	struct log_fixture x;
+	log_fixture(&x);
+	x.m.zone.refused = "device";
+	x.m.zone.why = (struct pvg_msg){ .text = "its zone file is a device", .hint = "fix it" };
+	struct dispatch_outcome o = rule_markers_zone_file(&x.f);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.zone-file-refused");
+	dispatch_outcome_clear(&o);
+}
+
+/* ---- witness ---- */
+
+static void witness_without_a_kernel_is_unverifiable(void)
+{
+	struct pvg_config cfg = { 0 };
+	cfg.witness.dir = "/w";
+	struct dispatch_outcome o = rule_witness_kernel_named(&cfg);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK(o.stop);
+	CHECK_STR(o.summary, "witness: no kernel required");
+	dispatch_outcome_clear(&o);
+	o = rule_witness_service(-ESRCH, NULL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.no-service");
+	CHECK(o.stop);
+	dispatch_outcome_clear(&o);
+}
+
+static void witness_environment_names_the_missing_variable(void)
+{
+	struct pvg_config cfg = { 0 };
+	cfg.witness.dir = "/w";
+	cfg.witness.api = "hsa";
+	struct witness_env env = { .pid = 42, .dir_r = 0, .dir = "/w" };
+	struct dispatch_outcome o = rule_witness_environment(&cfg, &env);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-not-enabled");
+	CHECK(message_has(&o, 0, "(HSA_TOOLS_LIB is not set"));
+	dispatch_outcome_clear(&o);
+	env = (struct witness_env){ .pid = 42, .dir_r = -EACCES };
+	o = rule_witness_environment(&cfg, &env);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-env-unreadable");
+	CHECK(o.problems[0].hint != NULL);
+	dispatch_outcome_clear(&o);
+	env = (struct witness_env){ .pid = 42, .dir = "/x", .lib = "/lib.so", .same_folder = false };
+	o = rule_witness_environment(&cfg, &env);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-dir-mismatch");
+	dispatch_outcome_clear(&o);
+	env.same_folder = true;
+	o = rule_witness_environment(&cfg, &env);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+}
+
+static void witness_folder_link_is_refused(void)
+{
+	struct pvg_config cfg = { 0 };
+	cfg.witness.dir = "/w";
+	struct witness_read wr;
+	dispatch_witness_read_init(&wr);
+	wr.folder_r = -ELOOP;
+	wr.folder.is_link = true;
+	struct dispatch_outcome o = rule_witness_folder(&cfg, &wr);
+	CHECK(o.stop);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-dir-link");
+	CHECK_STR(o.summary, "witness folder refused: a symbolic link");
+	dispatch_outcome_clear(&o);
+}
+
+/* Three files: one of a live target that does not parse, one live that did not answer, one
+ * live that answered. */
+static void witness_files_corrupt_fail_unanswered_are_unverifiable(void)
+{
+	struct pvg_witness_target t = { .pid = 42, .nspid = 42, .start_ticks = 9 };
+	struct pvg_witness_read reads[3] = {
+		{ .name = "witness-42-9-b.pvgw", .perr = PVG_WITNESS_E_CHECKSUM },
+		{ .name = "witness-42-9-c.pvgw" },
+		{ .name = "witness-42-9-d.pvgw" },
+	};
+	reads[1].file.h.version = 2;
+	struct witness_file files[3] = {
+		{ .read = &reads[0], .named_target = true },
+		{ .read = &reads[1], .readable = true, .fresh = WITNESS_NO_ANSWER,
+		  .writer_alive = true },
+		{ .read = &reads[2], .readable = true, .fresh = WITNESS_ANSWERED },
+	};
+	struct witness_read wr = { 0 };
+	wr.live = (struct witness_live){ .t = &t, .n = 1 };
+	wr.dir = (struct pvg_witness_dir){ .files = reads, .n = 3 };
+	wr.files = files;
+	wr.fresh = (struct witness_fresh){ .token = 5, .waited_ms = 2000 };
+	struct dispatch_outcome o = rule_witness_files(&wr);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_INT(o.n_problems, 2);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-corrupt");
+	CHECK_STR(code_of(&o, 1), "dispatch-marker.witness-no-answer");
+	CHECK(message_has(&o, 1, "did not answer the witness request within 2000 ms"));
+	dispatch_outcome_clear(&o);
+	/* no request could be made: unverifiable, with nothing to say per file */
+	files[0].named_target = false;
+	wr.fresh.token = 0;
+	o = rule_witness_files(&wr);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_INT(o.n_problems, 0);
+}
+
+static void witness_no_live_file_fails_only_when_nothing_else_did(void)
+{
+	struct pvg_config cfg = { 0 };
+	cfg.witness.dir = "/w";
+	struct witness_tally ta = { 0 };
+	ta.attr_count[PVG_WITNESS_PID_REUSED] = 2;
+	struct dispatch_outcome o = rule_witness_live_file(&cfg, &ta, PVG_PASS);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK(o.stop);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-stale");
+	CHECK_STR(o.summary, "witness: no file of the live service (2 ignored)");
+	dispatch_outcome_clear(&o);
+	o = rule_witness_live_file(&cfg, &ta, PVG_UNVERIFIABLE);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+	CHECK(o.stop);
+	dispatch_outcome_clear(&o);
+	ta.n_live = 1;
+	o = rule_witness_recording(&ta);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-not-recording");
+	CHECK(message_has(&o, 0, "no reason given"));
+	dispatch_outcome_clear(&o);
+}
+
+static void witness_requirement_short_fails_unless_replays_hide_it(void)
+{
+	struct pvg_witness_require req = { .kernel = "my_kernel", .via = PVG_WITNESS_REQUIRE_ANY };
+	struct pvg_config cfg = { 0 };
+	cfg.witness.dir = "/w";
+	cfg.witness.require = &req;
+	cfg.witness.n_require = 1;
+	struct witness_need need = { .w = &req, .need = 3, .got = 1 };
+	struct witness_read wr = { 0 };
+	wr.needs = &need;
+	struct dispatch_outcome o = rule_witness_required(&cfg, &wr);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-too-few");
+	CHECK_STR(o.problems[0].message, "{my_kernel}: 1 launch seen by the witness, 3 required");
+	dispatch_outcome_clear(&o);
+	wr.tally.opaque = 2; /* graph replays the witness could not itemize may hold it */
+	o = rule_witness_required(&cfg, &wr);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	dispatch_outcome_clear(&o);
+	req.via = PVG_WITNESS_REQUIRE_EAGER; /* ... unless eager launches alone count */
+	o = rule_witness_required(&cfg, &wr);
+	CHECK_INT(o.status, PVG_FAIL);
+	dispatch_outcome_clear(&o);
+	need.got = 3;
+	o = rule_witness_required(&cfg, &wr);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+}
+
+static void witness_forbidden_launch_fails_and_opaque_replays_are_unproven(void)
+{
+	char *pat[] = { "fallback*" };
+	struct pvg_config cfg = { 0 };
+	cfg.witness.dir = "/w";
+	cfg.witness.forbid = (struct pvg_strv){ .v = pat, .n = 1 };
+	struct pvg_witness_entry e = { .name = { "fallback_gemm", 13 }, .grid = { 8, 1, 1 },
+				       .block = { 256, 1, 1 }, .count = 5 };
+	struct witness_seen seen = { .pattern = pat[0], .n = 5, .seen = &e };
+	struct witness_read wr = { 0 };
+	wr.seen = &seen;
+	struct dispatch_outcome o = rule_witness_forbidden(&cfg, &wr);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(o.problems[0].message, "forbidden \"fallback*\": the live service launched "
+					 "fallback_gemm 5 times (e.g. grid=8,1,1 block=256,1,1)");
+	dispatch_outcome_clear(&o);
+	wr.tally.opaque = 1;
+	o = rule_witness_forbid_provable(&cfg, &wr.tally);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-graph-opaque");
+	dispatch_outcome_clear(&o);
+}
+
+int main(void)
+{
+	RUN(markers_unconfigured_name_the_missing_key);
+	RUN(markers_missing_log_hints_where_the_output_goes);
+	RUN(markers_refuse_a_fifo_unopened);
+	RUN(markers_empty_log_fails_and_stops);
+	RUN(markers_enough_live_markers_pass);
+	RUN(markers_too_few_say_how_many);
+	RUN(markers_undecided_times_are_unverifiable_not_failed);
+	RUN(markers_only_from_others_say_so);
+	RUN(markers_missing_fact_fails);
+	RUN(markers_refused_zone_file_is_told_without_a_status);
+	RUN(witness_without_a_kernel_is_unverifiable);
+	RUN(witness_environment_names_the_missing_variable);
+	RUN(witness_folder_link_is_refused);
+	RUN(witness_files_corrupt_fail_unanswered_are_unverifiable);
+	RUN(witness_no_live_file_fails_only_when_nothing_else_did);
+	RUN(witness_requirement_short_fails_unless_replays_hide_it);
+	RUN(witness_forbidden_launch_fails_and_opaque_replays_are_unproven);
+	TAP_EXIT();
+}
