@@ -74,27 +74,23 @@ static char *hipified_rel(const struct pvg_hipify_line *h, const char *rel)
 	return pvg_strdup(h->dst + root);
 }
 
-static enum pvg_status worse(enum pvg_status a, enum pvg_status b)
-{
-	if (a == PVG_FAIL || b == PVG_FAIL)
-		return PVG_FAIL;
-	if (a == PVG_UNVERIFIABLE || b == PVG_UNVERIFIABLE)
-		return PVG_UNVERIFIABLE;
-	return PVG_PASS;
-}
-
 static int64_t mtime_ns(const struct stat *st)
 {
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-static enum pvg_status check_hipify(const struct pvg_buildlog_request *req, const char *rel,
-				    const struct pvg_hipify_line *h, const char *dst_rel,
-				    cJSON *fe, struct pvg_result *res)
+static void hipify_json(cJSON *fe, const struct pvg_hipify_line *h)
 {
 	pvg_json_add_str(fe, "hipify", hipify_status_text(h->status));
 	pvg_json_add_str(fe, "hipified", h->dst);
 	pvg_json_add_u64(fe, "hipify_line", h->lineno);
+}
+
+/* The changed file's hipify line: [ok], or skipped while its hipified file is not older. */
+static enum pvg_status check_hipify(const struct pvg_buildlog_request *req, const char *rel,
+				    const struct pvg_hipify_line *h, const char *dst_rel,
+				    struct pvg_result *res)
+{
 	switch (h->status) {
 	case PVG_HIPIFY_OK:
 		return PVG_PASS;
@@ -231,6 +227,7 @@ struct view {
 	const struct pvg_buildlog_artifact *arts;
 	size_t n_arts;
 	bool multi; /* several artifacts: messages name the artifact */
+	bool any_linked; /* the log links at least one configured artifact */
 };
 
 static long art_of_output(const struct view *v, const char *output)
@@ -443,18 +440,144 @@ static size_t place_without_inputs(const struct view *v, const char *rel, struct
 	return n;
 }
 
+/* Where a compile line's object went, and whether the log shows all link inputs. */
+struct placing {
+	struct place p[MAX_PLACES];
+	size_t n;
+	bool unknown; /* the inputs are not all in the log: globs or a lone artifact decided */
+};
+
+static struct placing place_compile(const struct view *v, const char *rel,
+				    const struct pvg_compile_step *cs, cJSON *l)
+{
+	struct placing pl = { .n = 0 };
+	if (cs && cs->object)
+		pl.n = place_object(v, cs->object, cs->dir, v->g->any_unknown, pl.p, MAX_PLACES);
+	pl.unknown = v->g->any_unknown || !cs || !cs->object;
+	const char *why = NULL;
+	if (pl.n == 0 && v->g->n_links != 0 && pl.unknown)
+		pl.n = place_without_inputs(v, rel, pl.p, &why);
+	if (why)
+		pvg_json_add_str(l, "placed", why);
+	return pl;
+}
+
+/* No link step in the log at all (the no-link problem says so): the arch of the artifacts
+ * the compile line could be for. */
+static enum pvg_status check_arch_unlinked(const struct view *v, const char *rel,
+					   const char *name, const char *label,
+					   const struct pvg_build_command *c, cJSON *l,
+					   struct pvg_result *res)
+{
+	enum pvg_status st = PVG_PASS;
+	for (size_t a = 0; a < v->n_arts; a++)
+		if (v->n_arts == 1 || globs_match(v->arts[a].compiled, rel))
+			st = pvg_status_worst(st, check_arch(v, (long)a, v->arts[a].arch, c, name,
+							     label, l, res));
+	if (v->n_arts == 0)
+		st = pvg_status_worst(st, check_arch(v, -1, v->req->arch, c, name, label, l, res));
+	return st;
+}
+
+/* The object went nowhere the log shows. */
+static enum pvg_status problem_unplaced(const struct view *v, const char *label,
+					const struct pvg_build_command *c,
+					const struct pvg_compile_step *cs, bool unknown,
+					struct pvg_result *res)
+{
+	if (unknown) {
+		pvg_problem(res, "build-log.link-inputs-unknown",
+			    "build verbosely (ninja -v, CMAKE_VERBOSE_MAKEFILE=ON, VERBOSE=1) so the "
+			    "link commands are logged, or give each artifact its \"compiled\" globs",
+			    "line %zu: the log does not show which output %s is linked into (%zu "
+			    "shared objects are linked; non-verbose link lines or response files)",
+			    c->lineno, label, v->g->n_shared);
+		return PVG_UNVERIFIABLE;
+	}
+	pvg_problem(res, "build-log.not-linked",
+		    "rebuild so that the artifact is relinked with the changed source",
+		    "line %zu: the object of changed %s (%s) is linked into no output in the log",
+		    c->lineno, label, cs->object);
+	return PVG_FAIL;
+}
+
+/* Each output the object went into: a configured artifact, compiled for its arch and linked
+ * after this compile line; an unconfigured shared object (or the only output) is a problem. */
+static enum pvg_status check_places(const struct view *v, const char *rel, const char *name,
+				    const char *label, const struct pvg_build_command *c,
+				    const struct pvg_compile_step *cs, const struct placing *pl,
+				    cJSON *l, struct pvg_result *res)
+{
+	enum pvg_status st = PVG_PASS;
+	size_t n_conf = 0;
+	for (size_t k = 0; k < pl->n; k++)
+		n_conf += pl->p[k].art >= 0;
+	for (size_t k = 0; k < pl->n; k++) {
+		const struct place *p = &pl->p[k];
+		if (p->art < 0) {
+			/* an executable or archive beside a configured artifact is not loaded by the
+			 * service; a shared object, or the only output, must be named */
+			if (p->kind == PVG_LINK_SHARED || n_conf == 0) {
+				unverified_artifact(res, rel, "linked", p,
+						    cs && cs->dir ? cs->dir : root0(v), p->link_line);
+				st = PVG_FAIL;
+			}
+			continue;
+		}
+		const struct pvg_buildlog_artifact *a = &v->arts[p->art];
+		st = pvg_status_worst(st, check_arch(v, p->art, a->arch, c, name, label, l, res));
+		if (p->link_line && p->link_line < c->lineno) {
+			char lb[160];
+			pvg_problem(res, "build-log.not-relinked",
+				    "rebuild so that the artifact is linked after the changed source is "
+				    "compiled",
+				    "%sline %zu: %s was compiled after %s was last linked (line %zu)",
+				    art_label(v, p->art, lb, sizeof(lb)), c->lineno, label, a->file,
+				    p->link_line);
+			st = PVG_FAIL;
+		}
+	}
+	return st;
+}
+
+/* One compile line of a changed source: its evidence, where its object went, and what that
+ * requires. Sets the bits of the artifacts it went into in *placed. */
+static enum pvg_status check_compile_line(const struct view *v, const char *rel, const char *name,
+					  const char *label, size_t i, cJSON *lines, cJSON *linked,
+					  struct pvg_result *res, uint64_t *placed)
+{
+	const struct pvg_build_command *c = &v->req->log->commands[i];
+	cJSON *l = cJSON_CreateObject();
+	pvg_json_add_u64(l, "line", c->lineno);
+	cJSON_AddItemToArray(lines, l);
+	const struct pvg_compile_step *cs = pvg_linkgraph_compile_of(v->g, i);
+	if (cs && cs->object)
+		pvg_json_add_str(l, "object", cs->object);
+	struct placing pl = place_compile(v, rel, cs, l);
+	for (size_t k = 0; k < pl.n; k++) {
+		place_json(linked, v, &pl.p[k]);
+		if (pl.p[k].art >= 0 && pl.p[k].art < 64)
+			*placed |= UINT64_C(1) << pl.p[k].art;
+	}
+	if (pl.n == 0 && v->g->n_links == 0)
+		return check_arch_unlinked(v, rel, name, label, c, l, res);
+	if (pl.n == 0)
+		return problem_unplaced(v, label, c, cs, pl.unknown, res);
+	return check_places(v, rel, name, label, c, cs, &pl, l, res);
+}
+
+/* A changed translation unit (compiled as name: its hipified copy) has compile lines, for the
+ * configured arch, linked into configured artifacts after them. */
 static enum pvg_status check_compile(const struct view *v, const char *rel, const char *name,
 				     cJSON *fe, struct pvg_result *res, uint64_t *placed)
 {
-	const struct pvg_buildlog_request *req = v->req;
-	const struct pvg_buildlog *log = req->log;
+	const struct pvg_buildlog *log = v->req->log;
 	size_t n_found = 0, n_desc = 0;
 	enum pvg_status st = PVG_PASS;
 	cJSON *lines = cJSON_AddArrayToObject(fe, "compile_lines");
 	cJSON *linked = cJSON_AddArrayToObject(fe, "linked_into");
 	_cleanup_free_ char *label = strcmp(rel, name) ? pvg_asprintf("%s (as %s)", rel, name)
 						       : pvg_strdup(rel);
-	bool no_links = v->g->n_links == 0;
 	for (size_t i = 0; i < log->n_commands; i++) {
 		const struct pvg_build_command *c = &log->commands[i];
 		if (!pvg_command_mentions(c->text, name))
@@ -464,92 +587,8 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 			continue;
 		}
 		n_found++;
-		cJSON *l = cJSON_CreateObject();
-		pvg_json_add_u64(l, "line", c->lineno);
-		cJSON_AddItemToArray(lines, l);
-		const struct pvg_compile_step *cs = pvg_linkgraph_compile_of(v->g, i);
-		if (cs && cs->object)
-			pvg_json_add_str(l, "object", cs->object);
-
-		/* where its object went */
-		struct place p[MAX_PLACES];
-		size_t np = cs && cs->object ? place_object(v, cs->object, cs->dir, v->g->any_unknown,
-							    p, MAX_PLACES)
-					     : 0;
-		/* the inputs are not all in the log: globs or a lone artifact may decide */
-		bool unknown = v->g->any_unknown || !cs || !cs->object;
-		const char *why = NULL;
-		if (np == 0 && !no_links && unknown)
-			np = place_without_inputs(v, rel, p, &why);
-		if (why)
-			pvg_json_add_str(l, "placed", why);
-		size_t n_conf = 0;
-		for (size_t k = 0; k < np; k++) {
-			place_json(linked, v, &p[k]);
-			n_conf += p[k].art >= 0;
-			if (p[k].art >= 0 && p[k].art < 64)
-				*placed |= UINT64_C(1) << p[k].art;
-		}
-
-		if (np == 0 && no_links) {
-			/* no link step at all: the no-link problem says so; check the arch of the
-			 * artifacts it could be for */
-			for (size_t a = 0; a < v->n_arts; a++)
-				if (v->n_arts == 1 || globs_match(v->arts[a].compiled, rel))
-					st = worse(st, check_arch(v, (long)a, v->arts[a].arch, c, name, label,
-								  l, res));
-			if (v->n_arts == 0)
-				st = worse(st, check_arch(v, -1, req->arch, c, name, label, l, res));
-			continue;
-		}
-		if (np == 0) {
-			if (unknown) {
-				pvg_problem(res, "build-log.link-inputs-unknown",
-					    "build verbosely (ninja -v, CMAKE_VERBOSE_MAKEFILE=ON, "
-					    "VERBOSE=1) so the link commands are logged, or give each "
-					    "artifact its \"compiled\" globs",
-					    "line %zu: the log does not show which output %s is linked "
-					    "into (%zu shared objects are linked; non-verbose link lines "
-					    "or response files)",
-					    c->lineno, label, v->g->n_shared);
-				st = worse(st, PVG_UNVERIFIABLE);
-			} else {
-				pvg_problem(res, "build-log.not-linked",
-					    "rebuild so that the artifact is relinked with the changed "
-					    "source",
-					    "line %zu: the object of changed %s (%s) is linked into no "
-					    "output in the log",
-					    c->lineno, label, cs->object);
-				st = PVG_FAIL;
-			}
-			continue;
-		}
-		for (size_t k = 0; k < np; k++) {
-			if (p[k].art < 0) {
-				/* an executable or archive beside a configured artifact is not loaded
-				 * by the service; a shared object, or the only output, must be named */
-				if (p[k].kind == PVG_LINK_SHARED || n_conf == 0) {
-					unverified_artifact(res, rel, "linked", &p[k],
-							    cs && cs->dir ? cs->dir : root0(v),
-							    p[k].link_line);
-					st = PVG_FAIL;
-				}
-				continue;
-			}
-			const struct pvg_buildlog_artifact *a = &v->arts[p[k].art];
-			st = worse(st, check_arch(v, p[k].art, a->arch, c, name, label, l, res));
-			if (p[k].link_line && p[k].link_line < c->lineno) {
-				char lb[160];
-				pvg_problem(res, "build-log.not-relinked",
-					    "rebuild so that the artifact is linked after the changed "
-					    "source is compiled",
-					    "%sline %zu: %s was compiled after %s was last linked (line "
-					    "%zu)",
-					    art_label(v, p[k].art, lb, sizeof(lb)), c->lineno, label,
-					    a->file, p[k].link_line);
-				st = PVG_FAIL;
-			}
-		}
+		st = pvg_status_worst(st, check_compile_line(v, rel, name, label, i, lines, linked,
+							     res, placed));
 	}
 	if (n_found == 0) {
 		pvg_problem(res, "build-log.no-compile-line",
@@ -614,106 +653,380 @@ static int header_consumers(const struct view *v, const char *rel, const char *h
 	return any ? (int)objs->n : -1;
 }
 
+/* No dependency information: the artifacts whose globs name the header (the only one) must
+ * be relinked after the header's hipify. */
+static enum pvg_status check_header_without_deps(const struct view *v, const char *rel,
+						 size_t hipify_line, cJSON *fe,
+						 struct pvg_result *res)
+{
+	enum pvg_status st = PVG_PASS;
+	pvg_json_add_str(fe, "consumers", "unknown (no .ninja_deps or depfiles in the build tree)");
+	cJSON *need = cJSON_AddArrayToObject(fe, "needs_relinked");
+	for (size_t i = 0; i < v->n_arts; i++) {
+		if (!(v->n_arts == 1 || globs_match(v->arts[i].compiled, rel)))
+			continue;
+		cJSON_AddItemToArray(need, cJSON_CreateString(v->arts[i].name));
+		size_t ll = art_link_line(v, i);
+		if (ll && hipify_line && ll < hipify_line) {
+			char lb[160];
+			pvg_problem(res, "build-log.not-relinked",
+				    "rebuild so that the artifact is linked after the header's hipify",
+				    "%schanged header %s was hipified (line %zu) after %s was last "
+				    "linked (line %zu)",
+				    art_label(v, (long)i, lb, sizeof(lb)), rel, hipify_line,
+				    v->arts[i].file, ll);
+			st = PVG_FAIL;
+		}
+	}
+	return st;
+}
+
+/* One object that includes the changed header: recompiled by the log, and linked after that
+ * into configured artifacts. */
+static enum pvg_status check_header_consumer(const struct view *v, const char *rel,
+					     const char *obj, const char *source, cJSON *linked,
+					     struct pvg_result *res)
+{
+	const char *ddir = v->req->ninja_deps ? v->req->deps_root : NULL;
+	const struct pvg_compile_step *cs = pvg_linkgraph_compile_for(v->g, obj, ddir);
+	struct place p[MAX_PLACES];
+	size_t np = place_object(v, obj, cs ? cs->dir : ddir, v->g->any_unknown || !cs, p,
+				 MAX_PLACES);
+	for (size_t k = 0; k < np; k++)
+		place_json(linked, v, &p[k]);
+	if (np == 0 && cs) {
+		pvg_problem(res, "build-log.link-inputs-unknown",
+			    "build verbosely (ninja -v, VERBOSE=1) so the link commands are logged",
+			    "changed header %s is included by %s (compiled at line %zu), and the log "
+			    "does not show which output that is linked into",
+			    rel, obj, cs->lineno);
+		return PVG_UNVERIFIABLE;
+	}
+	/* np == 0 without cs: an object this log neither builds nor links (another target) */
+	enum pvg_status st = PVG_PASS;
+	for (size_t k = 0; k < np; k++) {
+		if (p[k].art < 0) {
+			if (p[k].kind == PVG_LINK_SHARED) {
+				_cleanup_free_ char *what =
+					pvg_asprintf("included by %s (%s), which is linked", obj, source);
+				unverified_artifact(res, rel, what, &p[k],
+						    cs && cs->dir ? cs->dir : ddir ? ddir : root0(v),
+						    p[k].link_line);
+				st = PVG_FAIL;
+			}
+			continue;
+		}
+		char lb[160];
+		const char *al = art_label(v, p[k].art, lb, sizeof(lb));
+		if (!cs) {
+			pvg_problem(res, "build-log.not-recompiled",
+				    "rebuild: every object that includes the changed header must be "
+				    "recompiled and its artifact relinked",
+				    "%schanged header %s is included by %s (%s), which the log does not "
+				    "recompile",
+				    al, rel, obj, source);
+			st = PVG_FAIL;
+		} else if (p[k].link_line < cs->lineno) {
+			pvg_problem(res, "build-log.not-relinked",
+				    "rebuild so that the artifact is linked after the objects that "
+				    "include the changed header",
+				    "%schanged header %s is included by %s (compiled at line %zu), and %s "
+				    "was last linked before it (line %zu)",
+				    al, rel, obj, cs->lineno, p[k].output, p[k].link_line);
+			st = PVG_FAIL;
+		}
+	}
+	return st;
+}
+
+/* A changed header (or its hipified copy hip_rel): every object that includes it recompiled,
+ * and its artifact relinked after that. */
 static enum pvg_status check_header(const struct view *v, const char *rel, const char *hip_rel,
 				    size_t hipify_line, cJSON *fe, struct pvg_result *res)
 {
-	const struct pvg_buildlog_request *req = v->req;
 	struct pvg_strv objs = { 0 };
 	const char *source = NULL;
-	int n = header_consumers(v, rel, hip_rel, &objs, &source);
-	enum pvg_status st = PVG_PASS;
-	if (n < 0) {
-		/* no dependency information: the artifacts whose globs name it must be relinked */
-		pvg_json_add_str(fe, "consumers",
-				 "unknown (no .ninja_deps or depfiles in the build tree)");
-		cJSON *need = cJSON_AddArrayToObject(fe, "needs_relinked");
-		for (size_t i = 0; i < v->n_arts; i++) {
-			if (!(v->n_arts == 1 || globs_match(v->arts[i].compiled, rel)))
-				continue;
-			cJSON_AddItemToArray(need, cJSON_CreateString(v->arts[i].name));
-			size_t ll = art_link_line(v, i);
-			if (ll && hipify_line && ll < hipify_line) {
-				char lb[160];
-				pvg_problem(res, "build-log.not-relinked",
-					    "rebuild so that the artifact is linked after the header's "
-					    "hipify",
-					    "%schanged header %s was hipified (line %zu) after %s was "
-					    "last linked (line %zu)",
-					    art_label(v, (long)i, lb, sizeof(lb)), rel, hipify_line,
-					    v->arts[i].file, ll);
-				st = PVG_FAIL;
-			}
-		}
-		return st;
-	}
+	if (header_consumers(v, rel, hip_rel, &objs, &source) < 0)
+		return check_header_without_deps(v, rel, hipify_line, fe, res);
 	pvg_json_add_str(fe, "consumers_from", source);
 	cJSON *cons = cJSON_AddArrayToObject(fe, "consumers");
 	cJSON *linked = cJSON_AddArrayToObject(fe, "linked_into");
-	const char *ddir = req->ninja_deps ? req->deps_root : NULL;
+	enum pvg_status st = PVG_PASS;
 	for (size_t i = 0; i < objs.n; i++) {
-		const char *obj = objs.v[i];
-		cJSON_AddItemToArray(cons, cJSON_CreateString(obj));
-		const struct pvg_compile_step *cs = pvg_linkgraph_compile_for(v->g, obj, ddir);
-		struct place p[MAX_PLACES];
-		size_t np = place_object(v, obj, cs ? cs->dir : ddir, v->g->any_unknown || !cs, p,
-					 MAX_PLACES);
-		for (size_t k = 0; k < np; k++)
-			place_json(linked, v, &p[k]);
-		if (np == 0) {
-			if (cs) {
-				pvg_problem(res, "build-log.link-inputs-unknown",
-					    "build verbosely (ninja -v, VERBOSE=1) so the link commands "
-					    "are logged",
-					    "changed header %s is included by %s (compiled at line %zu), "
-					    "and the log does not show which output that is linked into",
-					    rel, obj, cs->lineno);
-				st = worse(st, PVG_UNVERIFIABLE);
-			}
-			/* else: an object this log neither builds nor links (another target) */
-			continue;
-		}
-		for (size_t k = 0; k < np; k++) {
-			if (p[k].art < 0) {
-				if (p[k].kind == PVG_LINK_SHARED) {
-					_cleanup_free_ char *what = pvg_asprintf(
-						"included by %s (%s), which is linked", obj, source);
-					unverified_artifact(res, rel, what, &p[k],
-							    cs && cs->dir ? cs->dir : ddir ? ddir : root0(v),
-							    p[k].link_line);
-					st = PVG_FAIL;
-				}
-				continue;
-			}
-			char lb[160];
-			const char *al = art_label(v, p[k].art, lb, sizeof(lb));
-			if (!cs) {
-				pvg_problem(res, "build-log.not-recompiled",
-					    "rebuild: every object that includes the changed header must "
-					    "be recompiled and its artifact relinked",
-					    "%schanged header %s is included by %s (%s), which the log does "
-					    "not recompile",
-					    al, rel, obj, source);
-				st = PVG_FAIL;
-			} else if (p[k].link_line < cs->lineno) {
-				pvg_problem(res, "build-log.not-relinked",
-					    "rebuild so that the artifact is linked after the objects "
-					    "that include the changed header",
-					    "%schanged header %s is included by %s (compiled at line "
-					    "%zu), and %s was last linked before it (line %zu)",
-					    al, rel, obj, cs->lineno, p[k].output, p[k].link_line);
-				st = PVG_FAIL;
-			}
-		}
+		cJSON_AddItemToArray(cons, cJSON_CreateString(objs.v[i]));
+		st = pvg_status_worst(st, check_header_consumer(v, rel, objs.v[i], source, linked,
+								res));
 	}
 	pvg_strv_clear(&objs);
 	return st;
 }
 
-enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struct pvg_result *res)
+/* ---- the rules over the log ------------------------------------------------------------------ */
+
+/* What a rule found: its status, and how many problems it recorded in the result. */
+struct log_outcome {
+	enum pvg_status status;
+	size_t problems;
+};
+
+static struct log_outcome outcome_since(const struct pvg_result *res, size_t from,
+					enum pvg_status status)
 {
-	const struct pvg_buildlog *log = req->log;
+	return (struct log_outcome){ status, res->n_problems - from };
+}
+
+/* The log holds something of a build (else nothing more is checked). */
+static struct log_outcome rule_log_not_empty(const struct view *v, struct pvg_result *res)
+{
+	const struct pvg_buildlog *log = v->req->log;
+	size_t from = res->n_problems;
+	if (log->n_lines != 0 && (log->n_hipify != 0 || log->n_commands != 0 ||
+				  log->n_ninja_lines != 0 || log->n_failed != 0 ||
+				  log->n_errors != 0 || log->unsupported_calls >= 0))
+		return outcome_since(res, from, PVG_PASS);
+	pvg_problem(res, "build-log.empty-log",
+		    "point build.log at the output of the build (tee the whole build into it)",
+		    log->n_lines == 0 ? "the build log is empty"
+				      : "the build log (%zu lines) holds no hipify, ninja or compiler "
+					"lines",
+		    log->n_lines);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* Everything the log holds was read. */
+static struct log_outcome rule_log_read_whole(const struct view *v, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	if (!v->req->log->truncated)
+		return outcome_since(res, from, PVG_PASS);
+	pvg_problem(res, "build-log.too-large", "split the log, or keep only this build's output in it",
+		    "the build log holds more hipify and command lines than provgate keeps (%u MiB); "
+		    "the rest was not read",
+		    PVG_BUILDLOG_KEEP_MAX >> 20);
+	return outcome_since(res, from, PVG_UNVERIFIABLE);
+}
+
+/* No failed build step and no compiler error. */
+static struct log_outcome rule_build_succeeded(const struct view *v, struct pvg_result *res)
+{
+	const struct pvg_buildlog *log = v->req->log;
+	size_t from = res->n_problems;
+	for (size_t i = 0; i < log->n_failed_kept; i++)
+		pvg_problem(res, "build-log.failed-step", "fix the build failure and rebuild",
+			    "the build failed: %s%s", log->failed[i],
+			    i == 0 && log->n_failed > log->n_failed_kept ? " (and more)" : "");
+	for (size_t i = 0; i < log->n_errors_kept; i++)
+		pvg_problem(res, "build-log.compiler-error", "fix the error and rebuild",
+			    "compiler error: %s%s", log->errors[i],
+			    i == 0 && log->n_errors > log->n_errors_kept ? " (and more)" : "");
+	return outcome_since(res, from, log->n_failed || log->n_errors ? PVG_FAIL : PVG_PASS);
+}
+
+/* hipify's count of CUDA calls it could not translate is within build.max_unsupported_calls. */
+static struct log_outcome rule_unsupported_calls(const struct view *v, struct pvg_result *res)
+{
+	const struct pvg_buildlog_request *req = v->req;
+	size_t from = res->n_problems;
+	if (req->log->unsupported_calls <= req->max_unsupported_calls)
+		return outcome_since(res, from, PVG_PASS);
+	pvg_problem(res, "build-log.unsupported-calls",
+		    "replace the CUDA calls hipify cannot translate (it lists them after the count), "
+		    "or raise build.max_unsupported_calls deliberately",
+		    "hipify reported %ld unsupported CUDA function calls (allowed: %ld)",
+		    req->log->unsupported_calls, req->max_unsupported_calls);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* Every link step of the log was followed. */
+static struct log_outcome rule_links_read_whole(const struct view *v, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	if (!v->g->truncated)
+		return outcome_since(res, from, PVG_PASS);
+	pvg_problem(res, "build-log.too-large", "split the log, or keep only this build's output in it",
+		    "the build log holds more link steps than provgate follows (%u, %u inputs in "
+		    "all); the rest was not read",
+		    PVG_LINKGRAPH_LINKS_MAX, PVG_LINKGRAPH_INPUTS_MAX);
+	return outcome_since(res, from, PVG_UNVERIFIABLE);
+}
+
+/* What the log shows of artifact i's link. */
+enum link_state {
+	LINK_NO_FILE,    /* no build file configured: nothing to look for */
+	LINK_NOT_NEEDED, /* not relinked, and no changed source goes into it (several artifacts) */
+	LINK_MISSING,    /* not relinked by this build */
+	LINK_FOUND,
+};
+
+static enum link_state art_link_state(const struct view *v, size_t i)
+{
+	const struct pvg_buildlog_artifact *a = &v->arts[i];
+	if (!a->file)
+		return LINK_NO_FILE;
+	if (art_link_line(v, i))
+		return LINK_FOUND;
+	/* an incremental build relinks only what changed: an artifact that no changed source
+	 * goes into need not be relinked (each changed source must still be linked into a
+	 * configured artifact relinked after it, by the per-file rules) */
+	if (v->multi && v->any_linked && !globs_name_a_change(v->req, a))
+		return LINK_NOT_NEEDED;
+	return LINK_MISSING;
+}
+
+/* Each configured artifact has a build file and a link step in the log. */
+static struct log_outcome rule_artifacts_linked(const struct view *v, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
 	enum pvg_status st = PVG_PASS;
-	cJSON *ev = res->evidence;
+	if (v->n_arts == 0) {
+		pvg_problem(res, "build-log.not-configured", "set build.artifact",
+			    "build.artifact is not set: the link step cannot be found");
+		st = PVG_UNVERIFIABLE;
+	}
+	for (size_t i = 0; i < v->n_arts; i++) {
+		char lb[160];
+		const char *al = art_label(v, (long)i, lb, sizeof(lb));
+		switch (art_link_state(v, i)) {
+		case LINK_NO_FILE:
+			pvg_problem(res, "build-log.not-configured", "set the artifact's build file",
+				    "%sno build file is set: the link step cannot be found", al);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
+			break;
+		case LINK_MISSING:
+			pvg_problem(res, "build-log.no-link",
+				    "rebuild (the artifact was not relinked by this build; \"ninja: no "
+				    "work to do\" means nothing changed), with a verbose log",
+				    "%sthe log has no link step producing %s", al, v->arts[i].file);
+			st = PVG_FAIL;
+			break;
+		case LINK_NOT_NEEDED:
+		case LINK_FOUND:
+			break;
+		}
+	}
+	return outcome_since(res, from, st);
+}
+
+/* Gate 1's rules over the whole log, in the order their problems are listed; the rules over
+ * each changed source follow (rule_changed_source). */
+static const struct log_rule {
+	const char *name;
+	struct log_outcome (*check)(const struct view *, struct pvg_result *);
+} log_rules[] = {
+	{ "read-whole",        rule_log_read_whole },    /* build-log.too-large */
+	{ "build-succeeded",   rule_build_succeeded },   /* .failed-step, .compiler-error */
+	{ "unsupported-calls", rule_unsupported_calls }, /* within build.max_unsupported_calls */
+	{ "links-read-whole",  rule_links_read_whole },  /* .too-large */
+	{ "artifacts-linked",  rule_artifacts_linked },  /* .not-configured, .no-link */
+};
+
+/* ---- the rules over each changed source ---------------------------------------------------- */
+
+/* A changed source reached HIP: hipify ran on its current content, or it is HIP already (or
+ * the arch is CUDA's: nothing to hipify). */
+static struct log_outcome rule_hipified(const struct view *v, const char *rel, bool header,
+					const struct pvg_hipify_line *h, const char *dst_rel,
+					cJSON *fe, struct pvg_result *res)
+{
+	const struct pvg_buildlog_request *req = v->req;
+	size_t from = res->n_problems;
+	if (req->cuda || (!h && !is_cuda_source(rel)))
+		return outcome_since(res, from, PVG_PASS);
+	if (h) {
+		hipify_json(fe, h);
+		if (req->counts && h->status != PVG_HIPIFY_IGNORED)
+			req->counts->hipified++;
+		return outcome_since(res, from, check_hipify(req, rel, h, dst_rel, res));
+	}
+	_cleanup_free_ char *native = hip_native(req, rel, header);
+	if (native) {
+		/* HIP source already: compiled as it is, nothing to hipify */
+		pvg_json_add_str(fe, "hip_native", native);
+		if (req->counts)
+			req->counts->hip_native++;
+		return outcome_since(res, from, PVG_PASS);
+	}
+	pvg_problem(res, "build-log.not-hipified",
+		    "rebuild so that hipify runs on the changed file (hipify output must be in the "
+		    "log); a .cu that is HIP already is compiled with -x hip, or named in "
+		    "build.hip_sources",
+		    "changed %s has no hipify line in the log", rel);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* The oldest of the artifacts a source went into (placed: their bits; 0: not known, all of
+ * them) whose build time is known, or NULL. */
+static const struct pvg_buildlog_artifact *oldest_artifact(const struct view *v, uint64_t placed)
+{
+	const struct pvg_buildlog_artifact *oldest = NULL;
+	for (size_t k = 0; k < v->n_arts; k++) {
+		const struct pvg_buildlog_artifact *a = &v->arts[k];
+		if (placed && k < 64 && !(placed & (UINT64_C(1) << k)))
+			continue;
+		if ((a->mtime.tv_sec || a->mtime.tv_nsec) &&
+		    (!oldest || a->mtime.tv_sec < oldest->mtime.tv_sec ||
+		     (a->mtime.tv_sec == oldest->mtime.tv_sec &&
+		      a->mtime.tv_nsec < oldest->mtime.tv_nsec)))
+			oldest = a;
+	}
+	return oldest;
+}
+
+/* A source edited after the link is not in the artifact, whatever the log says. */
+static struct log_outcome rule_source_not_newer(const struct view *v, const char *rel,
+						uint64_t placed, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	const struct pvg_buildlog_artifact *oldest = oldest_artifact(v, placed);
+	struct stat sst;
+	_cleanup_free_ char *src = v->req->workdir ? pvg_path_join(v->req->workdir, rel) : NULL;
+	int64_t art_ns = oldest ? (int64_t)oldest->mtime.tv_sec * 1000000000 + oldest->mtime.tv_nsec
+				: 0;
+	if (!src || !art_ns || stat(src, &sst) != 0 || mtime_ns(&sst) <= art_ns)
+		return outcome_since(res, from, PVG_PASS);
+	char a[48], b[48], lb[160];
+	pvg_format_time(sst.st_mtim.tv_sec, -1, a, sizeof(a));
+	pvg_format_time(oldest->mtime.tv_sec, -1, b, sizeof(b));
+	pvg_problem(res, "build-log.source-newer", "rebuild: the artifact was built before the last edit",
+		    "%schanged %s was modified (%s) after the artifact was built (%s)",
+		    art_label(v, oldest - v->arts, lb, sizeof(lb)), rel, a, b);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* One changed source: hipified (or HIP already), compiled for arch and linked after that (a
+ * translation unit), its includers recompiled and relinked (a header), and not edited since
+ * the artifact was built. Adds its evidence to files. */
+static struct log_outcome rule_changed_source(const struct view *v, const char *rel,
+					      cJSON *files, struct pvg_result *res)
+{
+	const struct pvg_buildlog_request *req = v->req;
+	size_t from = res->n_problems;
+	cJSON *fe = cJSON_CreateObject();
+	cJSON_AddItemToArray(files, fe);
+	pvg_json_add_str(fe, "path", rel);
+	bool header = is_header(rel), unit = !header && is_unit(rel);
+	pvg_json_add_str(fe, "kind", header ? "header" : unit ? "translation-unit" : "other");
+	const struct pvg_hipify_line *h = pvg_buildlog_find_hipify(req->log, rel);
+	_cleanup_free_ char *dst_rel = h && h->status != PVG_HIPIFY_IGNORED ? hipified_rel(h, rel)
+									    : NULL;
+	enum pvg_status st = rule_hipified(v, rel, header, h, dst_rel, fe, res).status;
+	uint64_t placed = 0;
+	if (header) {
+		st = pvg_status_worst(st, check_header(v, rel, dst_rel, h ? h->lineno : 0, fe, res));
+	} else if (unit) {
+		const char *name = rel;
+		if (!req->cuda && h && h->status != PVG_HIPIFY_IGNORED)
+			name = dst_rel ? dst_rel : h->dst;
+		st = pvg_status_worst(st, check_compile(v, rel, name, fe, res, &placed));
+	}
+	st = pvg_status_worst(st, rule_source_not_newer(v, rel, placed, res).status);
+	return outcome_since(res, from, st);
+}
+
+/* ---- evidence of the log -------------------------------------------------------------------- */
+
+static void log_json(const struct pvg_buildlog *log, cJSON *ev)
+{
 	pvg_json_add_u64(ev, "lines", log->n_lines);
 	pvg_json_add_u64(ev, "hipify_lines", log->n_hipify);
 	pvg_json_add_u64(ev, "command_lines", log->n_commands);
@@ -730,81 +1043,15 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		pvg_json_add_u64(ev, "overlong_lines", log->n_overlong);
 	if (log->n_binary)
 		pvg_json_add_u64(ev, "binary_lines", log->n_binary);
+}
 
-	if (log->n_lines == 0 || (log->n_hipify == 0 && log->n_commands == 0 &&
-				  log->n_ninja_lines == 0 && log->n_failed == 0 &&
-				  log->n_errors == 0 && log->unsupported_calls < 0)) {
-		pvg_problem(res, "build-log.empty-log",
-			    "point build.log at the output of the build (tee the whole build into it)",
-			    log->n_lines == 0 ? "the build log is empty"
-					      : "the build log (%zu lines) holds no hipify, ninja or "
-						"compiler lines",
-			    log->n_lines);
-		return PVG_FAIL;
-	}
-	if (log->truncated) {
-		pvg_problem(res, "build-log.too-large",
-			    "split the log, or keep only this build's output in it",
-			    "the build log holds more hipify and command lines than provgate keeps "
-			    "(%u MiB); the rest was not read",
-			    PVG_BUILDLOG_KEEP_MAX >> 20);
-		st = worse(st, PVG_UNVERIFIABLE);
-	}
-	for (size_t i = 0; i < log->n_failed_kept; i++)
-		pvg_problem(res, "build-log.failed-step", "fix the build failure and rebuild",
-			    "the build failed: %s%s", log->failed[i],
-			    i == 0 && log->n_failed > log->n_failed_kept ? " (and more)" : "");
-	for (size_t i = 0; i < log->n_errors_kept; i++)
-		pvg_problem(res, "build-log.compiler-error", "fix the error and rebuild",
-			    "compiler error: %s%s", log->errors[i],
-			    i == 0 && log->n_errors > log->n_errors_kept ? " (and more)" : "");
-	if (log->n_failed || log->n_errors)
-		st = PVG_FAIL;
-	if (log->unsupported_calls > req->max_unsupported_calls) {
-		pvg_problem(res, "build-log.unsupported-calls",
-			    "replace the CUDA calls hipify cannot translate (it lists them after the "
-			    "count), or raise build.max_unsupported_calls deliberately",
-			    "hipify reported %ld unsupported CUDA function calls (allowed: %ld)",
-			    log->unsupported_calls, req->max_unsupported_calls);
-		st = PVG_FAIL;
-	}
-
-	/* the artifacts: the request's list, or the single one */
-	struct pvg_buildlog_artifact single = {
-		.name = req->artifact_name, .build = req->artifact_name, .file = req->artifact_name,
-		.arch = req->arch, .mtime = req->artifact_mtime,
-	};
-	struct pvg_linkgraph own_graph;
-	const struct pvg_linkgraph *g = req->graph;
-	if (!g) {
-		pvg_linkgraph_build(log, &own_graph);
-		g = &own_graph;
-	}
-	struct view v = {
-		.req = req, .g = g,
-		.arts = req->n_arts ? req->arts : &single,
-		.n_arts = req->n_arts ? req->n_arts : req->artifact_name ? 1 : 0,
-		.multi = req->n_arts > 1,
-	};
-	if (g->truncated) {
-		pvg_problem(res, "build-log.too-large",
-			    "split the log, or keep only this build's output in it",
-			    "the build log holds more link steps than provgate follows (%u, %u inputs "
-			    "in all); the rest was not read",
-			    PVG_LINKGRAPH_LINKS_MAX, PVG_LINKGRAPH_INPUTS_MAX);
-		st = worse(st, PVG_UNVERIFIABLE);
-	}
-	cJSON *arts_ev = v.multi ? cJSON_AddArrayToObject(ev, "artifacts") : NULL;
-	if (v.n_arts == 0) {
-		pvg_problem(res, "build-log.not-configured", "set build.artifact",
-			    "build.artifact is not set: the link step cannot be found");
-		st = worse(st, PVG_UNVERIFIABLE);
-	}
-	bool any_linked = false;
-	for (size_t i = 0; i < v.n_arts; i++)
-		any_linked |= v.arts[i].file && art_link_line(&v, i) != 0;
-	for (size_t i = 0; i < v.n_arts; i++) {
-		const struct pvg_buildlog_artifact *a = &v.arts[i];
+/* evidence.link_line (the first artifact's), and with several artifacts evidence.artifacts[]
+ * (name, file, arch, and its link line or why none is needed). */
+static void artifacts_link_json(const struct view *v, cJSON *ev)
+{
+	cJSON *arts_ev = v->multi ? cJSON_AddArrayToObject(ev, "artifacts") : NULL;
+	for (size_t i = 0; i < v->n_arts; i++) {
+		const struct pvg_buildlog_artifact *a = &v->arts[i];
 		cJSON *ae = NULL;
 		if (arts_ev) {
 			ae = cJSON_CreateObject();
@@ -813,105 +1060,55 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 			pvg_json_add_str(ae, "file", a->file);
 			pvg_json_add_str(ae, "arch", a->arch);
 		}
-		char lb[160];
-		const char *al = art_label(&v, (long)i, lb, sizeof(lb));
-		size_t link_line = art_link_line(&v, i);
-		if (!a->file) {
-			pvg_problem(res, "build-log.not-configured", "set the artifact's build file",
-				    "%sno build file is set: the link step cannot be found", al);
-			st = worse(st, PVG_UNVERIFIABLE);
-		} else if (!link_line && v.multi && any_linked && !globs_name_a_change(req, a)) {
-			/* an incremental build relinks only what changed: an artifact that no changed
-			 * source goes into need not be relinked (each changed source must still be
-			 * linked into a configured artifact relinked after it, below) */
-			if (ae) {
-				pvg_json_add_bool(ae, "relinked", false);
-				pvg_json_add_str(ae, "why", "not relinked by this build; no changed "
-							    "source goes into it");
-			}
-		} else if (!link_line) {
-			pvg_problem(res, "build-log.no-link",
-				    "rebuild (the artifact was not relinked by this build; \"ninja: no "
-				    "work to do\" means nothing changed), with a verbose log",
-				    "%sthe log has no link step producing %s", al, a->file);
-			st = PVG_FAIL;
-		} else {
+		enum link_state ls = art_link_state(v, i);
+		if (ls == LINK_NOT_NEEDED && ae) {
+			pvg_json_add_bool(ae, "relinked", false);
+			pvg_json_add_str(ae, "why", "not relinked by this build; no changed source goes "
+						    "into it");
+		} else if (ls == LINK_FOUND) {
 			if (i == 0)
-				pvg_json_add_u64(ev, "link_line", link_line);
+				pvg_json_add_u64(ev, "link_line", art_link_line(v, i));
 			if (ae)
-				pvg_json_add_u64(ae, "link_line", link_line);
+				pvg_json_add_u64(ae, "link_line", art_link_line(v, i));
 		}
 	}
+}
 
-	cJSON *files = cJSON_AddArrayToObject(ev, "files");
-	for (size_t i = 0; i < req->n_changed; i++) {
-		const char *rel = req->changed[i];
-		cJSON *fe = cJSON_CreateObject();
-		cJSON_AddItemToArray(files, fe);
-		pvg_json_add_str(fe, "path", rel);
-		bool header = is_header(rel), unit = !header && is_unit(rel);
-		pvg_json_add_str(fe, "kind", header ? "header" : unit ? "translation-unit" : "other");
-		const struct pvg_hipify_line *h = pvg_buildlog_find_hipify(log, rel);
-		_cleanup_free_ char *dst_rel = h && h->status != PVG_HIPIFY_IGNORED
-						       ? hipified_rel(h, rel) : NULL;
-		_cleanup_free_ char *native = NULL;
-		if (!req->cuda && h) {
-			st = worse(st, check_hipify(req, rel, h, dst_rel, fe, res));
-			if (req->counts && h->status != PVG_HIPIFY_IGNORED)
-				req->counts->hipified++;
-		} else if (!req->cuda && is_cuda_source(rel) &&
-			   (native = hip_native(req, rel, header))) {
-			/* HIP source already: compiled as it is, nothing to hipify */
-			pvg_json_add_str(fe, "hip_native", native);
-			if (req->counts)
-				req->counts->hip_native++;
-		} else if (!req->cuda && is_cuda_source(rel)) {
-			pvg_problem(res, "build-log.not-hipified",
-				    "rebuild so that hipify runs on the changed file (hipify output "
-				    "must be in the log); a .cu that is HIP already is compiled with "
-				    "-x hip, or named in build.hip_sources",
-				    "changed %s has no hipify line in the log", rel);
-			st = PVG_FAIL;
-		}
-		uint64_t placed = 0;
-		if (header) {
-			st = worse(st, check_header(&v, rel, dst_rel, h ? h->lineno : 0, fe, res));
-		} else if (unit) {
-			const char *name = rel;
-			if (!req->cuda && h && h->status != PVG_HIPIFY_IGNORED)
-				name = dst_rel ? dst_rel : h->dst;
-			st = worse(st, check_compile(&v, rel, name, fe, res, &placed));
-		}
-		/* a source edited after the link is not in the artifact, whatever the log says:
-		 * the oldest of the artifacts it went into (of all, when that is not known) */
-		const struct pvg_buildlog_artifact *oldest = NULL;
-		for (size_t k = 0; k < v.n_arts; k++) {
-			const struct pvg_buildlog_artifact *a = &v.arts[k];
-			if (placed && k < 64 && !(placed & (UINT64_C(1) << k)))
-				continue;
-			if ((a->mtime.tv_sec || a->mtime.tv_nsec) &&
-			    (!oldest || a->mtime.tv_sec < oldest->mtime.tv_sec ||
-			     (a->mtime.tv_sec == oldest->mtime.tv_sec &&
-			      a->mtime.tv_nsec < oldest->mtime.tv_nsec)))
-				oldest = a;
-		}
-		struct stat sst;
-		_cleanup_free_ char *src = req->workdir ? pvg_path_join(req->workdir, rel) : NULL;
-		int64_t art_ns = oldest ? (int64_t)oldest->mtime.tv_sec * 1000000000 +
-						  oldest->mtime.tv_nsec
-					: 0;
-		if (src && art_ns && stat(src, &sst) == 0 && mtime_ns(&sst) > art_ns) {
-			char a[48], b[48], lb[160];
-			pvg_format_time(sst.st_mtim.tv_sec, -1, a, sizeof(a));
-			pvg_format_time(oldest->mtime.tv_sec, -1, b, sizeof(b));
-			pvg_problem(res, "build-log.source-newer",
-				    "rebuild: the artifact was built before the last edit",
-				    "%schanged %s was modified (%s) after the artifact was built (%s)",
-				    art_label(&v, oldest - v.arts, lb, sizeof(lb)), rel, a, b);
-			st = PVG_FAIL;
-		}
+/* ---- gate 1's decision over a parsed log ------------------------------------------------------ */
+
+enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struct pvg_result *res)
+{
+	log_json(req->log, res->evidence);
+	/* the artifacts: the request's list, or the single one */
+	struct pvg_buildlog_artifact single = {
+		.name = req->artifact_name, .build = req->artifact_name, .file = req->artifact_name,
+		.arch = req->arch, .mtime = req->artifact_mtime,
+	};
+	struct view v = {
+		.req = req, .g = req->graph,
+		.arts = req->n_arts ? req->arts : &single,
+		.n_arts = req->n_arts ? req->n_arts : req->artifact_name ? 1 : 0,
+		.multi = req->n_arts > 1,
+	};
+	struct log_outcome o = rule_log_not_empty(&v, res);
+	if (o.status != PVG_PASS)
+		return o.status;
+	struct pvg_linkgraph own_graph;
+	if (!v.g) {
+		pvg_linkgraph_build(req->log, &own_graph);
+		v.g = &own_graph;
 	}
-	if (g == &own_graph)
+	for (size_t i = 0; i < v.n_arts; i++)
+		v.any_linked |= v.arts[i].file && art_link_line(&v, i) != 0;
+
+	enum pvg_status st = PVG_PASS;
+	for (size_t k = 0; k < ARRAY_SIZE(log_rules); k++)
+		st = pvg_status_worst(st, log_rules[k].check(&v, res).status);
+	artifacts_link_json(&v, res->evidence);
+	cJSON *files = cJSON_AddArrayToObject(res->evidence, "files");
+	for (size_t i = 0; i < req->n_changed; i++)
+		st = pvg_status_worst(st, rule_changed_source(&v, req->changed[i], files, res).status);
+	if (v.g == &own_graph)
 		pvg_linkgraph_done(&own_graph);
 	return st;
 }
@@ -1310,7 +1507,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 			pvg_summary(res, "%sbuild artifact %s: %s", al, build, strerror(e));
 		pvg_problem(res, "build-log.artifact-missing", "build the artifact, or fix build.artifact",
 			    "%sbuild artifact %s: %s", al, build, strerror(e));
-		st = worse(st, e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE);
+		st = pvg_status_worst(st, e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE);
 	}
 	if (st != PVG_PASS) {
 		free(art_st);
