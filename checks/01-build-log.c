@@ -4,6 +4,21 @@
  * changed kernel source was hipified from its current content (HIP) and compiled for arch.
  * The log is parsed by lib/formats/buildlog.c; the changed sources come from the change set
  * shared with gate 2 (facts.h); the decision over both is made here.
+ *
+ * Its rules, in the order their problems are listed (build-log.CODE):
+ *   configured, log-there, artifacts-built, log-readable  what the gate reads (run_build_log)
+ *   log-of-this-build    the log is not older than the artifact, unless the artifact is a
+ *                        copy of its own output or the link it ends with wrote it (.stale-log)
+ *   change-set-known     gate 2's changed compiled sources (.no-scope)
+ * over the parsed log (pvg_buildlog_check, log_rules[]):
+ *   log-not-empty        (.empty-log: nothing else is checked)
+ *   read-whole, build-succeeded, unsupported-calls, links-read-whole, artifacts-linked
+ * and over each changed source (rule_changed_source):
+ *   hipified             hipify ran on it, or it is HIP already (.not-hipified, .stale-hipify)
+ *   compiled, linked     a unit's compile lines name the arch and are linked after, into
+ *                        configured artifacts (check_compile); a header's includers are
+ *                        recompiled and relinked (check_header)
+ *   source-not-newer     not edited after the artifact was built (.source-newer)
  */
 #include <sys/stat.h>
 
@@ -1457,44 +1472,72 @@ static bool load_ninja_deps(const struct pvg_strv *roots, struct pvg_ninja_deps 
 	return false;
 }
 
-static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res)
+/* ---- the gate: reading the files, then the decision -------------------------------------------- */
+
+/* What the gate reads for the decision: the log with its link graph and the build folders it
+ * names, the artifacts and their times, ninja's deps log, the changed compiled sources. */
+struct build_facts {
+	struct stat log_st;
+	struct stat *art_st; /* one per artifact */
+	struct pvg_buildlog log;
+	struct pvg_linkgraph graph;
+	struct pvg_strv roots;
+	struct pvg_buildlog_artifact *barts; /* mtime: what sources are compared with */
+	char **copied;       /* the log's own output an artifact is a copy of, or NULL */
+	bool *by_last_link;  /* written by the link command the log ends with */
+	struct pvg_ninja_deps deps;
+	bool have_deps;
+	char *deps_root;
+	const struct pvg_scope *scope;
+	const char **changed;
+	size_t n_changed;
+};
+
+static void build_facts_release(const struct pvg_ctx *ctx, struct build_facts *f)
+{
+	if (f->have_deps)
+		pvg_ninja_deps_done(&f->deps);
+	free(f->deps_root);
+	for (size_t i = 0; i < ctx->n_arts; i++)
+		free(f->copied[i]);
+	free(f->copied);
+	free(f->by_last_link);
+	free(f->barts);
+	free(f->art_st);
+	free(f->changed);
+	pvg_strv_clear(&f->roots);
+	pvg_linkgraph_done(&f->graph);
+	pvg_buildlog_done(&f->log);
+}
+
+/* build.log, every artifact's build file and every arch are set. */
+static struct log_outcome rule_configured(const struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
-	bool any_arch = cfg->arch != NULL;
-	for (size_t i = 0; i < ctx->n_arts && !any_arch; i++)
-		any_arch = ctx->arts[i].a.arch != NULL;
+	size_t from = res->n_problems;
 	bool all_arch = true, all_build = ctx->n_arts > 0;
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		all_arch &= pvg_artifact_arch(cfg, &ctx->arts[i].a) != NULL;
 		all_build &= ctx->arts[i].a.build != NULL;
 	}
-	if (!cfg->build.log || !all_build || !all_arch) {
-		const char *what = !cfg->build.log ? "build.log"
-				   : !all_build     ? (cfg->n_artifacts ? "an artifact's build"
-									: "build.artifact")
-						    : "arch";
-		pvg_summary(res, "%s is not configured", what);
-		pvg_problem(res, "build-log.not-configured",
-			    "set build.log (the build's output), build.artifact and arch",
-			    "no build log to check: %s is not set", what);
-		return PVG_UNVERIFIABLE;
-	}
-	const struct pvg_artifact *first = &ctx->arts[0].a;
-	const char *arch = cfg->arch ? cfg->arch : pvg_artifact_arch(cfg, first);
-	bool multi = ctx->n_arts > 1;
-	pvg_json_add_str(res->evidence, "log", cfg->build.log);
-	pvg_json_add_str(res->evidence, "arch", arch);
+	if (cfg->build.log && all_build && all_arch)
+		return outcome_since(res, from, PVG_PASS);
+	const char *what = !cfg->build.log ? "build.log"
+			   : !all_build     ? (cfg->n_artifacts ? "an artifact's build"
+							       : "build.artifact")
+					    : "arch";
+	pvg_summary(res, "%s is not configured", what);
+	pvg_problem(res, "build-log.not-configured",
+		    "set build.log (the build's output), build.artifact and arch",
+		    "no build log to check: %s is not set", what);
+	return outcome_since(res, from, PVG_UNVERIFIABLE);
+}
 
-	struct stat log_st;
-	if (stat(cfg->build.log, &log_st) < 0) {
-		int e = errno;
-		pvg_summary(res, "cannot read the build log");
-		pvg_problem(res, "build-log.unreadable",
-			    e == ENOENT ? "tee the build's output into build.log" : NULL,
-			    "build log %s: %s", cfg->build.log, strerror(e));
-		return PVG_UNVERIFIABLE;
-	}
-	struct stat *art_st = pvg_xcalloc(ctx->n_arts, sizeof(*art_st));
+/* Every artifact's build file is there (missing: fail; unreadable: unverifiable). */
+static struct log_outcome rule_artifacts_built(const struct pvg_ctx *ctx, struct stat *art_st,
+					       struct pvg_result *res)
+{
+	size_t from = res->n_problems;
 	enum pvg_status st = PVG_PASS;
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		const char *build = ctx->arts[i].a.build;
@@ -1509,129 +1552,189 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 			    "%sbuild artifact %s: %s", al, build, strerror(e));
 		st = pvg_status_worst(st, e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE);
 	}
-	if (st != PVG_PASS) {
-		free(art_st);
-		return st;
-	}
-	char lt[48], at[48];
-	pvg_format_time(log_st.st_mtim.tv_sec, log_st.st_mtim.tv_nsec, lt, sizeof(lt));
-	pvg_format_time(art_st[0].st_mtim.tv_sec, art_st[0].st_mtim.tv_nsec, at, sizeof(at));
-	cJSON_AddStringToObject(res->evidence, "log_mtime", lt);
-	cJSON_AddStringToObject(res->evidence, "artifact_mtime", at);
+	return outcome_since(res, from, st);
+}
 
-	struct pvg_buildlog log;
-	pvg_buildlog_init(&log);
-	int r = pvg_buildlog_read_file(&log, cfg->build.log);
+/* The build log is there (its time is the one artifacts are compared with). */
+static struct log_outcome rule_log_there(const struct pvg_ctx *ctx, struct stat *log_st,
+					 struct pvg_result *res)
+{
+	const char *path = ctx->cfg->build.log;
+	size_t from = res->n_problems;
+	if (stat(path, log_st) == 0)
+		return outcome_since(res, from, PVG_PASS);
+	int e = errno;
+	pvg_summary(res, "cannot read the build log");
+	pvg_problem(res, "build-log.unreadable", e == ENOENT ? "tee the build's output into build.log"
+							    : NULL,
+		    "build log %s: %s", path, strerror(e));
+	return outcome_since(res, from, PVG_UNVERIFIABLE);
+}
+
+/* The build log can be read: parses it, with its link graph and the build folders it names. */
+static struct log_outcome rule_log_readable(const struct pvg_ctx *ctx, struct build_facts *f,
+					    struct pvg_result *res)
+{
+	const char *path = ctx->cfg->build.log;
+	size_t from = res->n_problems;
+	int r = pvg_buildlog_read_file(&f->log, path);
 	if (r < 0) {
-		pvg_buildlog_done(&log);
-		free(art_st);
 		pvg_summary(res, "cannot read the build log: %s", strerror(-r));
-		pvg_problem(res, "build-log.unreadable", NULL, "build log %s: %s", cfg->build.log,
+		pvg_problem(res, "build-log.unreadable", NULL, "build log %s: %s", path,
 			    strerror(-r));
-		return PVG_UNVERIFIABLE;
+		return outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
-	struct pvg_linkgraph graph;
-	pvg_linkgraph_build(&log, &graph);
-	struct pvg_strv roots = { 0 };
-	build_roots(&log, &graph, &roots);
-	if (roots.n) {
-		cJSON *rj = cJSON_AddArrayToObject(res->evidence, "build_roots");
-		for (size_t i = 0; i < roots.n; i++)
-			cJSON_AddItemToArray(rj, cJSON_CreateString(roots.v[i]));
-	}
+	pvg_linkgraph_build(&f->log, &f->graph);
+	build_roots(&f->log, &f->graph, &f->roots);
+	return outcome_since(res, from, PVG_PASS);
+}
 
-	/* The build writes its log up to and after the link step, so the log's last change can
-	 * not precede the artifact's: an older log belongs to an earlier build, unless the
-	 * artifact is a copy that lost its times (bound by content to the log's own output). */
-	struct pvg_buildlog_artifact *barts = pvg_xcalloc(ctx->n_arts, sizeof(*barts));
-	char **copied = pvg_xcalloc(ctx->n_arts, sizeof(*copied));
-	bool *by_last_link = pvg_xcalloc(ctx->n_arts, sizeof(*by_last_link));
+static void log_times_json(const struct build_facts *f, cJSON *ev)
+{
+	char lt[48], at[48];
+	pvg_format_time(f->log_st.st_mtim.tv_sec, f->log_st.st_mtim.tv_nsec, lt, sizeof(lt));
+	pvg_format_time(f->art_st[0].st_mtim.tv_sec, f->art_st[0].st_mtim.tv_nsec, at, sizeof(at));
+	cJSON_AddStringToObject(ev, "log_mtime", lt);
+	cJSON_AddStringToObject(ev, "artifact_mtime", at);
+}
+
+static void roots_json(const struct pvg_strv *roots, cJSON *ev)
+{
+	if (!roots->n)
+		return;
+	cJSON *rj = cJSON_AddArrayToObject(ev, "build_roots");
+	for (size_t i = 0; i < roots->n; i++)
+		cJSON_AddItemToArray(rj, cJSON_CreateString(roots->v[i]));
+}
+
+/* Artifact i, newer than the log: a copy of the log's own output (its build time is then
+ * what sources are compared with), or written by the link the log ends with (the log's time
+ * is). Returns whether it is bound to the log; else *why_not says why not (NULL: nothing was
+ * found to compare). */
+static bool bind_newer_artifact(struct pvg_ctx *ctx, struct build_facts *f, size_t i, cJSON *ae,
+				cJSON *ev, char **why_not)
+{
+	const char *build = ctx->arts[i].a.build, *file = f->barts[i].file;
+	struct timespec built;
+	if (bound_by_content(ctx, &f->graph, &f->roots, build, file, &f->log_st, &f->art_st[i],
+			     &f->copied[i], &built, why_not, ae) == 1) {
+		char bt[48];
+		pvg_format_time(built.tv_sec, built.tv_nsec, bt, sizeof(bt));
+		pvg_json_add_str(ae, "copied_from", f->copied[i]);
+		pvg_json_add_str(ae, "built", bt);
+		if (i == 0)
+			pvg_json_add_str(ev, "copied_from", f->copied[i]);
+		f->barts[i].mtime = built;
+		return true;
+	}
+	_cleanup_free_ char *linked = NULL, *why_not_link = NULL;
+	if (bound_by_last_link(ctx, &f->log, &f->graph, &f->roots, ctx->cfg->build.log, build, file,
+			       &f->log_st, &f->art_st[i], &linked, &why_not_link, ae) == 1) {
+		if (i == 0)
+			pvg_json_add_str(ev, "written_by_last_link", linked);
+		f->by_last_link[i] = true;
+		/* every compile the log shows ran before its last line: sources are compared
+		 * with that */
+		f->barts[i].mtime = f->log_st.st_mtim;
+		return true;
+	}
+	if (why_not_link) {
+		free(*why_not);
+		*why_not = TAKE_PTR(why_not_link);
+	}
+	return false;
+}
+
+static void problem_stale_log(const struct pvg_ctx *ctx, const struct build_facts *f, size_t i,
+			      const char *why_not, struct pvg_result *res)
+{
+	const char *log = ctx->cfg->build.log, *build = ctx->arts[i].a.build;
+	char lb[160], lt[48], amt[48];
+	const char *al = pvg_ctx_art_label(ctx, i, lb, sizeof(lb));
+	pvg_format_time(f->log_st.st_mtim.tv_sec, f->log_st.st_mtim.tv_nsec, lt, sizeof(lt));
+	pvg_format_time(f->art_st[i].st_mtim.tv_sec, f->art_st[i].st_mtim.tv_nsec, amt, sizeof(amt));
+	if (why_not) {
+		pvg_problem(res, "build-log.stale-log",
+			    "keep the log of the build that produced the artifact (tee it every build), "
+			    "and copy with times kept (cp -p, install -p)",
+			    "%sbuild log %s (modified %s) is older than the artifact %s (modified %s), "
+			    "and %s",
+			    al, log, lt, build, amt, why_not);
+		return;
+	}
+	_cleanup_free_ char *where = f->roots.n ? pvg_strv_join_distinct(&f->roots, ", ")
+						: pvg_strdup("none named");
+	pvg_problem(res, "build-log.stale-log",
+		    "keep the log of the build that produced the artifact (tee it every build); copy "
+		    "the log and the artifact with their times kept (cp -p, install -p), or run "
+		    "provgate where the build tree is",
+		    "%sbuild log %s (modified %s) is older than the artifact %s (modified %s): either "
+		    "it is the log of an earlier build, or they were copied without keeping their "
+		    "times; the log's own link output of %s is not in the build tree it names (%s) "
+		    "to compare bytes with",
+		    al, log, lt, build, amt, f->barts[i].file, where);
+}
+
+/* The build writes its log up to and after the link step, so the log's last change can not
+ * precede the artifact's: an older log belongs to an earlier build, unless the artifact is a
+ * copy that lost its times, or the link the log ends with wrote it. */
+static struct log_outcome rule_log_of_this_build(struct pvg_ctx *ctx, struct build_facts *f,
+						 size_t i, cJSON *ae, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	if (!ts_before(f->log_st.st_mtim, f->art_st[i].st_mtim))
+		return outcome_since(res, from, PVG_PASS);
+	_cleanup_free_ char *why_not = NULL;
+	if (bind_newer_artifact(ctx, f, i, ae, res->evidence, &why_not))
+		return outcome_since(res, from, PVG_PASS);
+	problem_stale_log(ctx, f, i, why_not, res);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* evidence.artifacts[i]: name, build file and its time. */
+static cJSON *artifact_time_json(cJSON *arts_ev, const struct pvg_artifact *a,
+				 const struct stat *st)
+{
+	cJSON *ae = cJSON_CreateObject();
+	cJSON_AddItemToArray(arts_ev, ae);
+	pvg_json_add_str(ae, "name", a->name);
+	pvg_json_add_str(ae, "build", a->build);
+	char amt[48];
+	pvg_format_time(st->st_mtim.tv_sec, st->st_mtim.tv_nsec, amt, sizeof(amt));
+	pvg_json_add_str(ae, "mtime", amt);
+	return ae;
+}
+
+/* The artifacts as the decision sees them, each checked against the log's time. */
+static enum pvg_status bind_artifacts(struct pvg_ctx *ctx, struct build_facts *f,
+				      struct pvg_result *res)
+{
+	enum pvg_status st = PVG_PASS;
 	cJSON *arts_ev = cJSON_CreateArray();
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		const struct pvg_artifact *a = &ctx->arts[i].a;
-		barts[i] = (struct pvg_buildlog_artifact){
+		f->barts[i] = (struct pvg_buildlog_artifact){
 			.name = a->name, .build = a->build, .file = pvg_basename(a->build),
-			.arch = pvg_artifact_arch(cfg, a), .compiled = &a->compiled,
-			.mtime = art_st[i].st_mtim,
+			.arch = pvg_artifact_arch(ctx->cfg, a), .compiled = &a->compiled,
+			.mtime = f->art_st[i].st_mtim,
 		};
-		cJSON *ae = cJSON_CreateObject();
-		cJSON_AddItemToArray(arts_ev, ae);
-		pvg_json_add_str(ae, "name", a->name);
-		pvg_json_add_str(ae, "build", a->build);
-		char amt[48];
-		pvg_format_time(art_st[i].st_mtim.tv_sec, art_st[i].st_mtim.tv_nsec, amt, sizeof(amt));
-		pvg_json_add_str(ae, "mtime", amt);
-		if (!ts_before(log_st.st_mtim, art_st[i].st_mtim))
-			continue;
-		char lb[160];
-		const char *al = pvg_ctx_art_label(ctx, i, lb, sizeof(lb));
-		struct timespec built;
-		_cleanup_free_ char *why_not = NULL;
-		int bound = bound_by_content(ctx, &graph, &roots, a->build, barts[i].file, &log_st,
-					     &art_st[i], &copied[i], &built, &why_not, ae);
-		_cleanup_free_ char *linked = NULL, *why_not_link = NULL;
-		if (bound != 1 &&
-		    bound_by_last_link(ctx, &log, &graph, &roots, cfg->build.log, a->build,
-				       barts[i].file, &log_st, &art_st[i], &linked, &why_not_link,
-				       ae) == 1) {
-			if (i == 0)
-				pvg_json_add_str(res->evidence, "written_by_last_link", linked);
-			by_last_link[i] = true;
-			/* every compile the log shows ran before its last line: sources are compared
-			 * with that */
-			barts[i].mtime = log_st.st_mtim;
-			continue;
-		}
-		if (why_not_link) {
-			free(why_not);
-			why_not = TAKE_PTR(why_not_link);
-		}
-		if (bound == 1) {
-			char bt[48];
-			pvg_format_time(built.tv_sec, built.tv_nsec, bt, sizeof(bt));
-			pvg_json_add_str(ae, "copied_from", copied[i]);
-			pvg_json_add_str(ae, "built", bt);
-			if (i == 0)
-				pvg_json_add_str(res->evidence, "copied_from", copied[i]);
-			/* its build time, not the copy's, is what sources are compared with */
-			barts[i].mtime = built;
-			continue;
-		}
-		if (why_not) {
-			pvg_problem(res, "build-log.stale-log",
-				    "keep the log of the build that produced the artifact (tee it every "
-				    "build), and copy with times kept (cp -p, install -p)",
-				    "%sbuild log %s (modified %s) is older than the artifact %s (modified "
-				    "%s), and %s",
-				    al, cfg->build.log, lt, a->build, amt, why_not);
-		} else {
-			_cleanup_free_ char *where = roots.n ? pvg_strv_join_distinct(&roots, ", ")
-							     : pvg_strdup("none named");
-			pvg_problem(res, "build-log.stale-log",
-				    "keep the log of the build that produced the artifact (tee it every "
-				    "build); copy the log and the artifact with their times kept "
-				    "(cp -p, install -p), or run provgate where the build tree is",
-				    "%sbuild log %s (modified %s) is older than the artifact %s (modified "
-				    "%s): either it is the log of an earlier build, or they were copied "
-				    "without keeping their times; the log's own link output of %s is "
-				    "not in the build tree it names (%s) to compare bytes with",
-				    al, cfg->build.log, lt, a->build, amt, barts[i].file, where);
-		}
-		st = PVG_FAIL;
+		cJSON *ae = artifact_time_json(arts_ev, a, &f->art_st[i]);
+		st = pvg_status_worst(st, rule_log_of_this_build(ctx, f, i, ae, res).status);
 	}
-	if (multi || copied[0] || by_last_link[0])
+	if (ctx->n_arts > 1 || f->copied[0] || f->by_last_link[0])
 		cJSON_AddItemToObject(res->evidence, "artifacts", arts_ev);
 	else
 		cJSON_Delete(arts_ev);
+	return st;
+}
 
-	struct pvg_ninja_deps deps;
-	_cleanup_free_ char *deps_root = NULL;
-	bool have_deps = load_ninja_deps(&roots, &deps, &deps_root, res->evidence);
-
-	const struct pvg_scope *scope = NULL;
-	r = pvg_scope_get(ctx, &scope);
-	_cleanup_free_ const char **changed = NULL;
-	size_t n_changed = 0;
+/* The changed compiled sources are known (gate 2's change set); deleted ones are left out. */
+static struct log_outcome rule_change_set_known(struct pvg_ctx *ctx, struct build_facts *f,
+						struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	int r = pvg_scope_get(ctx, &f->scope);
+	const struct pvg_scope *scope = f->scope;
 	if (r < 0 || !scope) {
 		pvg_problem(res, "build-log.no-scope",
 			    "gate 2's change set is needed to know which sources must be in the log",
@@ -1639,95 +1742,131 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 			    scope && scope->msg.text ? scope->msg.text
 			    : r == -ENOSYS ? "the change set is not available in this version"
 					   : strerror(-r));
-		st = st == PVG_FAIL ? PVG_FAIL : PVG_UNVERIFIABLE;
-	} else {
-		changed = pvg_xcalloc(scope->n + 1, sizeof(*changed));
-		for (size_t i = 0; i < scope->n; i++)
-			if (scope->changes[i].cls == PVG_SCOPE_COMPILED && scope->changes[i].kind != 'D')
-				changed[n_changed++] = scope->changes[i].path;
+		return outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
+	f->changed = pvg_xcalloc(scope->n + 1, sizeof(*f->changed));
+	for (size_t i = 0; i < scope->n; i++)
+		if (scope->changes[i].cls == PVG_SCOPE_COMPILED && scope->changes[i].kind != 'D')
+			f->changed[f->n_changed++] = scope->changes[i].path;
+	return outcome_since(res, from, PVG_PASS);
+}
 
-	struct pvg_buildlog_counts counts = { 0 };
-	struct pvg_buildlog_request req = {
-		.log = &log,
-		.changed = changed,
-		.n_changed = n_changed,
-		.workdir = scope ? scope->workdir : cfg->source.repo,
-		.arch = arch,
-		.cuda = pvg_arch_is_cuda(arch),
-		.artifact_name = barts[0].file,
-		.max_unsupported_calls = cfg->build.max_unsupported_calls,
-		.artifact_mtime = barts[0].mtime,
-		.arts = barts,
-		.n_arts = ctx->n_arts,
-		.graph = &graph,
-		.ninja_deps = have_deps ? &deps : NULL,
-		.deps_root = deps_root,
-		.roots = (const char *const *)roots.v,
-		.n_roots = roots.n,
-		.hip_sources = &cfg->build.hip_sources,
-		.counts = &counts,
-	};
-	enum pvg_status cs = pvg_buildlog_check(&req, res);
-	if (cs == PVG_FAIL || st == PVG_FAIL)
-		st = PVG_FAIL;
-	else if (cs == PVG_UNVERIFIABLE || st == PVG_UNVERIFIABLE)
-		st = PVG_UNVERIFIABLE;
-
-	/* A change to Python dispatch code alone is legitimate: the log still has to prove it
-	 * built and linked this artifact cleanly, and gate 2 proves that no changed file fell
-	 * outside source.compiled unnoticed. */
-	pvg_json_add_int(res->evidence, "changed_compiled_sources", (int)n_changed);
-	if (!req.cuda) {
-		pvg_json_add_int(res->evidence, "changed_hipified", (int)counts.hipified);
-		pvg_json_add_int(res->evidence, "changed_hip_native", (int)counts.hip_native);
-	}
+/* The passing summary: what was compiled for which arch, and what was relinked. */
+static void summary_passed(const struct pvg_ctx *ctx, const struct build_facts *f, bool cuda,
+			   const struct pvg_buildlog_counts *counts, struct pvg_result *res)
+{
 	_cleanup_free_ char *names = NULL;
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		char *n = pvg_asprintf("%s%s%s", names ? names : "", names ? ", " : "",
-				       barts[i].file);
+				       f->barts[i].file);
 		free(names);
 		names = n;
 	}
-	const char *copy_note = copied[0] && !multi ? " (a copy of the log's own output)"
-				: by_last_link[0] && !multi
+	bool multi = ctx->n_arts > 1;
+	const char *copy_note = f->copied[0] && !multi ? " (a copy of the log's own output)"
+				: f->by_last_link[0] && !multi
 					? " (by the link command the log ends with)"
 					: "";
-	if (st == PVG_PASS && n_changed == 0)
+	if (f->n_changed == 0) {
 		pvg_summary(res, "no source.compiled file changed since the baseline; the log builds "
 				 "and links %s without errors%s",
 			    names, copy_note);
-	else if (st == PVG_PASS) {
-		/* each artifact's own arch: "gfx90a", or "gfx906, gfx90a" where entries differ */
-		struct pvg_strv archs = { 0 };
-		for (size_t i = 0; i < ctx->n_arts; i++)
-			pvg_strv_add_unique(&archs, pvg_artifact_arch(cfg, &ctx->arts[i].a));
-		_cleanup_free_ char *arch_list = pvg_strv_join_distinct(&archs, ", ");
-		pvg_strv_clear(&archs);
-		/* the counts the evidence holds (changed_hipified, changed_hip_native): a .hip or
-		 * .cpp needs no hipify, and a native-HIP .cu has none */
-		char how[96] = "";
-		if (!req.cuda && counts.hip_native)
-			snprintf(how, sizeof(how), " (%zu hipified, %zu HIP already)",
-				 counts.hipified, counts.hip_native);
-		else if (!req.cuda && counts.hipified)
-			snprintf(how, sizeof(how), " (%zu hipified)", counts.hipified);
-		pvg_summary(res, "%zu changed source%s compiled for %s%s; %s relinked%s", n_changed,
-			    n_changed == 1 ? "" : "s", arch_list, how, names, copy_note);
+		return;
 	}
+	/* each artifact's own arch: "gfx90a", or "gfx906, gfx90a" where entries differ */
+	struct pvg_strv archs = { 0 };
+	for (size_t i = 0; i < ctx->n_arts; i++)
+		pvg_strv_add_unique(&archs, pvg_artifact_arch(ctx->cfg, &ctx->arts[i].a));
+	_cleanup_free_ char *arch_list = pvg_strv_join_distinct(&archs, ", ");
+	pvg_strv_clear(&archs);
+	/* the counts the evidence holds (changed_hipified, changed_hip_native): a .hip or .cpp
+	 * needs no hipify, and a native-HIP .cu has none */
+	char how[96] = "";
+	if (!cuda && counts->hip_native)
+		snprintf(how, sizeof(how), " (%zu hipified, %zu HIP already)", counts->hipified,
+			 counts->hip_native);
+	else if (!cuda && counts->hipified)
+		snprintf(how, sizeof(how), " (%zu hipified)", counts->hipified);
+	pvg_summary(res, "%zu changed source%s compiled for %s%s; %s relinked%s", f->n_changed,
+		    f->n_changed == 1 ? "" : "s", arch_list, how, names, copy_note);
+}
+
+/* The decision over the log (pvg_buildlog_check), with the request made of the facts. */
+static enum pvg_status decide(struct pvg_ctx *ctx, struct build_facts *f, const char *arch,
+			      struct pvg_buildlog_counts *counts, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	struct pvg_buildlog_request req = {
+		.log = &f->log,
+		.changed = f->changed,
+		.n_changed = f->n_changed,
+		.workdir = f->scope ? f->scope->workdir : cfg->source.repo,
+		.arch = arch,
+		.cuda = pvg_arch_is_cuda(arch),
+		.artifact_name = f->barts[0].file,
+		.max_unsupported_calls = cfg->build.max_unsupported_calls,
+		.artifact_mtime = f->barts[0].mtime,
+		.arts = f->barts,
+		.n_arts = ctx->n_arts,
+		.graph = &f->graph,
+		.ninja_deps = f->have_deps ? &f->deps : NULL,
+		.deps_root = f->deps_root,
+		.roots = (const char *const *)f->roots.v,
+		.n_roots = f->roots.n,
+		.hip_sources = &cfg->build.hip_sources,
+		.counts = counts,
+	};
+	return pvg_buildlog_check(&req, res);
+}
+
+static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	struct log_outcome o = rule_configured(ctx, res);
+	if (o.status != PVG_PASS)
+		return o.status;
+	const char *arch = cfg->arch ? cfg->arch : pvg_artifact_arch(cfg, &ctx->arts[0].a);
+	bool cuda = pvg_arch_is_cuda(arch);
+	pvg_json_add_str(res->evidence, "log", cfg->build.log);
+	pvg_json_add_str(res->evidence, "arch", arch);
+
+	struct build_facts f = { .n_changed = 0 };
+	if ((o = rule_log_there(ctx, &f.log_st, res)).status != PVG_PASS)
+		return o.status;
+	f.art_st = pvg_xcalloc(ctx->n_arts, sizeof(*f.art_st));
+	f.barts = pvg_xcalloc(ctx->n_arts, sizeof(*f.barts));
+	f.copied = pvg_xcalloc(ctx->n_arts, sizeof(*f.copied));
+	f.by_last_link = pvg_xcalloc(ctx->n_arts, sizeof(*f.by_last_link));
+	pvg_buildlog_init(&f.log);
+	enum pvg_status st = rule_artifacts_built(ctx, f.art_st, res).status;
+	if (st == PVG_PASS) {
+		log_times_json(&f, res->evidence);
+		st = rule_log_readable(ctx, &f, res).status;
+	}
+	if (st != PVG_PASS) {
+		build_facts_release(ctx, &f);
+		return st;
+	}
+	roots_json(&f.roots, res->evidence);
+	st = bind_artifacts(ctx, &f, res);
+	f.have_deps = load_ninja_deps(&f.roots, &f.deps, &f.deps_root, res->evidence);
+	st = pvg_status_worst(st, rule_change_set_known(ctx, &f, res).status);
+
+	struct pvg_buildlog_counts counts = { 0 };
+	st = pvg_status_worst(st, decide(ctx, &f, arch, &counts, res));
+	/* A change to Python dispatch code alone is legitimate: the log still has to prove it
+	 * built and linked this artifact cleanly, and gate 2 proves that no changed file fell
+	 * outside source.compiled unnoticed. */
+	pvg_json_add_int(res->evidence, "changed_compiled_sources", (int)f.n_changed);
+	if (!cuda) {
+		pvg_json_add_int(res->evidence, "changed_hipified", (int)counts.hipified);
+		pvg_json_add_int(res->evidence, "changed_hip_native", (int)counts.hip_native);
+	}
+	if (st == PVG_PASS)
+		summary_passed(ctx, &f, cuda, &counts, res);
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
-	if (have_deps)
-		pvg_ninja_deps_done(&deps);
-	for (size_t i = 0; i < ctx->n_arts; i++)
-		free(copied[i]);
-	free(copied);
-	free(by_last_link);
-	free(barts);
-	free(art_st);
-	pvg_strv_clear(&roots);
-	pvg_linkgraph_done(&graph);
-	pvg_buildlog_done(&log);
+	build_facts_release(ctx, &f);
 	return st;
 }
 
