@@ -1198,6 +1198,21 @@ static void build_roots(const struct pvg_buildlog *log, const struct pvg_linkgra
 	pvg_strv_clear(&tried);
 }
 
+/* ninja's own record of output, where its log is in dir: when the step started. */
+static void ninja_log_json(const char *dir, const char *output, cJSON *ae)
+{
+	_cleanup_free_ char *nl = pvg_path_join(dir, ".ninja_log");
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int64_t nj = 0;
+	if (pvg_read_file(nl, 64u << 20, &text, &len) == 0 &&
+	    pvg_ninja_log_find(text, len, output, &nj) == 1) {
+		char nt[48];
+		pvg_format_time(nj / 1000000000, nj % 1000000000, nt, sizeof(nt));
+		pvg_json_add_str(ae, "ninja_log_start", nt);
+	}
+}
+
 /* The artifact is newer than the log: is it a copy of the log's own link output, still in the
  * build tree the log names, with the same bytes and built no later than the log? 1 yes (with
  * *from and *built set), 0 no (*why_not says what was found, or NULL when nothing was). */
@@ -1238,19 +1253,8 @@ static int bound_by_content(struct pvg_ctx *ctx, const struct pvg_linkgraph *g,
 		char bt[48], lt[48];
 		pvg_format_time(st.st_mtim.tv_sec, st.st_mtim.tv_nsec, bt, sizeof(bt));
 		pvg_format_time(log_st->st_mtim.tv_sec, log_st->st_mtim.tv_nsec, lt, sizeof(lt));
-		/* ninja's own record of the output, where its log is in that folder */
-		int64_t nj = 0;
-		if (dirs[k] && l->output[0] != '/') {
-			_cleanup_free_ char *nl = pvg_path_join(dirs[k], ".ninja_log");
-			_cleanup_free_ char *text = NULL;
-			size_t len = 0;
-			if (pvg_read_file(nl, 64u << 20, &text, &len) == 0 &&
-			    pvg_ninja_log_find(text, len, l->output, &nj) == 1 && ae) {
-				char nt[48];
-				pvg_format_time(nj / 1000000000, nj % 1000000000, nt, sizeof(nt));
-				pvg_json_add_str(ae, "ninja_log_start", nt);
-			}
-		}
+		if (dirs[k] && l->output[0] != '/' && ae)
+			ninja_log_json(dirs[k], l->output, ae);
 		if (ts_before(log_st->st_mtim, st.st_mtim)) {
 			free(*why_not);
 			*why_not = pvg_asprintf("the build tree's %s (modified %s) is newer than the "
@@ -1308,6 +1312,137 @@ static double seconds_between(struct timespec a, struct timespec b)
 	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 }
 
+/* The link's inputs, looked for in dir: how many are there, and the first newer than the log
+ * (a later compile is a later build), or NULL. */
+struct link_inputs {
+	size_t checked;
+	const char *newer;
+	struct timespec newer_t;
+};
+
+static struct link_inputs link_inputs_times(const struct pvg_link_step *l, const char *dir,
+					    const struct stat *log_st)
+{
+	struct link_inputs r = { 0 };
+	for (size_t i = 0; i < l->n_inputs && !r.newer; i++) {
+		const char *in = l->inputs[i];
+		if (in[0] == '-')
+			continue;
+		_cleanup_free_ char *ip = in[0] == '/' || !dir ? pvg_strdup(in)
+							       : pvg_path_join(dir, in);
+		struct stat ist;
+		if (stat(ip, &ist) < 0)
+			continue;
+		r.checked++;
+		if (ts_before(log_st->st_mtim, ist.st_mtim)) {
+			r.newer = in;
+			r.newer_t = ist.st_mtim;
+		}
+	}
+	return r;
+}
+
+/* The folders a relative link output may have been written in (NULL: it is absolute): its
+ * "cd DIR &&", the build folders, the artifact's own build folder, the log's folder. */
+static size_t last_link_dirs(const struct pvg_link_step *l, const struct pvg_strv *roots,
+			     const char *art_base, const char *log_dir, const char **dirs)
+{
+	size_t nd = 0;
+	if (l->output[0] == '/') {
+		dirs[nd++] = NULL;
+		return nd;
+	}
+	if (l->dir && l->dir[0] == '/')
+		dirs[nd++] = l->dir;
+	for (size_t i = 0; i < roots->n && nd < MAX_ROOTS + 1; i++)
+		dirs[nd++] = roots->v[i];
+	if (art_base)
+		dirs[nd++] = art_base;
+	if (log_dir)
+		dirs[nd++] = log_dir;
+	return nd;
+}
+
+static void last_link_json(cJSON *ae, const char *cand, const struct pvg_link_step *l,
+			   bool same_file, double gap, size_t checked, const char *hex)
+{
+	cJSON *j = cJSON_AddObjectToObject(ae, "written_by_last_link");
+	pvg_json_add_str(j, "output", cand);
+	pvg_json_add_u64(j, "link_line", l->lineno);
+	pvg_json_add_str(j, "bound_by", same_file ? "same file" : "same bytes");
+	char gs[32];
+	snprintf(gs, sizeof(gs), "%.3f", gap);
+	pvg_json_add_str(j, "seconds_after_log", gs);
+	pvg_json_add_u64(j, "inputs_not_newer_than_log", checked);
+	if (!same_file)
+		pvg_json_add_str(j, "sha256", hex);
+}
+
+/* One candidate cand for the file the log's last link wrote (its inputs looked for in dir):
+ * 1 it is the artifact (same file or bytes), written within LINK_WINDOW_S after the log, its
+ * inputs not newer than the log; 0 not (*why_not says why). */
+static int last_link_candidate(struct pvg_ctx *ctx, const struct pvg_link_step *l,
+			       const char *cand, const struct stat *st, const char *dir,
+			       const char *build, const struct stat *log_st,
+			       const struct stat *art_st, char **why_not, cJSON *ae)
+{
+	char ct[48];
+	pvg_format_time(st->st_mtim.tv_sec, st->st_mtim.tv_nsec, ct, sizeof(ct));
+	if (!ts_before(log_st->st_mtim, st->st_mtim)) {
+		*why_not = pvg_asprintf("the file its last line links, %s (modified %s), is not newer "
+					"than the log",
+					cand, ct);
+		return 0;
+	}
+	double gap = seconds_between(log_st->st_mtim, st->st_mtim);
+	if (gap > LINK_WINDOW_S) {
+		*why_not = pvg_asprintf("the log ends with the link of %s, but that file was written "
+					"%.0f s after the log's last line, longer than a link runs "
+					"(%d s): a later build",
+					cand, gap, LINK_WINDOW_S);
+		return 0;
+	}
+	bool same_file = st->st_dev == art_st->st_dev && st->st_ino == art_st->st_ino;
+	const struct pvg_file_id *ids[2] = { NULL, NULL };
+	if (!same_file) {
+		const char *paths[2] = { cand, build };
+		if (pvg_ctx_hash(ctx, paths, 2, ids) < 0 || !ids[0] || !ids[1] || ids[0]->err ||
+		    ids[1]->err) {
+			*why_not = pvg_asprintf("the file its last line links, %s, could not be "
+						"compared with it",
+						cand);
+			return 0;
+		}
+		if (memcmp(ids[0]->sha256, ids[1]->sha256, 32) != 0) {
+			*why_not = pvg_asprintf("the file its last line links, %s (modified %s), holds "
+						"other bytes (sha256 %.12s…, the artifact %.12s…)",
+						cand, ct, ids[0]->hex, ids[1]->hex);
+			return 0;
+		}
+	}
+	/* the link's inputs were written before its command was logged */
+	struct link_inputs in = link_inputs_times(l, dir, log_st);
+	if (in.checked == 0) {
+		*why_not = pvg_asprintf("the log ends with the link of %s, but none of the link's "
+					"inputs is there to show it was compiled before the log's last "
+					"line",
+					cand);
+		return 0;
+	}
+	if (in.newer) {
+		char it[48];
+		pvg_format_time(in.newer_t.tv_sec, in.newer_t.tv_nsec, it, sizeof(it));
+		*why_not = pvg_asprintf("the log ends with the link of %s, but its input %s (modified "
+					"%s) is newer than the log: a later build recompiled it",
+					cand, in.newer, it);
+		return 0;
+	}
+	if (ae)
+		last_link_json(ae, cand, l, same_file, gap, in.checked,
+			       same_file ? NULL : ids[1]->hex);
+	return 1;
+}
+
 /* The artifact is newer than the log: was it written by the link command the log ends
  * with? Such a log (set -x | tee, make) prints the command before the link runs. The
  * output the link line names, in the folder the log shows it ran in (its "cd DIR &&", the
@@ -1315,7 +1450,7 @@ static double seconds_between(struct timespec a, struct timespec b)
  * the log's folder), must be the configured artifact (same file) or hold its bytes; it must
  * be written after the log's last line and within LINK_WINDOW_S of it; and the link's inputs
  * must be there, none newer than the log (a later compile is a later build). 1 bound
- * (*from, *built set), 0 not (*why_not says why, NULL when the log does not end with it). */
+ * (*from set), 0 not (*why_not says why, NULL when the log does not end with it). */
 static int bound_by_last_link(struct pvg_ctx *ctx, const struct pvg_buildlog *log,
 			      const struct pvg_linkgraph *g, const struct pvg_strv *roots,
 			      const char *log_path, const char *build, const char *file,
@@ -1332,111 +1467,21 @@ static int bound_by_last_link(struct pvg_ctx *ctx, const struct pvg_buildlog *lo
 	if (slash)
 		slash[slash == log_dir] = '\0'; /* "/build.log" -> "/" */
 	const char *dirs[MAX_ROOTS + 4];
-	size_t nd = 0;
-	if (l->output[0] == '/') {
-		dirs[nd++] = NULL;
-	} else {
-		if (l->dir && l->dir[0] == '/')
-			dirs[nd++] = l->dir;
-		for (size_t i = 0; i < roots->n && nd < MAX_ROOTS + 1; i++)
-			dirs[nd++] = roots->v[i];
-		if (art_base)
-			dirs[nd++] = art_base;
-		if (slash && log_dir[0] == '/')
-			dirs[nd++] = log_dir;
-	}
+	size_t nd = last_link_dirs(l, roots, art_base, slash && log_dir[0] == '/' ? log_dir : NULL,
+				   dirs);
 	for (size_t k = 0; k < nd; k++) {
 		_cleanup_free_ char *cand = dirs[k] ? pvg_path_join(dirs[k], l->output)
 						    : pvg_strdup(l->output);
 		struct stat st;
 		if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		char ct[48];
-		pvg_format_time(st.st_mtim.tv_sec, st.st_mtim.tv_nsec, ct, sizeof(ct));
 		free(*why_not);
 		*why_not = NULL;
-		if (!ts_before(log_st->st_mtim, st.st_mtim)) {
-			*why_not = pvg_asprintf("the file its last line links, %s (modified %s), is not "
-						"newer than the log",
-						cand, ct);
-			continue;
+		if (last_link_candidate(ctx, l, cand, &st, dirs[k], build, log_st, art_st, why_not,
+					ae) == 1) {
+			*from = TAKE_PTR(cand);
+			return 1;
 		}
-		double gap = seconds_between(log_st->st_mtim, st.st_mtim);
-		if (gap > LINK_WINDOW_S) {
-			*why_not = pvg_asprintf("the log ends with the link of %s, but that file was "
-						"written %.0f s after the log's last line, longer than a "
-						"link runs (%d s): a later build",
-						cand, gap, LINK_WINDOW_S);
-			continue;
-		}
-		bool same_file = st.st_dev == art_st->st_dev && st.st_ino == art_st->st_ino;
-		const struct pvg_file_id *ids[2] = { NULL, NULL };
-		if (!same_file) {
-			const char *paths[2] = { cand, build };
-			if (pvg_ctx_hash(ctx, paths, 2, ids) < 0 || !ids[0] || !ids[1] || ids[0]->err ||
-			    ids[1]->err) {
-				*why_not = pvg_asprintf("the file its last line links, %s, could not be "
-							"compared with it",
-							cand);
-				continue;
-			}
-			if (memcmp(ids[0]->sha256, ids[1]->sha256, 32) != 0) {
-				*why_not = pvg_asprintf("the file its last line links, %s (modified %s), "
-							"holds other bytes (sha256 %.12s…, the artifact "
-							"%.12s…)",
-							cand, ct, ids[0]->hex, ids[1]->hex);
-				continue;
-			}
-		}
-		/* the link's inputs were written before its command was logged */
-		size_t checked = 0;
-		const char *newer = NULL;
-		struct timespec newer_t = { 0 };
-		for (size_t i = 0; i < l->n_inputs && !newer; i++) {
-			const char *in = l->inputs[i];
-			if (in[0] == '-')
-				continue;
-			_cleanup_free_ char *ip = in[0] == '/' || !dirs[k] ? pvg_strdup(in)
-									   : pvg_path_join(dirs[k], in);
-			struct stat ist;
-			if (stat(ip, &ist) < 0)
-				continue;
-			checked++;
-			if (ts_before(log_st->st_mtim, ist.st_mtim)) {
-				newer = in;
-				newer_t = ist.st_mtim;
-			}
-		}
-		if (checked == 0) {
-			*why_not = pvg_asprintf("the log ends with the link of %s, but none of the "
-						"link's inputs is there to show it was compiled before "
-						"the log's last line",
-						cand);
-			continue;
-		}
-		if (newer) {
-			char it[48];
-			pvg_format_time(newer_t.tv_sec, newer_t.tv_nsec, it, sizeof(it));
-			*why_not = pvg_asprintf("the log ends with the link of %s, but its input %s "
-						"(modified %s) is newer than the log: a later build "
-						"recompiled it",
-						cand, newer, it);
-			continue;
-		}
-		if (ae) {
-			cJSON *j = cJSON_AddObjectToObject(ae, "written_by_last_link");
-			pvg_json_add_str(j, "output", cand);
-			pvg_json_add_u64(j, "link_line", l->lineno);
-			pvg_json_add_str(j, "bound_by", same_file ? "same file" : "same bytes");
-			char gs[32];
-			snprintf(gs, sizeof(gs), "%.3f", gap);
-			pvg_json_add_str(j, "seconds_after_log", gs);
-			pvg_json_add_u64(j, "inputs_not_newer_than_log", checked);
-			if (!same_file)
-				pvg_json_add_str(j, "sha256", ids[1]->hex);
-		}
-		*from = TAKE_PTR(cand);
-		return 1;
 	}
 	if (!*why_not && nd)
 		*why_not = pvg_asprintf("the log ends with the link of %s, which is in none of the "
