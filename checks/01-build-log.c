@@ -4,6 +4,21 @@
  * changed kernel source was hipified from its current content (HIP) and compiled for arch.
  * The log is parsed by lib/formats/buildlog.c; the changed sources come from the change set
  * shared with gate 2 (facts.h); the decision over both is made here.
+ *
+ * Its rules, in the order their problems are listed (build-log.CODE):
+ *   configured, log-there, artifacts-built, log-readable  what the gate reads (run_build_log)
+ *   log-of-this-build    the log is not older than the artifact, unless the artifact is a
+ *                        copy of its own output or the link it ends with wrote it (.stale-log)
+ *   change-set-known     gate 2's changed compiled sources (.no-scope)
+ * over the parsed log (pvg_buildlog_check, log_rules[]):
+ *   log-not-empty        (.empty-log: nothing else is checked)
+ *   read-whole, build-succeeded, unsupported-calls, links-read-whole, artifacts-linked
+ * and over each changed source (rule_changed_source):
+ *   hipified             hipify ran on it, or it is HIP already (.not-hipified, .stale-hipify)
+ *   compiled, linked     a unit's compile lines name the arch and are linked after, into
+ *                        configured artifacts (check_compile); a header's includers are
+ *                        recompiled and relinked (check_header)
+ *   source-not-newer     not edited after the artifact was built (.source-newer)
  */
 #include <sys/stat.h>
 
@@ -79,13 +94,18 @@ static int64_t mtime_ns(const struct stat *st)
 	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-static enum pvg_status check_hipify(const struct pvg_buildlog_request *req, const char *rel,
-				    const struct pvg_hipify_line *h, const char *dst_rel,
-				    cJSON *fe, struct pvg_result *res)
+static void hipify_json(cJSON *fe, const struct pvg_hipify_line *h)
 {
 	pvg_json_add_str(fe, "hipify", hipify_status_text(h->status));
 	pvg_json_add_str(fe, "hipified", h->dst);
 	pvg_json_add_u64(fe, "hipify_line", h->lineno);
+}
+
+/* The changed file's hipify line: [ok], or skipped while its hipified file is not older. */
+static enum pvg_status check_hipify(const struct pvg_buildlog_request *req, const char *rel,
+				    const struct pvg_hipify_line *h, const char *dst_rel,
+				    struct pvg_result *res)
+{
 	switch (h->status) {
 	case PVG_HIPIFY_OK:
 		return PVG_PASS;
@@ -222,6 +242,7 @@ struct view {
 	const struct pvg_buildlog_artifact *arts;
 	size_t n_arts;
 	bool multi; /* several artifacts: messages name the artifact */
+	bool any_linked; /* the log links at least one configured artifact */
 };
 
 static long art_of_output(const struct view *v, const char *output)
@@ -434,18 +455,144 @@ static size_t place_without_inputs(const struct view *v, const char *rel, struct
 	return n;
 }
 
+/* Where a compile line's object went, and whether the log shows all link inputs. */
+struct placing {
+	struct place p[MAX_PLACES];
+	size_t n;
+	bool unknown; /* the inputs are not all in the log: globs or a lone artifact decided */
+};
+
+static struct placing place_compile(const struct view *v, const char *rel,
+				    const struct pvg_compile_step *cs, cJSON *l)
+{
+	struct placing pl = { .n = 0 };
+	if (cs && cs->object)
+		pl.n = place_object(v, cs->object, cs->dir, v->g->any_unknown, pl.p, MAX_PLACES);
+	pl.unknown = v->g->any_unknown || !cs || !cs->object;
+	const char *why = NULL;
+	if (pl.n == 0 && v->g->n_links != 0 && pl.unknown)
+		pl.n = place_without_inputs(v, rel, pl.p, &why);
+	if (why)
+		pvg_json_add_str(l, "placed", why);
+	return pl;
+}
+
+/* No link step in the log at all (the no-link problem says so): the arch of the artifacts
+ * the compile line could be for. */
+static enum pvg_status check_arch_unlinked(const struct view *v, const char *rel,
+					   const char *name, const char *label,
+					   const struct pvg_build_command *c, cJSON *l,
+					   struct pvg_result *res)
+{
+	enum pvg_status st = PVG_PASS;
+	for (size_t a = 0; a < v->n_arts; a++)
+		if (v->n_arts == 1 || globs_match(v->arts[a].compiled, rel))
+			st = pvg_status_worst(st, check_arch(v, (long)a, v->arts[a].arch, c, name,
+							     label, l, res));
+	if (v->n_arts == 0)
+		st = pvg_status_worst(st, check_arch(v, -1, v->req->arch, c, name, label, l, res));
+	return st;
+}
+
+/* The object went nowhere the log shows. */
+static enum pvg_status problem_unplaced(const struct view *v, const char *label,
+					const struct pvg_build_command *c,
+					const struct pvg_compile_step *cs, bool unknown,
+					struct pvg_result *res)
+{
+	if (unknown) {
+		pvg_problem(res, "build-log.link-inputs-unknown",
+			    "build verbosely (ninja -v, CMAKE_VERBOSE_MAKEFILE=ON, VERBOSE=1) so the "
+			    "link commands are logged, or give each artifact its \"compiled\" globs",
+			    "line %zu: the log does not show which output %s is linked into (%zu "
+			    "shared objects are linked; non-verbose link lines or response files)",
+			    c->lineno, label, v->g->n_shared);
+		return PVG_UNVERIFIABLE;
+	}
+	pvg_problem(res, "build-log.not-linked",
+		    "rebuild so that the artifact is relinked with the changed source",
+		    "line %zu: the object of changed %s (%s) is linked into no output in the log",
+		    c->lineno, label, cs->object);
+	return PVG_FAIL;
+}
+
+/* Each output the object went into: a configured artifact, compiled for its arch and linked
+ * after this compile line; an unconfigured shared object (or the only output) is a problem. */
+static enum pvg_status check_places(const struct view *v, const char *rel, const char *name,
+				    const char *label, const struct pvg_build_command *c,
+				    const struct pvg_compile_step *cs, const struct placing *pl,
+				    cJSON *l, struct pvg_result *res)
+{
+	enum pvg_status st = PVG_PASS;
+	size_t n_conf = 0;
+	for (size_t k = 0; k < pl->n; k++)
+		n_conf += pl->p[k].art >= 0;
+	for (size_t k = 0; k < pl->n; k++) {
+		const struct place *p = &pl->p[k];
+		if (p->art < 0) {
+			/* an executable or archive beside a configured artifact is not loaded by the
+			 * service; a shared object, or the only output, must be named */
+			if (p->kind == PVG_LINK_SHARED || n_conf == 0) {
+				unverified_artifact(res, rel, "linked", p,
+						    cs && cs->dir ? cs->dir : root0(v), p->link_line);
+				st = PVG_FAIL;
+			}
+			continue;
+		}
+		const struct pvg_buildlog_artifact *a = &v->arts[p->art];
+		st = pvg_status_worst(st, check_arch(v, p->art, a->arch, c, name, label, l, res));
+		if (p->link_line && p->link_line < c->lineno) {
+			char lb[160];
+			pvg_problem(res, "build-log.not-relinked",
+				    "rebuild so that the artifact is linked after the changed source is "
+				    "compiled",
+				    "%sline %zu: %s was compiled after %s was last linked (line %zu)",
+				    art_label(v, p->art, lb, sizeof(lb)), c->lineno, label, a->file,
+				    p->link_line);
+			st = PVG_FAIL;
+		}
+	}
+	return st;
+}
+
+/* One compile line of a changed source: its evidence, where its object went, and what that
+ * requires. Sets the bits of the artifacts it went into in *placed. */
+static enum pvg_status check_compile_line(const struct view *v, const char *rel, const char *name,
+					  const char *label, size_t i, cJSON *lines, cJSON *linked,
+					  struct pvg_result *res, uint64_t *placed)
+{
+	const struct pvg_build_command *c = &v->req->log->commands[i];
+	cJSON *l = cJSON_CreateObject();
+	pvg_json_add_u64(l, "line", c->lineno);
+	cJSON_AddItemToArray(lines, l);
+	const struct pvg_compile_step *cs = pvg_linkgraph_compile_of(v->g, i);
+	if (cs && cs->object)
+		pvg_json_add_str(l, "object", cs->object);
+	struct placing pl = place_compile(v, rel, cs, l);
+	for (size_t k = 0; k < pl.n; k++) {
+		place_json(linked, v, &pl.p[k]);
+		if (pl.p[k].art >= 0 && pl.p[k].art < 64)
+			*placed |= UINT64_C(1) << pl.p[k].art;
+	}
+	if (pl.n == 0 && v->g->n_links == 0)
+		return check_arch_unlinked(v, rel, name, label, c, l, res);
+	if (pl.n == 0)
+		return problem_unplaced(v, label, c, cs, pl.unknown, res);
+	return check_places(v, rel, name, label, c, cs, &pl, l, res);
+}
+
+/* A changed translation unit (compiled as name: its hipified copy) has compile lines, for the
+ * configured arch, linked into configured artifacts after them. */
 static enum pvg_status check_compile(const struct view *v, const char *rel, const char *name,
 				     cJSON *fe, struct pvg_result *res, uint64_t *placed)
 {
-	const struct pvg_buildlog_request *req = v->req;
-	const struct pvg_buildlog *log = req->log;
+	const struct pvg_buildlog *log = v->req->log;
 	size_t n_found = 0, n_desc = 0;
 	enum pvg_status st = PVG_PASS;
 	cJSON *lines = cJSON_AddArrayToObject(fe, "compile_lines");
 	cJSON *linked = cJSON_AddArrayToObject(fe, "linked_into");
 	_cleanup_free_ char *label = strcmp(rel, name) ? pvg_asprintf("%s (as %s)", rel, name)
 						       : pvg_strdup(rel);
-	bool no_links = v->g->n_links == 0;
 	for (size_t i = 0; i < log->n_commands; i++) {
 		const struct pvg_build_command *c = &log->commands[i];
 		if (!pvg_command_mentions(c->text, name))
@@ -455,92 +602,8 @@ static enum pvg_status check_compile(const struct view *v, const char *rel, cons
 			continue;
 		}
 		n_found++;
-		cJSON *l = cJSON_CreateObject();
-		pvg_json_add_u64(l, "line", c->lineno);
-		cJSON_AddItemToArray(lines, l);
-		const struct pvg_compile_step *cs = pvg_linkgraph_compile_of(v->g, i);
-		if (cs && cs->object)
-			pvg_json_add_str(l, "object", cs->object);
-
-		/* where its object went */
-		struct place p[MAX_PLACES];
-		size_t np = cs && cs->object ? place_object(v, cs->object, cs->dir, v->g->any_unknown,
-							    p, MAX_PLACES)
-					     : 0;
-		/* the inputs are not all in the log: globs or a lone artifact may decide */
-		bool unknown = v->g->any_unknown || !cs || !cs->object;
-		const char *why = NULL;
-		if (np == 0 && !no_links && unknown)
-			np = place_without_inputs(v, rel, p, &why);
-		if (why)
-			pvg_json_add_str(l, "placed", why);
-		size_t n_conf = 0;
-		for (size_t k = 0; k < np; k++) {
-			place_json(linked, v, &p[k]);
-			n_conf += p[k].art >= 0;
-			if (p[k].art >= 0 && p[k].art < 64)
-				*placed |= UINT64_C(1) << p[k].art;
-		}
-
-		if (np == 0 && no_links) {
-			/* no link step at all: the no-link problem says so; check the arch of the
-			 * artifacts it could be for */
-			for (size_t a = 0; a < v->n_arts; a++)
-				if (v->n_arts == 1 || globs_match(v->arts[a].compiled, rel))
-					st = pvg_status_worst(st, check_arch(v, (long)a, v->arts[a].arch, c, name, label,
-								  l, res));
-			if (v->n_arts == 0)
-				st = pvg_status_worst(st, check_arch(v, -1, req->arch, c, name, label, l, res));
-			continue;
-		}
-		if (np == 0) {
-			if (unknown) {
-				pvg_problem(res, "build-log.link-inputs-unknown",
-					    "build verbosely (ninja -v, CMAKE_VERBOSE_MAKEFILE=ON, "
-					    "VERBOSE=1) so the link commands are logged, or give each "
-					    "artifact its \"compiled\" globs",
-					    "line %zu: the log does not show which output %s is linked "
-					    "into (%zu shared objects are linked; non-verbose link lines "
-					    "or response files)",
-					    c->lineno, label, v->g->n_shared);
-				st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-			} else {
-				pvg_problem(res, "build-log.not-linked",
-					    "rebuild so that the artifact is relinked with the changed "
-					    "source",
-					    "line %zu: the object of changed %s (%s) is linked into no "
-					    "output in the log",
-					    c->lineno, label, cs->object);
-				st = PVG_FAIL;
-			}
-			continue;
-		}
-		for (size_t k = 0; k < np; k++) {
-			if (p[k].art < 0) {
-				/* an executable or archive beside a configured artifact is not loaded
-				 * by the service; a shared object, or the only output, must be named */
-				if (p[k].kind == PVG_LINK_SHARED || n_conf == 0) {
-					unverified_artifact(res, rel, "linked", &p[k],
-							    cs && cs->dir ? cs->dir : root0(v),
-							    p[k].link_line);
-					st = PVG_FAIL;
-				}
-				continue;
-			}
-			const struct pvg_buildlog_artifact *a = &v->arts[p[k].art];
-			st = pvg_status_worst(st, check_arch(v, p[k].art, a->arch, c, name, label, l, res));
-			if (p[k].link_line && p[k].link_line < c->lineno) {
-				char lb[160];
-				pvg_problem(res, "build-log.not-relinked",
-					    "rebuild so that the artifact is linked after the changed "
-					    "source is compiled",
-					    "%sline %zu: %s was compiled after %s was last linked (line "
-					    "%zu)",
-					    art_label(v, p[k].art, lb, sizeof(lb)), c->lineno, label,
-					    a->file, p[k].link_line);
-				st = PVG_FAIL;
-			}
-		}
+		st = pvg_status_worst(st, check_compile_line(v, rel, name, label, i, lines, linked,
+							     res, placed));
 	}
 	if (n_found == 0) {
 		pvg_problem(res, "build-log.no-compile-line",
@@ -605,106 +668,380 @@ static int header_consumers(const struct view *v, const char *rel, const char *h
 	return any ? (int)objs->n : -1;
 }
 
+/* No dependency information: the artifacts whose globs name the header (the only one) must
+ * be relinked after the header's hipify. */
+static enum pvg_status check_header_without_deps(const struct view *v, const char *rel,
+						 size_t hipify_line, cJSON *fe,
+						 struct pvg_result *res)
+{
+	enum pvg_status st = PVG_PASS;
+	pvg_json_add_str(fe, "consumers", "unknown (no .ninja_deps or depfiles in the build tree)");
+	cJSON *need = cJSON_AddArrayToObject(fe, "needs_relinked");
+	for (size_t i = 0; i < v->n_arts; i++) {
+		if (!(v->n_arts == 1 || globs_match(v->arts[i].compiled, rel)))
+			continue;
+		cJSON_AddItemToArray(need, cJSON_CreateString(v->arts[i].name));
+		size_t ll = art_link_line(v, i);
+		if (ll && hipify_line && ll < hipify_line) {
+			char lb[160];
+			pvg_problem(res, "build-log.not-relinked",
+				    "rebuild so that the artifact is linked after the header's hipify",
+				    "%schanged header %s was hipified (line %zu) after %s was last "
+				    "linked (line %zu)",
+				    art_label(v, (long)i, lb, sizeof(lb)), rel, hipify_line,
+				    v->arts[i].file, ll);
+			st = PVG_FAIL;
+		}
+	}
+	return st;
+}
+
+/* One object that includes the changed header: recompiled by the log, and linked after that
+ * into configured artifacts. */
+static enum pvg_status check_header_consumer(const struct view *v, const char *rel,
+					     const char *obj, const char *source, cJSON *linked,
+					     struct pvg_result *res)
+{
+	const char *ddir = v->req->ninja_deps ? v->req->deps_root : NULL;
+	const struct pvg_compile_step *cs = pvg_linkgraph_compile_for(v->g, obj, ddir);
+	struct place p[MAX_PLACES];
+	size_t np = place_object(v, obj, cs ? cs->dir : ddir, v->g->any_unknown || !cs, p,
+				 MAX_PLACES);
+	for (size_t k = 0; k < np; k++)
+		place_json(linked, v, &p[k]);
+	if (np == 0 && cs) {
+		pvg_problem(res, "build-log.link-inputs-unknown",
+			    "build verbosely (ninja -v, VERBOSE=1) so the link commands are logged",
+			    "changed header %s is included by %s (compiled at line %zu), and the log "
+			    "does not show which output that is linked into",
+			    rel, obj, cs->lineno);
+		return PVG_UNVERIFIABLE;
+	}
+	/* np == 0 without cs: an object this log neither builds nor links (another target) */
+	enum pvg_status st = PVG_PASS;
+	for (size_t k = 0; k < np; k++) {
+		if (p[k].art < 0) {
+			if (p[k].kind == PVG_LINK_SHARED) {
+				_cleanup_free_ char *what =
+					pvg_asprintf("included by %s (%s), which is linked", obj, source);
+				unverified_artifact(res, rel, what, &p[k],
+						    cs && cs->dir ? cs->dir : ddir ? ddir : root0(v),
+						    p[k].link_line);
+				st = PVG_FAIL;
+			}
+			continue;
+		}
+		char lb[160];
+		const char *al = art_label(v, p[k].art, lb, sizeof(lb));
+		if (!cs) {
+			pvg_problem(res, "build-log.not-recompiled",
+				    "rebuild: every object that includes the changed header must be "
+				    "recompiled and its artifact relinked",
+				    "%schanged header %s is included by %s (%s), which the log does not "
+				    "recompile",
+				    al, rel, obj, source);
+			st = PVG_FAIL;
+		} else if (p[k].link_line < cs->lineno) {
+			pvg_problem(res, "build-log.not-relinked",
+				    "rebuild so that the artifact is linked after the objects that "
+				    "include the changed header",
+				    "%schanged header %s is included by %s (compiled at line %zu), and %s "
+				    "was last linked before it (line %zu)",
+				    al, rel, obj, cs->lineno, p[k].output, p[k].link_line);
+			st = PVG_FAIL;
+		}
+	}
+	return st;
+}
+
+/* A changed header (or its hipified copy hip_rel): every object that includes it recompiled,
+ * and its artifact relinked after that. */
 static enum pvg_status check_header(const struct view *v, const char *rel, const char *hip_rel,
 				    size_t hipify_line, cJSON *fe, struct pvg_result *res)
 {
-	const struct pvg_buildlog_request *req = v->req;
 	struct pvg_strv objs = { 0 };
 	const char *source = NULL;
-	int n = header_consumers(v, rel, hip_rel, &objs, &source);
-	enum pvg_status st = PVG_PASS;
-	if (n < 0) {
-		/* no dependency information: the artifacts whose globs name it must be relinked */
-		pvg_json_add_str(fe, "consumers",
-				 "unknown (no .ninja_deps or depfiles in the build tree)");
-		cJSON *need = cJSON_AddArrayToObject(fe, "needs_relinked");
-		for (size_t i = 0; i < v->n_arts; i++) {
-			if (!(v->n_arts == 1 || globs_match(v->arts[i].compiled, rel)))
-				continue;
-			cJSON_AddItemToArray(need, cJSON_CreateString(v->arts[i].name));
-			size_t ll = art_link_line(v, i);
-			if (ll && hipify_line && ll < hipify_line) {
-				char lb[160];
-				pvg_problem(res, "build-log.not-relinked",
-					    "rebuild so that the artifact is linked after the header's "
-					    "hipify",
-					    "%schanged header %s was hipified (line %zu) after %s was "
-					    "last linked (line %zu)",
-					    art_label(v, (long)i, lb, sizeof(lb)), rel, hipify_line,
-					    v->arts[i].file, ll);
-				st = PVG_FAIL;
-			}
-		}
-		return st;
-	}
+	if (header_consumers(v, rel, hip_rel, &objs, &source) < 0)
+		return check_header_without_deps(v, rel, hipify_line, fe, res);
 	pvg_json_add_str(fe, "consumers_from", source);
 	cJSON *cons = cJSON_AddArrayToObject(fe, "consumers");
 	cJSON *linked = cJSON_AddArrayToObject(fe, "linked_into");
-	const char *ddir = req->ninja_deps ? req->deps_root : NULL;
+	enum pvg_status st = PVG_PASS;
 	for (size_t i = 0; i < objs.n; i++) {
-		const char *obj = objs.v[i];
-		cJSON_AddItemToArray(cons, cJSON_CreateString(obj));
-		const struct pvg_compile_step *cs = pvg_linkgraph_compile_for(v->g, obj, ddir);
-		struct place p[MAX_PLACES];
-		size_t np = place_object(v, obj, cs ? cs->dir : ddir, v->g->any_unknown || !cs, p,
-					 MAX_PLACES);
-		for (size_t k = 0; k < np; k++)
-			place_json(linked, v, &p[k]);
-		if (np == 0) {
-			if (cs) {
-				pvg_problem(res, "build-log.link-inputs-unknown",
-					    "build verbosely (ninja -v, VERBOSE=1) so the link commands "
-					    "are logged",
-					    "changed header %s is included by %s (compiled at line %zu), "
-					    "and the log does not show which output that is linked into",
-					    rel, obj, cs->lineno);
-				st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-			}
-			/* else: an object this log neither builds nor links (another target) */
-			continue;
-		}
-		for (size_t k = 0; k < np; k++) {
-			if (p[k].art < 0) {
-				if (p[k].kind == PVG_LINK_SHARED) {
-					_cleanup_free_ char *what = pvg_asprintf(
-						"included by %s (%s), which is linked", obj, source);
-					unverified_artifact(res, rel, what, &p[k],
-							    cs && cs->dir ? cs->dir : ddir ? ddir : root0(v),
-							    p[k].link_line);
-					st = PVG_FAIL;
-				}
-				continue;
-			}
-			char lb[160];
-			const char *al = art_label(v, p[k].art, lb, sizeof(lb));
-			if (!cs) {
-				pvg_problem(res, "build-log.not-recompiled",
-					    "rebuild: every object that includes the changed header must "
-					    "be recompiled and its artifact relinked",
-					    "%schanged header %s is included by %s (%s), which the log does "
-					    "not recompile",
-					    al, rel, obj, source);
-				st = PVG_FAIL;
-			} else if (p[k].link_line < cs->lineno) {
-				pvg_problem(res, "build-log.not-relinked",
-					    "rebuild so that the artifact is linked after the objects "
-					    "that include the changed header",
-					    "%schanged header %s is included by %s (compiled at line "
-					    "%zu), and %s was last linked before it (line %zu)",
-					    al, rel, obj, cs->lineno, p[k].output, p[k].link_line);
-				st = PVG_FAIL;
-			}
-		}
+		cJSON_AddItemToArray(cons, cJSON_CreateString(objs.v[i]));
+		st = pvg_status_worst(st, check_header_consumer(v, rel, objs.v[i], source, linked,
+								res));
 	}
 	pvg_strv_clear(&objs);
 	return st;
 }
 
-enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struct pvg_result *res)
+/* ---- the rules over the log ------------------------------------------------------------------ */
+
+/* What a rule found: its status, and how many problems it recorded in the result. */
+struct log_outcome {
+	enum pvg_status status;
+	size_t problems;
+};
+
+static struct log_outcome outcome_since(const struct pvg_result *res, size_t from,
+					enum pvg_status status)
 {
-	const struct pvg_buildlog *log = req->log;
+	return (struct log_outcome){ status, res->n_problems - from };
+}
+
+/* The log holds something of a build (else nothing more is checked). */
+static struct log_outcome rule_log_not_empty(const struct view *v, struct pvg_result *res)
+{
+	const struct pvg_buildlog *log = v->req->log;
+	size_t from = res->n_problems;
+	if (log->n_lines != 0 && (log->n_hipify != 0 || log->n_commands != 0 ||
+				  log->n_ninja_lines != 0 || log->n_failed != 0 ||
+				  log->n_errors != 0 || log->unsupported_calls >= 0))
+		return outcome_since(res, from, PVG_PASS);
+	pvg_problem(res, "build-log.empty-log",
+		    "point build.log at the output of the build (tee the whole build into it)",
+		    log->n_lines == 0 ? "the build log is empty"
+				      : "the build log (%zu lines) holds no hipify, ninja or compiler "
+					"lines",
+		    log->n_lines);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* Everything the log holds was read. */
+static struct log_outcome rule_log_read_whole(const struct view *v, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	if (!v->req->log->truncated)
+		return outcome_since(res, from, PVG_PASS);
+	pvg_problem(res, "build-log.too-large", "split the log, or keep only this build's output in it",
+		    "the build log holds more hipify and command lines than provgate keeps (%u MiB); "
+		    "the rest was not read",
+		    PVG_BUILDLOG_KEEP_MAX >> 20);
+	return outcome_since(res, from, PVG_UNVERIFIABLE);
+}
+
+/* No failed build step and no compiler error. */
+static struct log_outcome rule_build_succeeded(const struct view *v, struct pvg_result *res)
+{
+	const struct pvg_buildlog *log = v->req->log;
+	size_t from = res->n_problems;
+	for (size_t i = 0; i < log->n_failed_kept; i++)
+		pvg_problem(res, "build-log.failed-step", "fix the build failure and rebuild",
+			    "the build failed: %s%s", log->failed[i],
+			    i == 0 && log->n_failed > log->n_failed_kept ? " (and more)" : "");
+	for (size_t i = 0; i < log->n_errors_kept; i++)
+		pvg_problem(res, "build-log.compiler-error", "fix the error and rebuild",
+			    "compiler error: %s%s", log->errors[i],
+			    i == 0 && log->n_errors > log->n_errors_kept ? " (and more)" : "");
+	return outcome_since(res, from, log->n_failed || log->n_errors ? PVG_FAIL : PVG_PASS);
+}
+
+/* hipify's count of CUDA calls it could not translate is within build.max_unsupported_calls. */
+static struct log_outcome rule_unsupported_calls(const struct view *v, struct pvg_result *res)
+{
+	const struct pvg_buildlog_request *req = v->req;
+	size_t from = res->n_problems;
+	if (req->log->unsupported_calls <= req->max_unsupported_calls)
+		return outcome_since(res, from, PVG_PASS);
+	pvg_problem(res, "build-log.unsupported-calls",
+		    "replace the CUDA calls hipify cannot translate (it lists them after the count), "
+		    "or raise build.max_unsupported_calls deliberately",
+		    "hipify reported %ld unsupported CUDA function calls (allowed: %ld)",
+		    req->log->unsupported_calls, req->max_unsupported_calls);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* Every link step of the log was followed. */
+static struct log_outcome rule_links_read_whole(const struct view *v, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	if (!v->g->truncated)
+		return outcome_since(res, from, PVG_PASS);
+	pvg_problem(res, "build-log.too-large", "split the log, or keep only this build's output in it",
+		    "the build log holds more link steps than provgate follows (%u, %u inputs in "
+		    "all); the rest was not read",
+		    PVG_LINKGRAPH_LINKS_MAX, PVG_LINKGRAPH_INPUTS_MAX);
+	return outcome_since(res, from, PVG_UNVERIFIABLE);
+}
+
+/* What the log shows of artifact i's link. */
+enum link_state {
+	LINK_NO_FILE,    /* no build file configured: nothing to look for */
+	LINK_NOT_NEEDED, /* not relinked, and no changed source goes into it (several artifacts) */
+	LINK_MISSING,    /* not relinked by this build */
+	LINK_FOUND,
+};
+
+static enum link_state art_link_state(const struct view *v, size_t i)
+{
+	const struct pvg_buildlog_artifact *a = &v->arts[i];
+	if (!a->file)
+		return LINK_NO_FILE;
+	if (art_link_line(v, i))
+		return LINK_FOUND;
+	/* an incremental build relinks only what changed: an artifact that no changed source
+	 * goes into need not be relinked (each changed source must still be linked into a
+	 * configured artifact relinked after it, by the per-file rules) */
+	if (v->multi && v->any_linked && !globs_name_a_change(v->req, a))
+		return LINK_NOT_NEEDED;
+	return LINK_MISSING;
+}
+
+/* Each configured artifact has a build file and a link step in the log. */
+static struct log_outcome rule_artifacts_linked(const struct view *v, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
 	enum pvg_status st = PVG_PASS;
-	cJSON *ev = res->evidence;
+	if (v->n_arts == 0) {
+		pvg_problem(res, "build-log.not-configured", "set build.artifact",
+			    "build.artifact is not set: the link step cannot be found");
+		st = PVG_UNVERIFIABLE;
+	}
+	for (size_t i = 0; i < v->n_arts; i++) {
+		char lb[160];
+		const char *al = art_label(v, (long)i, lb, sizeof(lb));
+		switch (art_link_state(v, i)) {
+		case LINK_NO_FILE:
+			pvg_problem(res, "build-log.not-configured", "set the artifact's build file",
+				    "%sno build file is set: the link step cannot be found", al);
+			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
+			break;
+		case LINK_MISSING:
+			pvg_problem(res, "build-log.no-link",
+				    "rebuild (the artifact was not relinked by this build; \"ninja: no "
+				    "work to do\" means nothing changed), with a verbose log",
+				    "%sthe log has no link step producing %s", al, v->arts[i].file);
+			st = PVG_FAIL;
+			break;
+		case LINK_NOT_NEEDED:
+		case LINK_FOUND:
+			break;
+		}
+	}
+	return outcome_since(res, from, st);
+}
+
+/* Gate 1's rules over the whole log, in the order their problems are listed; the rules over
+ * each changed source follow (rule_changed_source). */
+static const struct log_rule {
+	const char *name;
+	struct log_outcome (*check)(const struct view *, struct pvg_result *);
+} log_rules[] = {
+	{ "read-whole",        rule_log_read_whole },    /* build-log.too-large */
+	{ "build-succeeded",   rule_build_succeeded },   /* .failed-step, .compiler-error */
+	{ "unsupported-calls", rule_unsupported_calls }, /* within build.max_unsupported_calls */
+	{ "links-read-whole",  rule_links_read_whole },  /* .too-large */
+	{ "artifacts-linked",  rule_artifacts_linked },  /* .not-configured, .no-link */
+};
+
+/* ---- the rules over each changed source ---------------------------------------------------- */
+
+/* A changed source reached HIP: hipify ran on its current content, or it is HIP already (or
+ * the arch is CUDA's: nothing to hipify). */
+static struct log_outcome rule_hipified(const struct view *v, const char *rel, bool header,
+					const struct pvg_hipify_line *h, const char *dst_rel,
+					cJSON *fe, struct pvg_result *res)
+{
+	const struct pvg_buildlog_request *req = v->req;
+	size_t from = res->n_problems;
+	if (req->cuda || (!h && !is_cuda_source(rel)))
+		return outcome_since(res, from, PVG_PASS);
+	if (h) {
+		hipify_json(fe, h);
+		if (req->counts && h->status != PVG_HIPIFY_IGNORED)
+			req->counts->hipified++;
+		return outcome_since(res, from, check_hipify(req, rel, h, dst_rel, res));
+	}
+	_cleanup_free_ char *native = hip_native(req, rel, header);
+	if (native) {
+		/* HIP source already: compiled as it is, nothing to hipify */
+		pvg_json_add_str(fe, "hip_native", native);
+		if (req->counts)
+			req->counts->hip_native++;
+		return outcome_since(res, from, PVG_PASS);
+	}
+	pvg_problem(res, "build-log.not-hipified",
+		    "rebuild so that hipify runs on the changed file (hipify output must be in the "
+		    "log); a .cu that is HIP already is compiled with -x hip, or named in "
+		    "build.hip_sources",
+		    "changed %s has no hipify line in the log", rel);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* The oldest of the artifacts a source went into (placed: their bits; 0: not known, all of
+ * them) whose build time is known, or NULL. */
+static const struct pvg_buildlog_artifact *oldest_artifact(const struct view *v, uint64_t placed)
+{
+	const struct pvg_buildlog_artifact *oldest = NULL;
+	for (size_t k = 0; k < v->n_arts; k++) {
+		const struct pvg_buildlog_artifact *a = &v->arts[k];
+		if (placed && k < 64 && !(placed & (UINT64_C(1) << k)))
+			continue;
+		if ((a->mtime.tv_sec || a->mtime.tv_nsec) &&
+		    (!oldest || a->mtime.tv_sec < oldest->mtime.tv_sec ||
+		     (a->mtime.tv_sec == oldest->mtime.tv_sec &&
+		      a->mtime.tv_nsec < oldest->mtime.tv_nsec)))
+			oldest = a;
+	}
+	return oldest;
+}
+
+/* A source edited after the link is not in the artifact, whatever the log says. */
+static struct log_outcome rule_source_not_newer(const struct view *v, const char *rel,
+						uint64_t placed, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	const struct pvg_buildlog_artifact *oldest = oldest_artifact(v, placed);
+	struct stat sst;
+	_cleanup_free_ char *src = v->req->workdir ? pvg_path_join(v->req->workdir, rel) : NULL;
+	int64_t art_ns = oldest ? (int64_t)oldest->mtime.tv_sec * 1000000000 + oldest->mtime.tv_nsec
+				: 0;
+	if (!src || !art_ns || stat(src, &sst) != 0 || mtime_ns(&sst) <= art_ns)
+		return outcome_since(res, from, PVG_PASS);
+	char a[48], b[48], lb[160];
+	pvg_format_time(sst.st_mtim.tv_sec, -1, a, sizeof(a));
+	pvg_format_time(oldest->mtime.tv_sec, -1, b, sizeof(b));
+	pvg_problem(res, "build-log.source-newer", "rebuild: the artifact was built before the last edit",
+		    "%schanged %s was modified (%s) after the artifact was built (%s)",
+		    art_label(v, oldest - v->arts, lb, sizeof(lb)), rel, a, b);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* One changed source: hipified (or HIP already), compiled for arch and linked after that (a
+ * translation unit), its includers recompiled and relinked (a header), and not edited since
+ * the artifact was built. Adds its evidence to files. */
+static struct log_outcome rule_changed_source(const struct view *v, const char *rel,
+					      cJSON *files, struct pvg_result *res)
+{
+	const struct pvg_buildlog_request *req = v->req;
+	size_t from = res->n_problems;
+	cJSON *fe = cJSON_CreateObject();
+	cJSON_AddItemToArray(files, fe);
+	pvg_json_add_str(fe, "path", rel);
+	bool header = is_header(rel), unit = !header && is_unit(rel);
+	pvg_json_add_str(fe, "kind", header ? "header" : unit ? "translation-unit" : "other");
+	const struct pvg_hipify_line *h = pvg_buildlog_find_hipify(req->log, rel);
+	_cleanup_free_ char *dst_rel = h && h->status != PVG_HIPIFY_IGNORED ? hipified_rel(h, rel)
+									    : NULL;
+	enum pvg_status st = rule_hipified(v, rel, header, h, dst_rel, fe, res).status;
+	uint64_t placed = 0;
+	if (header) {
+		st = pvg_status_worst(st, check_header(v, rel, dst_rel, h ? h->lineno : 0, fe, res));
+	} else if (unit) {
+		const char *name = rel;
+		if (!req->cuda && h && h->status != PVG_HIPIFY_IGNORED)
+			name = dst_rel ? dst_rel : h->dst;
+		st = pvg_status_worst(st, check_compile(v, rel, name, fe, res, &placed));
+	}
+	st = pvg_status_worst(st, rule_source_not_newer(v, rel, placed, res).status);
+	return outcome_since(res, from, st);
+}
+
+/* ---- evidence of the log -------------------------------------------------------------------- */
+
+static void log_json(const struct pvg_buildlog *log, cJSON *ev)
+{
 	pvg_json_add_u64(ev, "lines", log->n_lines);
 	pvg_json_add_u64(ev, "hipify_lines", log->n_hipify);
 	pvg_json_add_u64(ev, "command_lines", log->n_commands);
@@ -721,81 +1058,15 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		pvg_json_add_u64(ev, "overlong_lines", log->n_overlong);
 	if (log->n_binary)
 		pvg_json_add_u64(ev, "binary_lines", log->n_binary);
+}
 
-	if (log->n_lines == 0 || (log->n_hipify == 0 && log->n_commands == 0 &&
-				  log->n_ninja_lines == 0 && log->n_failed == 0 &&
-				  log->n_errors == 0 && log->unsupported_calls < 0)) {
-		pvg_problem(res, "build-log.empty-log",
-			    "point build.log at the output of the build (tee the whole build into it)",
-			    log->n_lines == 0 ? "the build log is empty"
-					      : "the build log (%zu lines) holds no hipify, ninja or "
-						"compiler lines",
-			    log->n_lines);
-		return PVG_FAIL;
-	}
-	if (log->truncated) {
-		pvg_problem(res, "build-log.too-large",
-			    "split the log, or keep only this build's output in it",
-			    "the build log holds more hipify and command lines than provgate keeps "
-			    "(%u MiB); the rest was not read",
-			    PVG_BUILDLOG_KEEP_MAX >> 20);
-		st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-	}
-	for (size_t i = 0; i < log->n_failed_kept; i++)
-		pvg_problem(res, "build-log.failed-step", "fix the build failure and rebuild",
-			    "the build failed: %s%s", log->failed[i],
-			    i == 0 && log->n_failed > log->n_failed_kept ? " (and more)" : "");
-	for (size_t i = 0; i < log->n_errors_kept; i++)
-		pvg_problem(res, "build-log.compiler-error", "fix the error and rebuild",
-			    "compiler error: %s%s", log->errors[i],
-			    i == 0 && log->n_errors > log->n_errors_kept ? " (and more)" : "");
-	if (log->n_failed || log->n_errors)
-		st = PVG_FAIL;
-	if (log->unsupported_calls > req->max_unsupported_calls) {
-		pvg_problem(res, "build-log.unsupported-calls",
-			    "replace the CUDA calls hipify cannot translate (it lists them after the "
-			    "count), or raise build.max_unsupported_calls deliberately",
-			    "hipify reported %ld unsupported CUDA function calls (allowed: %ld)",
-			    log->unsupported_calls, req->max_unsupported_calls);
-		st = PVG_FAIL;
-	}
-
-	/* the artifacts: the request's list, or the single one */
-	struct pvg_buildlog_artifact single = {
-		.name = req->artifact_name, .build = req->artifact_name, .file = req->artifact_name,
-		.arch = req->arch, .mtime = req->artifact_mtime,
-	};
-	struct pvg_linkgraph own_graph;
-	const struct pvg_linkgraph *g = req->graph;
-	if (!g) {
-		pvg_linkgraph_build(log, &own_graph);
-		g = &own_graph;
-	}
-	struct view v = {
-		.req = req, .g = g,
-		.arts = req->n_arts ? req->arts : &single,
-		.n_arts = req->n_arts ? req->n_arts : req->artifact_name ? 1 : 0,
-		.multi = req->n_arts > 1,
-	};
-	if (g->truncated) {
-		pvg_problem(res, "build-log.too-large",
-			    "split the log, or keep only this build's output in it",
-			    "the build log holds more link steps than provgate follows (%u, %u inputs "
-			    "in all); the rest was not read",
-			    PVG_LINKGRAPH_LINKS_MAX, PVG_LINKGRAPH_INPUTS_MAX);
-		st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-	}
-	cJSON *arts_ev = v.multi ? cJSON_AddArrayToObject(ev, "artifacts") : NULL;
-	if (v.n_arts == 0) {
-		pvg_problem(res, "build-log.not-configured", "set build.artifact",
-			    "build.artifact is not set: the link step cannot be found");
-		st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-	}
-	bool any_linked = false;
-	for (size_t i = 0; i < v.n_arts; i++)
-		any_linked |= v.arts[i].file && art_link_line(&v, i) != 0;
-	for (size_t i = 0; i < v.n_arts; i++) {
-		const struct pvg_buildlog_artifact *a = &v.arts[i];
+/* evidence.link_line (the first artifact's), and with several artifacts evidence.artifacts[]
+ * (name, file, arch, and its link line or why none is needed). */
+static void artifacts_link_json(const struct view *v, cJSON *ev)
+{
+	cJSON *arts_ev = v->multi ? cJSON_AddArrayToObject(ev, "artifacts") : NULL;
+	for (size_t i = 0; i < v->n_arts; i++) {
+		const struct pvg_buildlog_artifact *a = &v->arts[i];
 		cJSON *ae = NULL;
 		if (arts_ev) {
 			ae = cJSON_CreateObject();
@@ -804,105 +1075,55 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 			pvg_json_add_str(ae, "file", a->file);
 			pvg_json_add_str(ae, "arch", a->arch);
 		}
-		char lb[160];
-		const char *al = art_label(&v, (long)i, lb, sizeof(lb));
-		size_t link_line = art_link_line(&v, i);
-		if (!a->file) {
-			pvg_problem(res, "build-log.not-configured", "set the artifact's build file",
-				    "%sno build file is set: the link step cannot be found", al);
-			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-		} else if (!link_line && v.multi && any_linked && !globs_name_a_change(req, a)) {
-			/* an incremental build relinks only what changed: an artifact that no changed
-			 * source goes into need not be relinked (each changed source must still be
-			 * linked into a configured artifact relinked after it, below) */
-			if (ae) {
-				pvg_json_add_bool(ae, "relinked", false);
-				pvg_json_add_str(ae, "why", "not relinked by this build; no changed "
-							    "source goes into it");
-			}
-		} else if (!link_line) {
-			pvg_problem(res, "build-log.no-link",
-				    "rebuild (the artifact was not relinked by this build; \"ninja: no "
-				    "work to do\" means nothing changed), with a verbose log",
-				    "%sthe log has no link step producing %s", al, a->file);
-			st = PVG_FAIL;
-		} else {
+		enum link_state ls = art_link_state(v, i);
+		if (ls == LINK_NOT_NEEDED && ae) {
+			pvg_json_add_bool(ae, "relinked", false);
+			pvg_json_add_str(ae, "why", "not relinked by this build; no changed source goes "
+						    "into it");
+		} else if (ls == LINK_FOUND) {
 			if (i == 0)
-				pvg_json_add_u64(ev, "link_line", link_line);
+				pvg_json_add_u64(ev, "link_line", art_link_line(v, i));
 			if (ae)
-				pvg_json_add_u64(ae, "link_line", link_line);
+				pvg_json_add_u64(ae, "link_line", art_link_line(v, i));
 		}
 	}
+}
 
-	cJSON *files = cJSON_AddArrayToObject(ev, "files");
-	for (size_t i = 0; i < req->n_changed; i++) {
-		const char *rel = req->changed[i];
-		cJSON *fe = cJSON_CreateObject();
-		cJSON_AddItemToArray(files, fe);
-		pvg_json_add_str(fe, "path", rel);
-		bool header = is_header(rel), unit = !header && is_unit(rel);
-		pvg_json_add_str(fe, "kind", header ? "header" : unit ? "translation-unit" : "other");
-		const struct pvg_hipify_line *h = pvg_buildlog_find_hipify(log, rel);
-		_cleanup_free_ char *dst_rel = h && h->status != PVG_HIPIFY_IGNORED
-						       ? hipified_rel(h, rel) : NULL;
-		_cleanup_free_ char *native = NULL;
-		if (!req->cuda && h) {
-			st = pvg_status_worst(st, check_hipify(req, rel, h, dst_rel, fe, res));
-			if (req->counts && h->status != PVG_HIPIFY_IGNORED)
-				req->counts->hipified++;
-		} else if (!req->cuda && is_cuda_source(rel) &&
-			   (native = hip_native(req, rel, header))) {
-			/* HIP source already: compiled as it is, nothing to hipify */
-			pvg_json_add_str(fe, "hip_native", native);
-			if (req->counts)
-				req->counts->hip_native++;
-		} else if (!req->cuda && is_cuda_source(rel)) {
-			pvg_problem(res, "build-log.not-hipified",
-				    "rebuild so that hipify runs on the changed file (hipify output "
-				    "must be in the log); a .cu that is HIP already is compiled with "
-				    "-x hip, or named in build.hip_sources",
-				    "changed %s has no hipify line in the log", rel);
-			st = PVG_FAIL;
-		}
-		uint64_t placed = 0;
-		if (header) {
-			st = pvg_status_worst(st, check_header(&v, rel, dst_rel, h ? h->lineno : 0, fe, res));
-		} else if (unit) {
-			const char *name = rel;
-			if (!req->cuda && h && h->status != PVG_HIPIFY_IGNORED)
-				name = dst_rel ? dst_rel : h->dst;
-			st = pvg_status_worst(st, check_compile(&v, rel, name, fe, res, &placed));
-		}
-		/* a source edited after the link is not in the artifact, whatever the log says:
-		 * the oldest of the artifacts it went into (of all, when that is not known) */
-		const struct pvg_buildlog_artifact *oldest = NULL;
-		for (size_t k = 0; k < v.n_arts; k++) {
-			const struct pvg_buildlog_artifact *a = &v.arts[k];
-			if (placed && k < 64 && !(placed & (UINT64_C(1) << k)))
-				continue;
-			if ((a->mtime.tv_sec || a->mtime.tv_nsec) &&
-			    (!oldest || a->mtime.tv_sec < oldest->mtime.tv_sec ||
-			     (a->mtime.tv_sec == oldest->mtime.tv_sec &&
-			      a->mtime.tv_nsec < oldest->mtime.tv_nsec)))
-				oldest = a;
-		}
-		struct stat sst;
-		_cleanup_free_ char *src = req->workdir ? pvg_path_join(req->workdir, rel) : NULL;
-		int64_t art_ns = oldest ? (int64_t)oldest->mtime.tv_sec * 1000000000 +
-						  oldest->mtime.tv_nsec
-					: 0;
-		if (src && art_ns && stat(src, &sst) == 0 && mtime_ns(&sst) > art_ns) {
-			char a[48], b[48], lb[160];
-			pvg_format_time(sst.st_mtim.tv_sec, -1, a, sizeof(a));
-			pvg_format_time(oldest->mtime.tv_sec, -1, b, sizeof(b));
-			pvg_problem(res, "build-log.source-newer",
-				    "rebuild: the artifact was built before the last edit",
-				    "%schanged %s was modified (%s) after the artifact was built (%s)",
-				    art_label(&v, oldest - v.arts, lb, sizeof(lb)), rel, a, b);
-			st = PVG_FAIL;
-		}
+/* ---- gate 1's decision over a parsed log ------------------------------------------------------ */
+
+enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struct pvg_result *res)
+{
+	log_json(req->log, res->evidence);
+	/* the artifacts: the request's list, or the single one */
+	struct pvg_buildlog_artifact single = {
+		.name = req->artifact_name, .build = req->artifact_name, .file = req->artifact_name,
+		.arch = req->arch, .mtime = req->artifact_mtime,
+	};
+	struct view v = {
+		.req = req, .g = req->graph,
+		.arts = req->n_arts ? req->arts : &single,
+		.n_arts = req->n_arts ? req->n_arts : req->artifact_name ? 1 : 0,
+		.multi = req->n_arts > 1,
+	};
+	struct log_outcome o = rule_log_not_empty(&v, res);
+	if (o.status != PVG_PASS)
+		return o.status;
+	struct pvg_linkgraph own_graph;
+	if (!v.g) {
+		pvg_linkgraph_build(req->log, &own_graph);
+		v.g = &own_graph;
 	}
-	if (g == &own_graph)
+	for (size_t i = 0; i < v.n_arts; i++)
+		v.any_linked |= v.arts[i].file && art_link_line(&v, i) != 0;
+
+	enum pvg_status st = PVG_PASS;
+	for (size_t k = 0; k < ARRAY_SIZE(log_rules); k++)
+		st = pvg_status_worst(st, log_rules[k].check(&v, res).status);
+	artifacts_link_json(&v, res->evidence);
+	cJSON *files = cJSON_AddArrayToObject(res->evidence, "files");
+	for (size_t i = 0; i < req->n_changed; i++)
+		st = pvg_status_worst(st, rule_changed_source(&v, req->changed[i], files, res).status);
+	if (v.g == &own_graph)
 		pvg_linkgraph_done(&own_graph);
 	return st;
 }
@@ -977,6 +1198,21 @@ static void build_roots(const struct pvg_buildlog *log, const struct pvg_linkgra
 	pvg_strv_clear(&tried);
 }
 
+/* ninja's own record of output, where its log is in dir: when the step started. */
+static void ninja_log_json(const char *dir, const char *output, cJSON *ae)
+{
+	_cleanup_free_ char *nl = pvg_path_join(dir, ".ninja_log");
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int64_t nj = 0;
+	if (pvg_read_file(nl, 64u << 20, &text, &len) == 0 &&
+	    pvg_ninja_log_find(text, len, output, &nj) == 1) {
+		char nt[48];
+		pvg_format_time(nj / 1000000000, nj % 1000000000, nt, sizeof(nt));
+		pvg_json_add_str(ae, "ninja_log_start", nt);
+	}
+}
+
 /* The artifact is newer than the log: is it a copy of the log's own link output, still in the
  * build tree the log names, with the same bytes and built no later than the log? 1 yes (with
  * *from and *built set), 0 no (*why_not says what was found, or NULL when nothing was). */
@@ -1017,19 +1253,8 @@ static int bound_by_content(struct pvg_ctx *ctx, const struct pvg_linkgraph *g,
 		char bt[48], lt[48];
 		pvg_format_time(st.st_mtim.tv_sec, st.st_mtim.tv_nsec, bt, sizeof(bt));
 		pvg_format_time(log_st->st_mtim.tv_sec, log_st->st_mtim.tv_nsec, lt, sizeof(lt));
-		/* ninja's own record of the output, where its log is in that folder */
-		int64_t nj = 0;
-		if (dirs[k] && l->output[0] != '/') {
-			_cleanup_free_ char *nl = pvg_path_join(dirs[k], ".ninja_log");
-			_cleanup_free_ char *text = NULL;
-			size_t len = 0;
-			if (pvg_read_file(nl, 64u << 20, &text, &len) == 0 &&
-			    pvg_ninja_log_find(text, len, l->output, &nj) == 1 && ae) {
-				char nt[48];
-				pvg_format_time(nj / 1000000000, nj % 1000000000, nt, sizeof(nt));
-				pvg_json_add_str(ae, "ninja_log_start", nt);
-			}
-		}
+		if (dirs[k] && l->output[0] != '/' && ae)
+			ninja_log_json(dirs[k], l->output, ae);
 		if (ts_before(log_st->st_mtim, st.st_mtim)) {
 			free(*why_not);
 			*why_not = pvg_asprintf("the build tree's %s (modified %s) is newer than the "
@@ -1087,6 +1312,137 @@ static double seconds_between(struct timespec a, struct timespec b)
 	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
 }
 
+/* The link's inputs, looked for in dir: how many are there, and the first newer than the log
+ * (a later compile is a later build), or NULL. */
+struct link_inputs {
+	size_t checked;
+	const char *newer;
+	struct timespec newer_t;
+};
+
+static struct link_inputs link_inputs_times(const struct pvg_link_step *l, const char *dir,
+					    const struct stat *log_st)
+{
+	struct link_inputs r = { 0 };
+	for (size_t i = 0; i < l->n_inputs && !r.newer; i++) {
+		const char *in = l->inputs[i];
+		if (in[0] == '-')
+			continue;
+		_cleanup_free_ char *ip = in[0] == '/' || !dir ? pvg_strdup(in)
+							       : pvg_path_join(dir, in);
+		struct stat ist;
+		if (stat(ip, &ist) < 0)
+			continue;
+		r.checked++;
+		if (ts_before(log_st->st_mtim, ist.st_mtim)) {
+			r.newer = in;
+			r.newer_t = ist.st_mtim;
+		}
+	}
+	return r;
+}
+
+/* The folders a relative link output may have been written in (NULL: it is absolute): its
+ * "cd DIR &&", the build folders, the artifact's own build folder, the log's folder. */
+static size_t last_link_dirs(const struct pvg_link_step *l, const struct pvg_strv *roots,
+			     const char *art_base, const char *log_dir, const char **dirs)
+{
+	size_t nd = 0;
+	if (l->output[0] == '/') {
+		dirs[nd++] = NULL;
+		return nd;
+	}
+	if (l->dir && l->dir[0] == '/')
+		dirs[nd++] = l->dir;
+	for (size_t i = 0; i < roots->n && nd < MAX_ROOTS + 1; i++)
+		dirs[nd++] = roots->v[i];
+	if (art_base)
+		dirs[nd++] = art_base;
+	if (log_dir)
+		dirs[nd++] = log_dir;
+	return nd;
+}
+
+static void last_link_json(cJSON *ae, const char *cand, const struct pvg_link_step *l,
+			   bool same_file, double gap, size_t checked, const char *hex)
+{
+	cJSON *j = cJSON_AddObjectToObject(ae, "written_by_last_link");
+	pvg_json_add_str(j, "output", cand);
+	pvg_json_add_u64(j, "link_line", l->lineno);
+	pvg_json_add_str(j, "bound_by", same_file ? "same file" : "same bytes");
+	char gs[32];
+	snprintf(gs, sizeof(gs), "%.3f", gap);
+	pvg_json_add_str(j, "seconds_after_log", gs);
+	pvg_json_add_u64(j, "inputs_not_newer_than_log", checked);
+	if (!same_file)
+		pvg_json_add_str(j, "sha256", hex);
+}
+
+/* One candidate cand for the file the log's last link wrote (its inputs looked for in dir):
+ * 1 it is the artifact (same file or bytes), written within LINK_WINDOW_S after the log, its
+ * inputs not newer than the log; 0 not (*why_not says why). */
+static int last_link_candidate(struct pvg_ctx *ctx, const struct pvg_link_step *l,
+			       const char *cand, const struct stat *st, const char *dir,
+			       const char *build, const struct stat *log_st,
+			       const struct stat *art_st, char **why_not, cJSON *ae)
+{
+	char ct[48];
+	pvg_format_time(st->st_mtim.tv_sec, st->st_mtim.tv_nsec, ct, sizeof(ct));
+	if (!ts_before(log_st->st_mtim, st->st_mtim)) {
+		*why_not = pvg_asprintf("the file its last line links, %s (modified %s), is not newer "
+					"than the log",
+					cand, ct);
+		return 0;
+	}
+	double gap = seconds_between(log_st->st_mtim, st->st_mtim);
+	if (gap > LINK_WINDOW_S) {
+		*why_not = pvg_asprintf("the log ends with the link of %s, but that file was written "
+					"%.0f s after the log's last line, longer than a link runs "
+					"(%d s): a later build",
+					cand, gap, LINK_WINDOW_S);
+		return 0;
+	}
+	bool same_file = st->st_dev == art_st->st_dev && st->st_ino == art_st->st_ino;
+	const struct pvg_file_id *ids[2] = { NULL, NULL };
+	if (!same_file) {
+		const char *paths[2] = { cand, build };
+		if (pvg_ctx_hash(ctx, paths, 2, ids) < 0 || !ids[0] || !ids[1] || ids[0]->err ||
+		    ids[1]->err) {
+			*why_not = pvg_asprintf("the file its last line links, %s, could not be "
+						"compared with it",
+						cand);
+			return 0;
+		}
+		if (memcmp(ids[0]->sha256, ids[1]->sha256, 32) != 0) {
+			*why_not = pvg_asprintf("the file its last line links, %s (modified %s), holds "
+						"other bytes (sha256 %.12s…, the artifact %.12s…)",
+						cand, ct, ids[0]->hex, ids[1]->hex);
+			return 0;
+		}
+	}
+	/* the link's inputs were written before its command was logged */
+	struct link_inputs in = link_inputs_times(l, dir, log_st);
+	if (in.checked == 0) {
+		*why_not = pvg_asprintf("the log ends with the link of %s, but none of the link's "
+					"inputs is there to show it was compiled before the log's last "
+					"line",
+					cand);
+		return 0;
+	}
+	if (in.newer) {
+		char it[48];
+		pvg_format_time(in.newer_t.tv_sec, in.newer_t.tv_nsec, it, sizeof(it));
+		*why_not = pvg_asprintf("the log ends with the link of %s, but its input %s (modified "
+					"%s) is newer than the log: a later build recompiled it",
+					cand, in.newer, it);
+		return 0;
+	}
+	if (ae)
+		last_link_json(ae, cand, l, same_file, gap, in.checked,
+			       same_file ? NULL : ids[1]->hex);
+	return 1;
+}
+
 /* The artifact is newer than the log: was it written by the link command the log ends
  * with? Such a log (set -x | tee, make) prints the command before the link runs. The
  * output the link line names, in the folder the log shows it ran in (its "cd DIR &&", the
@@ -1094,7 +1450,7 @@ static double seconds_between(struct timespec a, struct timespec b)
  * the log's folder), must be the configured artifact (same file) or hold its bytes; it must
  * be written after the log's last line and within LINK_WINDOW_S of it; and the link's inputs
  * must be there, none newer than the log (a later compile is a later build). 1 bound
- * (*from, *built set), 0 not (*why_not says why, NULL when the log does not end with it). */
+ * (*from set), 0 not (*why_not says why, NULL when the log does not end with it). */
 static int bound_by_last_link(struct pvg_ctx *ctx, const struct pvg_buildlog *log,
 			      const struct pvg_linkgraph *g, const struct pvg_strv *roots,
 			      const char *log_path, const char *build, const char *file,
@@ -1111,111 +1467,21 @@ static int bound_by_last_link(struct pvg_ctx *ctx, const struct pvg_buildlog *lo
 	if (slash)
 		slash[slash == log_dir] = '\0'; /* "/build.log" -> "/" */
 	const char *dirs[MAX_ROOTS + 4];
-	size_t nd = 0;
-	if (l->output[0] == '/') {
-		dirs[nd++] = NULL;
-	} else {
-		if (l->dir && l->dir[0] == '/')
-			dirs[nd++] = l->dir;
-		for (size_t i = 0; i < roots->n && nd < MAX_ROOTS + 1; i++)
-			dirs[nd++] = roots->v[i];
-		if (art_base)
-			dirs[nd++] = art_base;
-		if (slash && log_dir[0] == '/')
-			dirs[nd++] = log_dir;
-	}
+	size_t nd = last_link_dirs(l, roots, art_base, slash && log_dir[0] == '/' ? log_dir : NULL,
+				   dirs);
 	for (size_t k = 0; k < nd; k++) {
 		_cleanup_free_ char *cand = dirs[k] ? pvg_path_join(dirs[k], l->output)
 						    : pvg_strdup(l->output);
 		struct stat st;
 		if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		char ct[48];
-		pvg_format_time(st.st_mtim.tv_sec, st.st_mtim.tv_nsec, ct, sizeof(ct));
 		free(*why_not);
 		*why_not = NULL;
-		if (!ts_before(log_st->st_mtim, st.st_mtim)) {
-			*why_not = pvg_asprintf("the file its last line links, %s (modified %s), is not "
-						"newer than the log",
-						cand, ct);
-			continue;
+		if (last_link_candidate(ctx, l, cand, &st, dirs[k], build, log_st, art_st, why_not,
+					ae) == 1) {
+			*from = TAKE_PTR(cand);
+			return 1;
 		}
-		double gap = seconds_between(log_st->st_mtim, st.st_mtim);
-		if (gap > LINK_WINDOW_S) {
-			*why_not = pvg_asprintf("the log ends with the link of %s, but that file was "
-						"written %.0f s after the log's last line, longer than a "
-						"link runs (%d s): a later build",
-						cand, gap, LINK_WINDOW_S);
-			continue;
-		}
-		bool same_file = st.st_dev == art_st->st_dev && st.st_ino == art_st->st_ino;
-		const struct pvg_file_id *ids[2] = { NULL, NULL };
-		if (!same_file) {
-			const char *paths[2] = { cand, build };
-			if (pvg_ctx_hash(ctx, paths, 2, ids) < 0 || !ids[0] || !ids[1] || ids[0]->err ||
-			    ids[1]->err) {
-				*why_not = pvg_asprintf("the file its last line links, %s, could not be "
-							"compared with it",
-							cand);
-				continue;
-			}
-			if (memcmp(ids[0]->sha256, ids[1]->sha256, 32) != 0) {
-				*why_not = pvg_asprintf("the file its last line links, %s (modified %s), "
-							"holds other bytes (sha256 %.12s…, the artifact "
-							"%.12s…)",
-							cand, ct, ids[0]->hex, ids[1]->hex);
-				continue;
-			}
-		}
-		/* the link's inputs were written before its command was logged */
-		size_t checked = 0;
-		const char *newer = NULL;
-		struct timespec newer_t = { 0 };
-		for (size_t i = 0; i < l->n_inputs && !newer; i++) {
-			const char *in = l->inputs[i];
-			if (in[0] == '-')
-				continue;
-			_cleanup_free_ char *ip = in[0] == '/' || !dirs[k] ? pvg_strdup(in)
-									   : pvg_path_join(dirs[k], in);
-			struct stat ist;
-			if (stat(ip, &ist) < 0)
-				continue;
-			checked++;
-			if (ts_before(log_st->st_mtim, ist.st_mtim)) {
-				newer = in;
-				newer_t = ist.st_mtim;
-			}
-		}
-		if (checked == 0) {
-			*why_not = pvg_asprintf("the log ends with the link of %s, but none of the "
-						"link's inputs is there to show it was compiled before "
-						"the log's last line",
-						cand);
-			continue;
-		}
-		if (newer) {
-			char it[48];
-			pvg_format_time(newer_t.tv_sec, newer_t.tv_nsec, it, sizeof(it));
-			*why_not = pvg_asprintf("the log ends with the link of %s, but its input %s "
-						"(modified %s) is newer than the log: a later build "
-						"recompiled it",
-						cand, newer, it);
-			continue;
-		}
-		if (ae) {
-			cJSON *j = cJSON_AddObjectToObject(ae, "written_by_last_link");
-			pvg_json_add_str(j, "output", cand);
-			pvg_json_add_u64(j, "link_line", l->lineno);
-			pvg_json_add_str(j, "bound_by", same_file ? "same file" : "same bytes");
-			char gs[32];
-			snprintf(gs, sizeof(gs), "%.3f", gap);
-			pvg_json_add_str(j, "seconds_after_log", gs);
-			pvg_json_add_u64(j, "inputs_not_newer_than_log", checked);
-			if (!same_file)
-				pvg_json_add_str(j, "sha256", ids[1]->hex);
-		}
-		*from = TAKE_PTR(cand);
-		return 1;
 	}
 	if (!*why_not && nd)
 		*why_not = pvg_asprintf("the log ends with the link of %s, which is in none of the "
@@ -1251,44 +1517,72 @@ static bool load_ninja_deps(const struct pvg_strv *roots, struct pvg_ninja_deps 
 	return false;
 }
 
-static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res)
+/* ---- the gate: reading the files, then the decision -------------------------------------------- */
+
+/* What the gate reads for the decision: the log with its link graph and the build folders it
+ * names, the artifacts and their times, ninja's deps log, the changed compiled sources. */
+struct build_facts {
+	struct stat log_st;
+	struct stat *art_st; /* one per artifact */
+	struct pvg_buildlog log;
+	struct pvg_linkgraph graph;
+	struct pvg_strv roots;
+	struct pvg_buildlog_artifact *barts; /* mtime: what sources are compared with */
+	char **copied;       /* the log's own output an artifact is a copy of, or NULL */
+	bool *by_last_link;  /* written by the link command the log ends with */
+	struct pvg_ninja_deps deps;
+	bool have_deps;
+	char *deps_root;
+	const struct pvg_scope *scope;
+	const char **changed;
+	size_t n_changed;
+};
+
+static void build_facts_release(const struct pvg_ctx *ctx, struct build_facts *f)
+{
+	if (f->have_deps)
+		pvg_ninja_deps_done(&f->deps);
+	free(f->deps_root);
+	for (size_t i = 0; i < ctx->n_arts; i++)
+		free(f->copied[i]);
+	free(f->copied);
+	free(f->by_last_link);
+	free(f->barts);
+	free(f->art_st);
+	free(f->changed);
+	pvg_strv_clear(&f->roots);
+	pvg_linkgraph_done(&f->graph);
+	pvg_buildlog_done(&f->log);
+}
+
+/* build.log, every artifact's build file and every arch are set. */
+static struct log_outcome rule_configured(const struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
-	bool any_arch = cfg->arch != NULL;
-	for (size_t i = 0; i < ctx->n_arts && !any_arch; i++)
-		any_arch = ctx->arts[i].a.arch != NULL;
+	size_t from = res->n_problems;
 	bool all_arch = true, all_build = ctx->n_arts > 0;
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		all_arch &= pvg_artifact_arch(cfg, &ctx->arts[i].a) != NULL;
 		all_build &= ctx->arts[i].a.build != NULL;
 	}
-	if (!cfg->build.log || !all_build || !all_arch) {
-		const char *what = !cfg->build.log ? "build.log"
-				   : !all_build     ? (cfg->n_artifacts ? "an artifact's build"
-									: "build.artifact")
-						    : "arch";
-		pvg_summary(res, "%s is not configured", what);
-		pvg_problem(res, "build-log.not-configured",
-			    "set build.log (the build's output), build.artifact and arch",
-			    "no build log to check: %s is not set", what);
-		return PVG_UNVERIFIABLE;
-	}
-	const struct pvg_artifact *first = &ctx->arts[0].a;
-	const char *arch = cfg->arch ? cfg->arch : pvg_artifact_arch(cfg, first);
-	bool multi = ctx->n_arts > 1;
-	pvg_json_add_str(res->evidence, "log", cfg->build.log);
-	pvg_json_add_str(res->evidence, "arch", arch);
+	if (cfg->build.log && all_build && all_arch)
+		return outcome_since(res, from, PVG_PASS);
+	const char *what = !cfg->build.log ? "build.log"
+			   : !all_build     ? (cfg->n_artifacts ? "an artifact's build"
+							       : "build.artifact")
+					    : "arch";
+	pvg_summary(res, "%s is not configured", what);
+	pvg_problem(res, "build-log.not-configured",
+		    "set build.log (the build's output), build.artifact and arch",
+		    "no build log to check: %s is not set", what);
+	return outcome_since(res, from, PVG_UNVERIFIABLE);
+}
 
-	struct stat log_st;
-	if (stat(cfg->build.log, &log_st) < 0) {
-		int e = errno;
-		pvg_summary(res, "cannot read the build log");
-		pvg_problem(res, "build-log.unreadable",
-			    e == ENOENT ? "tee the build's output into build.log" : NULL,
-			    "build log %s: %s", cfg->build.log, strerror(e));
-		return PVG_UNVERIFIABLE;
-	}
-	struct stat *art_st = pvg_xcalloc(ctx->n_arts, sizeof(*art_st));
+/* Every artifact's build file is there (missing: fail; unreadable: unverifiable). */
+static struct log_outcome rule_artifacts_built(const struct pvg_ctx *ctx, struct stat *art_st,
+					       struct pvg_result *res)
+{
+	size_t from = res->n_problems;
 	enum pvg_status st = PVG_PASS;
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		const char *build = ctx->arts[i].a.build;
@@ -1303,129 +1597,189 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 			    "%sbuild artifact %s: %s", al, build, strerror(e));
 		st = pvg_status_worst(st, e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE);
 	}
-	if (st != PVG_PASS) {
-		free(art_st);
-		return st;
-	}
-	char lt[48], at[48];
-	pvg_format_time(log_st.st_mtim.tv_sec, log_st.st_mtim.tv_nsec, lt, sizeof(lt));
-	pvg_format_time(art_st[0].st_mtim.tv_sec, art_st[0].st_mtim.tv_nsec, at, sizeof(at));
-	cJSON_AddStringToObject(res->evidence, "log_mtime", lt);
-	cJSON_AddStringToObject(res->evidence, "artifact_mtime", at);
+	return outcome_since(res, from, st);
+}
 
-	struct pvg_buildlog log;
-	pvg_buildlog_init(&log);
-	int r = pvg_buildlog_read_file(&log, cfg->build.log);
+/* The build log is there (its time is the one artifacts are compared with). */
+static struct log_outcome rule_log_there(const struct pvg_ctx *ctx, struct stat *log_st,
+					 struct pvg_result *res)
+{
+	const char *path = ctx->cfg->build.log;
+	size_t from = res->n_problems;
+	if (stat(path, log_st) == 0)
+		return outcome_since(res, from, PVG_PASS);
+	int e = errno;
+	pvg_summary(res, "cannot read the build log");
+	pvg_problem(res, "build-log.unreadable", e == ENOENT ? "tee the build's output into build.log"
+							    : NULL,
+		    "build log %s: %s", path, strerror(e));
+	return outcome_since(res, from, PVG_UNVERIFIABLE);
+}
+
+/* The build log can be read: parses it, with its link graph and the build folders it names. */
+static struct log_outcome rule_log_readable(const struct pvg_ctx *ctx, struct build_facts *f,
+					    struct pvg_result *res)
+{
+	const char *path = ctx->cfg->build.log;
+	size_t from = res->n_problems;
+	int r = pvg_buildlog_read_file(&f->log, path);
 	if (r < 0) {
-		pvg_buildlog_done(&log);
-		free(art_st);
 		pvg_summary(res, "cannot read the build log: %s", strerror(-r));
-		pvg_problem(res, "build-log.unreadable", NULL, "build log %s: %s", cfg->build.log,
+		pvg_problem(res, "build-log.unreadable", NULL, "build log %s: %s", path,
 			    strerror(-r));
-		return PVG_UNVERIFIABLE;
+		return outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
-	struct pvg_linkgraph graph;
-	pvg_linkgraph_build(&log, &graph);
-	struct pvg_strv roots = { 0 };
-	build_roots(&log, &graph, &roots);
-	if (roots.n) {
-		cJSON *rj = cJSON_AddArrayToObject(res->evidence, "build_roots");
-		for (size_t i = 0; i < roots.n; i++)
-			cJSON_AddItemToArray(rj, cJSON_CreateString(roots.v[i]));
-	}
+	pvg_linkgraph_build(&f->log, &f->graph);
+	build_roots(&f->log, &f->graph, &f->roots);
+	return outcome_since(res, from, PVG_PASS);
+}
 
-	/* The build writes its log up to and after the link step, so the log's last change can
-	 * not precede the artifact's: an older log belongs to an earlier build, unless the
-	 * artifact is a copy that lost its times (bound by content to the log's own output). */
-	struct pvg_buildlog_artifact *barts = pvg_xcalloc(ctx->n_arts, sizeof(*barts));
-	char **copied = pvg_xcalloc(ctx->n_arts, sizeof(*copied));
-	bool *by_last_link = pvg_xcalloc(ctx->n_arts, sizeof(*by_last_link));
+static void log_times_json(const struct build_facts *f, cJSON *ev)
+{
+	char lt[48], at[48];
+	pvg_format_time(f->log_st.st_mtim.tv_sec, f->log_st.st_mtim.tv_nsec, lt, sizeof(lt));
+	pvg_format_time(f->art_st[0].st_mtim.tv_sec, f->art_st[0].st_mtim.tv_nsec, at, sizeof(at));
+	cJSON_AddStringToObject(ev, "log_mtime", lt);
+	cJSON_AddStringToObject(ev, "artifact_mtime", at);
+}
+
+static void roots_json(const struct pvg_strv *roots, cJSON *ev)
+{
+	if (!roots->n)
+		return;
+	cJSON *rj = cJSON_AddArrayToObject(ev, "build_roots");
+	for (size_t i = 0; i < roots->n; i++)
+		cJSON_AddItemToArray(rj, cJSON_CreateString(roots->v[i]));
+}
+
+/* Artifact i, newer than the log: a copy of the log's own output (its build time is then
+ * what sources are compared with), or written by the link the log ends with (the log's time
+ * is). Returns whether it is bound to the log; else *why_not says why not (NULL: nothing was
+ * found to compare). */
+static bool bind_newer_artifact(struct pvg_ctx *ctx, struct build_facts *f, size_t i, cJSON *ae,
+				cJSON *ev, char **why_not)
+{
+	const char *build = ctx->arts[i].a.build, *file = f->barts[i].file;
+	struct timespec built;
+	if (bound_by_content(ctx, &f->graph, &f->roots, build, file, &f->log_st, &f->art_st[i],
+			     &f->copied[i], &built, why_not, ae) == 1) {
+		char bt[48];
+		pvg_format_time(built.tv_sec, built.tv_nsec, bt, sizeof(bt));
+		pvg_json_add_str(ae, "copied_from", f->copied[i]);
+		pvg_json_add_str(ae, "built", bt);
+		if (i == 0)
+			pvg_json_add_str(ev, "copied_from", f->copied[i]);
+		f->barts[i].mtime = built;
+		return true;
+	}
+	_cleanup_free_ char *linked = NULL, *why_not_link = NULL;
+	if (bound_by_last_link(ctx, &f->log, &f->graph, &f->roots, ctx->cfg->build.log, build, file,
+			       &f->log_st, &f->art_st[i], &linked, &why_not_link, ae) == 1) {
+		if (i == 0)
+			pvg_json_add_str(ev, "written_by_last_link", linked);
+		f->by_last_link[i] = true;
+		/* every compile the log shows ran before its last line: sources are compared
+		 * with that */
+		f->barts[i].mtime = f->log_st.st_mtim;
+		return true;
+	}
+	if (why_not_link) {
+		free(*why_not);
+		*why_not = TAKE_PTR(why_not_link);
+	}
+	return false;
+}
+
+static void problem_stale_log(const struct pvg_ctx *ctx, const struct build_facts *f, size_t i,
+			      const char *why_not, struct pvg_result *res)
+{
+	const char *log = ctx->cfg->build.log, *build = ctx->arts[i].a.build;
+	char lb[160], lt[48], amt[48];
+	const char *al = pvg_ctx_art_label(ctx, i, lb, sizeof(lb));
+	pvg_format_time(f->log_st.st_mtim.tv_sec, f->log_st.st_mtim.tv_nsec, lt, sizeof(lt));
+	pvg_format_time(f->art_st[i].st_mtim.tv_sec, f->art_st[i].st_mtim.tv_nsec, amt, sizeof(amt));
+	if (why_not) {
+		pvg_problem(res, "build-log.stale-log",
+			    "keep the log of the build that produced the artifact (tee it every build), "
+			    "and copy with times kept (cp -p, install -p)",
+			    "%sbuild log %s (modified %s) is older than the artifact %s (modified %s), "
+			    "and %s",
+			    al, log, lt, build, amt, why_not);
+		return;
+	}
+	_cleanup_free_ char *where = f->roots.n ? pvg_strv_join_distinct(&f->roots, ", ")
+						: pvg_strdup("none named");
+	pvg_problem(res, "build-log.stale-log",
+		    "keep the log of the build that produced the artifact (tee it every build); copy "
+		    "the log and the artifact with their times kept (cp -p, install -p), or run "
+		    "provgate where the build tree is",
+		    "%sbuild log %s (modified %s) is older than the artifact %s (modified %s): either "
+		    "it is the log of an earlier build, or they were copied without keeping their "
+		    "times; the log's own link output of %s is not in the build tree it names (%s) "
+		    "to compare bytes with",
+		    al, log, lt, build, amt, f->barts[i].file, where);
+}
+
+/* The build writes its log up to and after the link step, so the log's last change can not
+ * precede the artifact's: an older log belongs to an earlier build, unless the artifact is a
+ * copy that lost its times, or the link the log ends with wrote it. */
+static struct log_outcome rule_log_of_this_build(struct pvg_ctx *ctx, struct build_facts *f,
+						 size_t i, cJSON *ae, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	if (!ts_before(f->log_st.st_mtim, f->art_st[i].st_mtim))
+		return outcome_since(res, from, PVG_PASS);
+	_cleanup_free_ char *why_not = NULL;
+	if (bind_newer_artifact(ctx, f, i, ae, res->evidence, &why_not))
+		return outcome_since(res, from, PVG_PASS);
+	problem_stale_log(ctx, f, i, why_not, res);
+	return outcome_since(res, from, PVG_FAIL);
+}
+
+/* evidence.artifacts[i]: name, build file and its time. */
+static cJSON *artifact_time_json(cJSON *arts_ev, const struct pvg_artifact *a,
+				 const struct stat *st)
+{
+	cJSON *ae = cJSON_CreateObject();
+	cJSON_AddItemToArray(arts_ev, ae);
+	pvg_json_add_str(ae, "name", a->name);
+	pvg_json_add_str(ae, "build", a->build);
+	char amt[48];
+	pvg_format_time(st->st_mtim.tv_sec, st->st_mtim.tv_nsec, amt, sizeof(amt));
+	pvg_json_add_str(ae, "mtime", amt);
+	return ae;
+}
+
+/* The artifacts as the decision sees them, each checked against the log's time. */
+static enum pvg_status bind_artifacts(struct pvg_ctx *ctx, struct build_facts *f,
+				      struct pvg_result *res)
+{
+	enum pvg_status st = PVG_PASS;
 	cJSON *arts_ev = cJSON_CreateArray();
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		const struct pvg_artifact *a = &ctx->arts[i].a;
-		barts[i] = (struct pvg_buildlog_artifact){
+		f->barts[i] = (struct pvg_buildlog_artifact){
 			.name = a->name, .build = a->build, .file = pvg_basename(a->build),
-			.arch = pvg_artifact_arch(cfg, a), .compiled = &a->compiled,
-			.mtime = art_st[i].st_mtim,
+			.arch = pvg_artifact_arch(ctx->cfg, a), .compiled = &a->compiled,
+			.mtime = f->art_st[i].st_mtim,
 		};
-		cJSON *ae = cJSON_CreateObject();
-		cJSON_AddItemToArray(arts_ev, ae);
-		pvg_json_add_str(ae, "name", a->name);
-		pvg_json_add_str(ae, "build", a->build);
-		char amt[48];
-		pvg_format_time(art_st[i].st_mtim.tv_sec, art_st[i].st_mtim.tv_nsec, amt, sizeof(amt));
-		pvg_json_add_str(ae, "mtime", amt);
-		if (!ts_before(log_st.st_mtim, art_st[i].st_mtim))
-			continue;
-		char lb[160];
-		const char *al = pvg_ctx_art_label(ctx, i, lb, sizeof(lb));
-		struct timespec built;
-		_cleanup_free_ char *why_not = NULL;
-		int bound = bound_by_content(ctx, &graph, &roots, a->build, barts[i].file, &log_st,
-					     &art_st[i], &copied[i], &built, &why_not, ae);
-		_cleanup_free_ char *linked = NULL, *why_not_link = NULL;
-		if (bound != 1 &&
-		    bound_by_last_link(ctx, &log, &graph, &roots, cfg->build.log, a->build,
-				       barts[i].file, &log_st, &art_st[i], &linked, &why_not_link,
-				       ae) == 1) {
-			if (i == 0)
-				pvg_json_add_str(res->evidence, "written_by_last_link", linked);
-			by_last_link[i] = true;
-			/* every compile the log shows ran before its last line: sources are compared
-			 * with that */
-			barts[i].mtime = log_st.st_mtim;
-			continue;
-		}
-		if (why_not_link) {
-			free(why_not);
-			why_not = TAKE_PTR(why_not_link);
-		}
-		if (bound == 1) {
-			char bt[48];
-			pvg_format_time(built.tv_sec, built.tv_nsec, bt, sizeof(bt));
-			pvg_json_add_str(ae, "copied_from", copied[i]);
-			pvg_json_add_str(ae, "built", bt);
-			if (i == 0)
-				pvg_json_add_str(res->evidence, "copied_from", copied[i]);
-			/* its build time, not the copy's, is what sources are compared with */
-			barts[i].mtime = built;
-			continue;
-		}
-		if (why_not) {
-			pvg_problem(res, "build-log.stale-log",
-				    "keep the log of the build that produced the artifact (tee it every "
-				    "build), and copy with times kept (cp -p, install -p)",
-				    "%sbuild log %s (modified %s) is older than the artifact %s (modified "
-				    "%s), and %s",
-				    al, cfg->build.log, lt, a->build, amt, why_not);
-		} else {
-			_cleanup_free_ char *where = roots.n ? pvg_strv_join_distinct(&roots, ", ")
-							     : pvg_strdup("none named");
-			pvg_problem(res, "build-log.stale-log",
-				    "keep the log of the build that produced the artifact (tee it every "
-				    "build); copy the log and the artifact with their times kept "
-				    "(cp -p, install -p), or run provgate where the build tree is",
-				    "%sbuild log %s (modified %s) is older than the artifact %s (modified "
-				    "%s): either it is the log of an earlier build, or they were copied "
-				    "without keeping their times; the log's own link output of %s is "
-				    "not in the build tree it names (%s) to compare bytes with",
-				    al, cfg->build.log, lt, a->build, amt, barts[i].file, where);
-		}
-		st = PVG_FAIL;
+		cJSON *ae = artifact_time_json(arts_ev, a, &f->art_st[i]);
+		st = pvg_status_worst(st, rule_log_of_this_build(ctx, f, i, ae, res).status);
 	}
-	if (multi || copied[0] || by_last_link[0])
+	if (ctx->n_arts > 1 || f->copied[0] || f->by_last_link[0])
 		cJSON_AddItemToObject(res->evidence, "artifacts", arts_ev);
 	else
 		cJSON_Delete(arts_ev);
+	return st;
+}
 
-	struct pvg_ninja_deps deps;
-	_cleanup_free_ char *deps_root = NULL;
-	bool have_deps = load_ninja_deps(&roots, &deps, &deps_root, res->evidence);
-
-	const struct pvg_scope *scope = NULL;
-	r = pvg_scope_get(ctx, &scope);
-	_cleanup_free_ const char **changed = NULL;
-	size_t n_changed = 0;
+/* The changed compiled sources are known (gate 2's change set); deleted ones are left out. */
+static struct log_outcome rule_change_set_known(struct pvg_ctx *ctx, struct build_facts *f,
+						struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	int r = pvg_scope_get(ctx, &f->scope);
+	const struct pvg_scope *scope = f->scope;
 	if (r < 0 || !scope) {
 		pvg_problem(res, "build-log.no-scope",
 			    "gate 2's change set is needed to know which sources must be in the log",
@@ -1433,95 +1787,131 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 			    scope && scope->msg.text ? scope->msg.text
 			    : r == -ENOSYS ? "the change set is not available in this version"
 					   : strerror(-r));
-		st = st == PVG_FAIL ? PVG_FAIL : PVG_UNVERIFIABLE;
-	} else {
-		changed = pvg_xcalloc(scope->n + 1, sizeof(*changed));
-		for (size_t i = 0; i < scope->n; i++)
-			if (scope->changes[i].cls == PVG_SCOPE_COMPILED && scope->changes[i].kind != 'D')
-				changed[n_changed++] = scope->changes[i].path;
+		return outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
+	f->changed = pvg_xcalloc(scope->n + 1, sizeof(*f->changed));
+	for (size_t i = 0; i < scope->n; i++)
+		if (scope->changes[i].cls == PVG_SCOPE_COMPILED && scope->changes[i].kind != 'D')
+			f->changed[f->n_changed++] = scope->changes[i].path;
+	return outcome_since(res, from, PVG_PASS);
+}
 
-	struct pvg_buildlog_counts counts = { 0 };
-	struct pvg_buildlog_request req = {
-		.log = &log,
-		.changed = changed,
-		.n_changed = n_changed,
-		.workdir = scope ? scope->workdir : cfg->source.repo,
-		.arch = arch,
-		.cuda = pvg_arch_is_cuda(arch),
-		.artifact_name = barts[0].file,
-		.max_unsupported_calls = cfg->build.max_unsupported_calls,
-		.artifact_mtime = barts[0].mtime,
-		.arts = barts,
-		.n_arts = ctx->n_arts,
-		.graph = &graph,
-		.ninja_deps = have_deps ? &deps : NULL,
-		.deps_root = deps_root,
-		.roots = (const char *const *)roots.v,
-		.n_roots = roots.n,
-		.hip_sources = &cfg->build.hip_sources,
-		.counts = &counts,
-	};
-	enum pvg_status cs = pvg_buildlog_check(&req, res);
-	if (cs == PVG_FAIL || st == PVG_FAIL)
-		st = PVG_FAIL;
-	else if (cs == PVG_UNVERIFIABLE || st == PVG_UNVERIFIABLE)
-		st = PVG_UNVERIFIABLE;
-
-	/* A change to Python dispatch code alone is legitimate: the log still has to prove it
-	 * built and linked this artifact cleanly, and gate 2 proves that no changed file fell
-	 * outside source.compiled unnoticed. */
-	pvg_json_add_int(res->evidence, "changed_compiled_sources", (int)n_changed);
-	if (!req.cuda) {
-		pvg_json_add_int(res->evidence, "changed_hipified", (int)counts.hipified);
-		pvg_json_add_int(res->evidence, "changed_hip_native", (int)counts.hip_native);
-	}
+/* The passing summary: what was compiled for which arch, and what was relinked. */
+static void summary_passed(const struct pvg_ctx *ctx, const struct build_facts *f, bool cuda,
+			   const struct pvg_buildlog_counts *counts, struct pvg_result *res)
+{
 	_cleanup_free_ char *names = NULL;
 	for (size_t i = 0; i < ctx->n_arts; i++) {
 		char *n = pvg_asprintf("%s%s%s", names ? names : "", names ? ", " : "",
-				       barts[i].file);
+				       f->barts[i].file);
 		free(names);
 		names = n;
 	}
-	const char *copy_note = copied[0] && !multi ? " (a copy of the log's own output)"
-				: by_last_link[0] && !multi
+	bool multi = ctx->n_arts > 1;
+	const char *copy_note = f->copied[0] && !multi ? " (a copy of the log's own output)"
+				: f->by_last_link[0] && !multi
 					? " (by the link command the log ends with)"
 					: "";
-	if (st == PVG_PASS && n_changed == 0)
+	if (f->n_changed == 0) {
 		pvg_summary(res, "no source.compiled file changed since the baseline; the log builds "
 				 "and links %s without errors%s",
 			    names, copy_note);
-	else if (st == PVG_PASS) {
-		/* each artifact's own arch: "gfx90a", or "gfx906, gfx90a" where entries differ */
-		struct pvg_strv archs = { 0 };
-		for (size_t i = 0; i < ctx->n_arts; i++)
-			pvg_strv_add_unique(&archs, pvg_artifact_arch(cfg, &ctx->arts[i].a));
-		_cleanup_free_ char *arch_list = pvg_strv_join_distinct(&archs, ", ");
-		pvg_strv_clear(&archs);
-		/* the counts the evidence holds (changed_hipified, changed_hip_native): a .hip or
-		 * .cpp needs no hipify, and a native-HIP .cu has none */
-		char how[96] = "";
-		if (!req.cuda && counts.hip_native)
-			snprintf(how, sizeof(how), " (%zu hipified, %zu HIP already)",
-				 counts.hipified, counts.hip_native);
-		else if (!req.cuda && counts.hipified)
-			snprintf(how, sizeof(how), " (%zu hipified)", counts.hipified);
-		pvg_summary(res, "%zu changed source%s compiled for %s%s; %s relinked%s", n_changed,
-			    n_changed == 1 ? "" : "s", arch_list, how, names, copy_note);
+		return;
 	}
+	/* each artifact's own arch: "gfx90a", or "gfx906, gfx90a" where entries differ */
+	struct pvg_strv archs = { 0 };
+	for (size_t i = 0; i < ctx->n_arts; i++)
+		pvg_strv_add_unique(&archs, pvg_artifact_arch(ctx->cfg, &ctx->arts[i].a));
+	_cleanup_free_ char *arch_list = pvg_strv_join_distinct(&archs, ", ");
+	pvg_strv_clear(&archs);
+	/* the counts the evidence holds (changed_hipified, changed_hip_native): a .hip or .cpp
+	 * needs no hipify, and a native-HIP .cu has none */
+	char how[96] = "";
+	if (!cuda && counts->hip_native)
+		snprintf(how, sizeof(how), " (%zu hipified, %zu HIP already)", counts->hipified,
+			 counts->hip_native);
+	else if (!cuda && counts->hipified)
+		snprintf(how, sizeof(how), " (%zu hipified)", counts->hipified);
+	pvg_summary(res, "%zu changed source%s compiled for %s%s; %s relinked%s", f->n_changed,
+		    f->n_changed == 1 ? "" : "s", arch_list, how, names, copy_note);
+}
+
+/* The decision over the log (pvg_buildlog_check), with the request made of the facts. */
+static enum pvg_status decide(struct pvg_ctx *ctx, struct build_facts *f, const char *arch,
+			      struct pvg_buildlog_counts *counts, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	struct pvg_buildlog_request req = {
+		.log = &f->log,
+		.changed = f->changed,
+		.n_changed = f->n_changed,
+		.workdir = f->scope ? f->scope->workdir : cfg->source.repo,
+		.arch = arch,
+		.cuda = pvg_arch_is_cuda(arch),
+		.artifact_name = f->barts[0].file,
+		.max_unsupported_calls = cfg->build.max_unsupported_calls,
+		.artifact_mtime = f->barts[0].mtime,
+		.arts = f->barts,
+		.n_arts = ctx->n_arts,
+		.graph = &f->graph,
+		.ninja_deps = f->have_deps ? &f->deps : NULL,
+		.deps_root = f->deps_root,
+		.roots = (const char *const *)f->roots.v,
+		.n_roots = f->roots.n,
+		.hip_sources = &cfg->build.hip_sources,
+		.counts = counts,
+	};
+	return pvg_buildlog_check(&req, res);
+}
+
+static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	struct log_outcome o = rule_configured(ctx, res);
+	if (o.status != PVG_PASS)
+		return o.status;
+	const char *arch = cfg->arch ? cfg->arch : pvg_artifact_arch(cfg, &ctx->arts[0].a);
+	bool cuda = pvg_arch_is_cuda(arch);
+	pvg_json_add_str(res->evidence, "log", cfg->build.log);
+	pvg_json_add_str(res->evidence, "arch", arch);
+
+	struct build_facts f = { .n_changed = 0 };
+	if ((o = rule_log_there(ctx, &f.log_st, res)).status != PVG_PASS)
+		return o.status;
+	f.art_st = pvg_xcalloc(ctx->n_arts, sizeof(*f.art_st));
+	f.barts = pvg_xcalloc(ctx->n_arts, sizeof(*f.barts));
+	f.copied = pvg_xcalloc(ctx->n_arts, sizeof(*f.copied));
+	f.by_last_link = pvg_xcalloc(ctx->n_arts, sizeof(*f.by_last_link));
+	pvg_buildlog_init(&f.log);
+	enum pvg_status st = rule_artifacts_built(ctx, f.art_st, res).status;
+	if (st == PVG_PASS) {
+		log_times_json(&f, res->evidence);
+		st = rule_log_readable(ctx, &f, res).status;
+	}
+	if (st != PVG_PASS) {
+		build_facts_release(ctx, &f);
+		return st;
+	}
+	roots_json(&f.roots, res->evidence);
+	st = bind_artifacts(ctx, &f, res);
+	f.have_deps = load_ninja_deps(&f.roots, &f.deps, &f.deps_root, res->evidence);
+	st = pvg_status_worst(st, rule_change_set_known(ctx, &f, res).status);
+
+	struct pvg_buildlog_counts counts = { 0 };
+	st = pvg_status_worst(st, decide(ctx, &f, arch, &counts, res));
+	/* A change to Python dispatch code alone is legitimate: the log still has to prove it
+	 * built and linked this artifact cleanly, and gate 2 proves that no changed file fell
+	 * outside source.compiled unnoticed. */
+	pvg_json_add_int(res->evidence, "changed_compiled_sources", (int)f.n_changed);
+	if (!cuda) {
+		pvg_json_add_int(res->evidence, "changed_hipified", (int)counts.hipified);
+		pvg_json_add_int(res->evidence, "changed_hip_native", (int)counts.hip_native);
+	}
+	if (st == PVG_PASS)
+		summary_passed(ctx, &f, cuda, &counts, res);
 	else
 		pvg_summary(res, "%s", res->n_problems ? res->problems[0].message : "did not pass");
-	if (have_deps)
-		pvg_ninja_deps_done(&deps);
-	for (size_t i = 0; i < ctx->n_arts; i++)
-		free(copied[i]);
-	free(copied);
-	free(by_last_link);
-	free(barts);
-	free(art_st);
-	pvg_strv_clear(&roots);
-	pvg_linkgraph_done(&graph);
-	pvg_buildlog_done(&log);
+	build_facts_release(ctx, &f);
 	return st;
 }
 

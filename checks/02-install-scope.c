@@ -5,6 +5,15 @@
  * mapped files must be at their install path with the work tree's bytes, deleted or
  * renamed-away mapped files must be gone from it, unknown files fail (default-deny), compiled
  * files are left to gates 1, 3 and 6, ignored files to nobody.
+ *
+ * Its rules (change_rules[] below), each on the facts of one change (struct change_facts):
+ *   installed-identical  a mapped file is at its install path with the work tree's bytes, a
+ *                        deleted one is gone (install-scope.not-installed, .differs,
+ *                        .deleted-still-installed, .unreadable, .submodule)
+ *   in-scope             a changed file is mapped, compiled or ignored (.unknown-scope)
+ *   old-path-removed     a rename's old install path is gone (.deleted-still-installed)
+ * and once for the change set, runtime-change: something changed that runtime loads
+ * (.no-changes). Problems of one code beyond MAX_PROBLEMS_PER_CODE are summed up in one.
  */
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -234,218 +243,319 @@ static enum pvg_status scope_error(struct pvg_result *res, const struct pvg_scop
 	return PVG_UNVERIFIABLE;
 }
 
-static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result *res)
+/* ---- the rules: what each changed file must show ---------------------------------------------- */
+
+/* What a rule found: its status, and how many problems it recorded in the result. */
+struct scope_outcome {
+	enum pvg_status status;
+	size_t problems;
+};
+
+/* How many problems of each capped code were seen (MAX_PROBLEMS_PER_CODE are written). */
+struct caps {
+	size_t count_of[ARRAY_SIZE(capped_codes)];
+};
+
+/* What was found about one change: its install verdict (and the comparison behind it), and
+ * for a rename, whether the old path is gone. */
+struct change_facts {
+	const struct pvg_change *change;
+	enum verdict verdict, old_verdict;
+	const struct compare_job *job; /* the comparison, or NULL when none was made */
+	int gone_err, old_err;         /* -errno of check_gone for the path and the old path */
+};
+
+static struct scope_outcome outcome_of(const struct pvg_result *res, size_t from,
+				       enum pvg_status status)
 {
-	const struct pvg_scope *s;
-	int r = pvg_scope_get(ctx, &s);
-	cJSON *ev = res->evidence;
+	return (struct scope_outcome){ status, res->n_problems - from };
+}
+
+static void problem_differs(const struct change_facts *f, struct pvg_result *res)
+{
+	const struct pvg_change *c = f->change;
+	const struct compare_job *j = f->job;
+	if (j && j->err)
+		pvg_problem(res, "install-scope.differs",
+			    "reinstall: the install location holds something else",
+			    "%s: installed %s %s", c->path, c->install_path, j->err_what);
+	else if (j && !j->work_hex[0])
+		pvg_problem(res, "install-scope.differs", "reinstall the changed files, then run again",
+			    "%s: installed copy %s differs (%" PRIu64 " bytes in the work tree, %" PRIu64
+			    " installed)",
+			    c->path, c->install_path, j->work_size, j->inst_size);
+	else if (j)
+		pvg_problem(res, "install-scope.differs", "reinstall the changed files, then run again",
+			    "%s: installed copy %s differs (sha256 %.12s… in the work tree, %.12s… "
+			    "installed)",
+			    c->path, c->install_path, j->work_hex, j->inst_hex);
+}
+
+/* A mapped file is at its install path with the work tree's bytes; a deleted one is gone. */
+static struct scope_outcome rule_installed_identical(const struct change_facts *f,
+						    struct caps *caps, struct pvg_result *res)
+{
+	const struct pvg_change *c = f->change;
+	const struct compare_job *j = f->job;
+	size_t from = res->n_problems;
+	switch (f->verdict) {
+	case V_NONE:
+	case V_SAME:
+	case V_GONE:
+		return outcome_of(res, from, PVG_PASS);
+	case V_MISSING:
+		if (under_cap(caps->count_of, 0))
+			pvg_problem(res, "install-scope.not-installed",
+				    "install it (pip install / cmake --install / your deploy copy) or "
+				    "fix install_map",
+				    "%s file %s is not installed: %s does not exist",
+				    kind_word(c->kind), c->path, c->install_path);
+		return outcome_of(res, from, PVG_FAIL);
+	case V_DIFFERS:
+		if (under_cap(caps->count_of, 1))
+			problem_differs(f, res);
+		return outcome_of(res, from, PVG_FAIL);
+	case V_STILL:
+		if (under_cap(caps->count_of, 2))
+			pvg_problem(res, "install-scope.deleted-still-installed",
+				    "remove it from the install location (a stale module can still be "
+				    "imported), or reinstall cleanly",
+				    "%s was deleted but is still installed at %s", c->path,
+				    c->install_path);
+		return outcome_of(res, from, PVG_FAIL);
+	case V_UNREADABLE:
+		if (under_cap(caps->count_of, 4))
+			pvg_problem(res, "install-scope.unreadable",
+				    "run provgate as a user that can read the work tree and the install "
+				    "location",
+				    "%s: cannot read %s: %s", c->path,
+				    j && !j->err_installed ? j->work : c->install_path,
+				    strerror(-(j ? j->err : f->gone_err)));
+		return outcome_of(res, from, PVG_UNVERIFIABLE);
+	case V_SUBMODULE:
+		if (under_cap(caps->count_of, 5))
+			pvg_problem(res, "install-scope.submodule",
+				    "map the submodule's runtime files individually, or ignore the "
+				    "submodule path",
+				    "%s is a submodule under an install_map prefix: its installation "
+				    "cannot be compared file by file",
+				    c->path);
+		return outcome_of(res, from, PVG_UNVERIFIABLE);
+	}
+	return outcome_of(res, from, PVG_PASS);
+}
+
+/* Default-deny: a changed file is mapped, compiled or ignored. */
+static struct scope_outcome rule_in_scope(const struct change_facts *f, struct caps *caps,
+					  struct pvg_result *res)
+{
+	const struct pvg_change *c = f->change;
+	size_t from = res->n_problems;
+	if (c->cls != PVG_SCOPE_UNKNOWN)
+		return outcome_of(res, from, PVG_PASS);
+	if (under_cap(caps->count_of, 3) && pvg_scope_is_build_state(c->path)) {
+		/* build state outside the artifact's build folder: say how to ignore it */
+		const char *slash = strchr(c->path, '/');
+		_cleanup_free_ char *hint =
+			slash ? pvg_asprintf("this is a build tool's state file, not a runtime file: "
+					     "add \"%.*s**\" (its build folder) or \"**/%s\" to "
+					     "source.ignore",
+					     (int)(slash - c->path + 1), c->path, pvg_basename(c->path))
+			      : pvg_asprintf("this is a build tool's state file, not a runtime file: "
+					     "add \"%s\" to source.ignore",
+					     c->path);
+		pvg_problem(res, "install-scope.unknown-scope", hint,
+			    "%s file %s is neither mapped, compiled nor ignored", kind_word(c->kind),
+			    c->path);
+	} else if (caps->count_of[3] <= MAX_PROBLEMS_PER_CODE) {
+		pvg_problem(res, "install-scope.unknown-scope",
+			    "add it to source.install_map (runtime file), source.compiled (built into "
+			    "the artifact) or source.ignore",
+			    "%s file %s is neither mapped, compiled nor ignored", kind_word(c->kind),
+			    c->path);
+	}
+	return outcome_of(res, from, PVG_FAIL);
+}
+
+/* The old path of a rename is gone from the install location. */
+static struct scope_outcome rule_old_path_removed(const struct change_facts *f, struct caps *caps,
+						  struct pvg_result *res)
+{
+	const struct pvg_change *c = f->change;
+	size_t from = res->n_problems;
+	if (f->old_verdict == V_STILL) {
+		if (under_cap(caps->count_of, 2))
+			pvg_problem(res, "install-scope.deleted-still-installed",
+				    "remove it from the install location (a stale module can still be "
+				    "imported), or reinstall cleanly",
+				    "%s was renamed to %s but is still installed at %s", c->old_path,
+				    c->path, c->old_install_path);
+		return outcome_of(res, from, PVG_FAIL);
+	}
+	if (f->old_verdict == V_UNREADABLE) {
+		if (under_cap(caps->count_of, 4))
+			pvg_problem(res, "install-scope.unreadable", NULL, "%s: cannot check %s: %s",
+				    c->old_path, c->old_install_path, strerror(-f->old_err));
+		return outcome_of(res, from, PVG_UNVERIFIABLE);
+	}
+	return outcome_of(res, from, PVG_PASS);
+}
+
+/* Gate 2's rules, in the order their problems are listed for each change. */
+static const struct change_rule {
+	const char *name;
+	struct scope_outcome (*check)(const struct change_facts *, struct caps *,
+				      struct pvg_result *);
+} change_rules[] = {
+	{ "installed-identical", rule_installed_identical }, /* same bytes, or gone if deleted */
+	{ "in-scope",            rule_in_scope },            /* mapped, compiled or ignored */
+	{ "old-path-removed",    rule_old_path_removed },    /* a rename's old install path */
+};
+
+/* Writes the "… and N more" problem of every code that reached its cap. */
+static void caps_problems(const struct caps *caps, struct pvg_result *res)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(capped_codes); k++)
+		if (caps->count_of[k] > MAX_PROBLEMS_PER_CODE)
+			pvg_problem(res, capped_codes[k], NULL, "… and %zu more files like the above",
+				    caps->count_of[k] - MAX_PROBLEMS_PER_CODE);
+}
+
+/* ---- the facts: what is at each install path --------------------------------------------------- */
+
+struct install_facts {
+	struct change_facts *f; /* one per change, in the change set's order */
+	struct compare_job *jobs;
+	size_t n, n_jobs;
+};
+
+/* Compares each mapped change with its install path (in parallel) and checks that deleted
+ * and renamed-away paths are gone. */
+static void install_facts_read(const struct pvg_scope *s, struct install_facts *out)
+{
+	*out = (struct install_facts){
+		.f = pvg_xcalloc(s->n, sizeof(*out->f)),
+		.jobs = pvg_xcalloc(s->n, sizeof(*out->jobs)),
+		.n = s->n,
+	};
+	size_t *job_of = pvg_xcalloc(s->n, sizeof(*job_of));
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pvg_change *c = &s->changes[i];
+		struct change_facts *f = &out->f[i];
+		f->change = c;
+		job_of[i] = SIZE_MAX;
+		if (c->cls == PVG_SCOPE_MAPPED) {
+			if (c->submodule)
+				f->verdict = V_SUBMODULE;
+			else if (c->kind == 'D')
+				f->verdict = check_gone(c->install_path, &f->gone_err);
+			else {
+				out->jobs[out->n_jobs] = (struct compare_job){
+					.change = c, .work = pvg_path_join(s->workdir, c->path)
+				};
+				job_of[i] = out->n_jobs++;
+			}
+		}
+		/* the old path of a rename must be gone, unless the work tree has it again */
+		if (c->old_install_path && !pvg_scope_find(s, c->old_path))
+			f->old_verdict = check_gone(c->old_install_path, &f->old_err);
+	}
+	compare_all(out->jobs, out->n_jobs);
+	for (size_t i = 0; i < s->n; i++) {
+		if (job_of[i] == SIZE_MAX)
+			continue;
+		out->f[i].job = &out->jobs[job_of[i]];
+		out->f[i].verdict = out->f[i].job->verdict;
+	}
+	free(job_of);
+}
+
+static void install_facts_release(struct install_facts *facts)
+{
+	for (size_t k = 0; k < facts->n_jobs; k++)
+		free(facts->jobs[k].work);
+	free(facts->jobs);
+	free(facts->f);
+}
+
+/* Was this change not proven installed (or removed)? For the summary's count. */
+static bool unproven(const struct change_facts *f)
+{
+	return (f->verdict != V_NONE && f->verdict != V_SAME && f->verdict != V_GONE) ||
+	       f->change->cls == PVG_SCOPE_UNKNOWN || f->old_verdict == V_STILL ||
+	       f->old_verdict == V_UNREADABLE;
+}
+
+/* ---- evidence and summary ---------------------------------------------------------------------- */
+
+static void scope_json(const struct pvg_scope *s, cJSON *ev)
+{
 	pvg_json_add_str(ev, "repo", s->workdir ? s->workdir : s->repo);
 	pvg_json_add_str(ev, "baseline", s->baseline);
 	pvg_json_add_str(ev, "head", s->head[0] ? s->head : NULL);
 	pvg_json_add_str(ev, "merge_base", s->merge_base[0] ? s->merge_base : NULL);
 	pvg_json_add_bool(ev, "shallow", s->shallow);
 	pvg_json_add_bool(ev, "include_uncommitted", s->include_uncommitted);
-	if (r < 0)
-		return scope_error(res, s);
+}
 
+static cJSON *counts_json(const struct pvg_scope *s, cJSON *ev)
+{
 	cJSON *counts = cJSON_AddObjectToObject(ev, "counts");
 	pvg_json_add_int(counts, "changed", (int)s->n);
 	for (int c = 0; c < PVG_SCOPE__N_CLASSES; c++)
 		pvg_json_add_int(counts, pvg_scope_class_name(c), (int)s->count[c]);
+	return counts;
+}
 
-	size_t runtime = s->count[PVG_SCOPE_MAPPED] + s->count[PVG_SCOPE_COMPILED] +
-			 s->count[PVG_SCOPE_UNKNOWN];
-	if (runtime == 0) {
-		/* nothing to prove is not a proof: usually the baseline already contains the change */
-		const char *hint = "check source.baseline: it must name the branch the change is based "
-				   "on (e.g. origin/main), not one that already contains it";
-		if (s->n == 0) {
-			pvg_problem(res, "install-scope.no-changes", hint,
-				    "no file changed between merge base %.12s and the work tree",
-				    s->merge_base);
-			pvg_summary(res, "nothing to prove: no changed files since %.12s",
-				    s->merge_base);
-		} else {
-			pvg_problem(res, "install-scope.no-changes", hint,
-				    "all %zu changed files are ignored (source.ignore): no runtime "
-				    "change to prove",
-				    s->n);
-			pvg_summary(res, "nothing to prove: all %zu changed files are ignored", s->n);
-		}
-		cJSON *list = cJSON_AddArrayToObject(ev, "changes");
-		for (size_t i = 0; i < s->n && i < MAX_LISTED_CHANGES; i++)
-			cJSON_AddItemToArray(list, change_json(ctx, &s->changes[i], V_NONE, V_NONE));
-		return PVG_UNVERIFIABLE;
-	}
-
-	/* Mapped files that exist in the work tree: compared in parallel. */
-	_cleanup_free_ struct compare_job *jobs = pvg_xcalloc(s->n, sizeof(*jobs));
-	_cleanup_free_ enum verdict *verdict = pvg_xcalloc(s->n, sizeof(*verdict));
-	_cleanup_free_ enum verdict *old_verdict = pvg_xcalloc(s->n, sizeof(*old_verdict));
-	_cleanup_free_ int *gone_err = pvg_xcalloc(s->n, sizeof(*gone_err));
-	_cleanup_free_ int *old_err = pvg_xcalloc(s->n, sizeof(*old_err));
-	_cleanup_free_ size_t *job_of = pvg_xcalloc(s->n, sizeof(*job_of));
-	size_t n_jobs = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		const struct pvg_change *c = &s->changes[i];
-		job_of[i] = SIZE_MAX;
-		if (c->cls == PVG_SCOPE_MAPPED) {
-			if (c->submodule)
-				verdict[i] = V_SUBMODULE;
-			else if (c->kind == 'D')
-				verdict[i] = check_gone(c->install_path, &gone_err[i]);
-			else {
-				jobs[n_jobs] = (struct compare_job){
-					.change = c, .work = pvg_path_join(s->workdir, c->path)
-				};
-				job_of[i] = n_jobs++;
-			}
-		}
-		/* the old path of a rename must be gone, unless the work tree has it again */
-		if (c->old_install_path && !pvg_scope_find(s, c->old_path))
-			old_verdict[i] = check_gone(c->old_install_path, &old_err[i]);
-	}
-	compare_all(jobs, n_jobs);
-
-	enum pvg_status st = PVG_PASS;
-	size_t count_of[ARRAY_SIZE(capped_codes)] = { 0 };
-	size_t n_same = 0, n_gone = 0, n_unproven = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		const struct pvg_change *c = &s->changes[i];
-		if (job_of[i] != SIZE_MAX)
-			verdict[i] = jobs[job_of[i]].verdict;
-		const struct compare_job *j = job_of[i] != SIZE_MAX ? &jobs[job_of[i]] : NULL;
-		switch (verdict[i]) {
-		case V_SAME:
-			n_same++;
-			break;
-		case V_GONE:
-			n_gone++;
-			break;
-		case V_MISSING:
-			st = PVG_FAIL;
-			if (under_cap(count_of, 0))
-				pvg_problem(res, "install-scope.not-installed",
-					    "install it (pip install / cmake --install / your deploy "
-					    "copy) or fix install_map",
-					    "%s file %s is not installed: %s does not exist",
-					    kind_word(c->kind), c->path, c->install_path);
-			break;
-		case V_DIFFERS:
-			st = PVG_FAIL;
-			if (!under_cap(count_of, 1))
-				break;
-			if (j && j->err)
-				pvg_problem(res, "install-scope.differs",
-					    "reinstall: the install location holds something else",
-					    "%s: installed %s %s", c->path, c->install_path,
-					    j->err_what);
-			else if (j && !j->work_hex[0])
-				pvg_problem(res, "install-scope.differs",
-					    "reinstall the changed files, then run again",
-					    "%s: installed copy %s differs (%" PRIu64 " bytes in the work "
-					    "tree, %" PRIu64 " installed)",
-					    c->path, c->install_path, j->work_size, j->inst_size);
-			else if (j)
-				pvg_problem(res, "install-scope.differs",
-					    "reinstall the changed files, then run again",
-					    "%s: installed copy %s differs (sha256 %.12s… in the work tree, "
-					    "%.12s… installed)",
-					    c->path, c->install_path, j->work_hex, j->inst_hex);
-			break;
-		case V_STILL:
-			st = PVG_FAIL;
-			if (under_cap(count_of, 2))
-				pvg_problem(res, "install-scope.deleted-still-installed",
-					    "remove it from the install location (a stale module can "
-					    "still be imported), or reinstall cleanly",
-					    "%s was deleted but is still installed at %s", c->path,
-					    c->install_path);
-			break;
-		case V_UNREADABLE:
-			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-			if (under_cap(count_of, 4)) {
-				int e = j ? j->err : gone_err[i];
-				pvg_problem(res, "install-scope.unreadable",
-					    "run provgate as a user that can read the work tree and the "
-					    "install location",
-					    "%s: cannot read %s: %s", c->path,
-					    j && !j->err_installed ? j->work : c->install_path,
-					    strerror(-e));
-			}
-			break;
-		case V_SUBMODULE:
-			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-			if (under_cap(count_of, 5))
-				pvg_problem(res, "install-scope.submodule",
-					    "map the submodule's runtime files individually, or ignore "
-					    "the submodule path",
-					    "%s is a submodule under an install_map prefix: its "
-					    "installation cannot be compared file by file",
-					    c->path);
-			break;
-		case V_NONE:
-			break;
-		}
-		if (c->cls == PVG_SCOPE_UNKNOWN) {
-			st = PVG_FAIL;
-			if (under_cap(count_of, 3) && pvg_scope_is_build_state(c->path)) {
-				/* build state outside the artifact's build folder: say how to ignore it */
-				const char *slash = strchr(c->path, '/');
-				_cleanup_free_ char *hint =
-					slash ? pvg_asprintf("this is a build tool's state file, not a "
-							     "runtime file: add \"%.*s**\" (its build "
-							     "folder) or \"**/%s\" to source.ignore",
-							     (int)(slash - c->path + 1), c->path,
-							     pvg_basename(c->path))
-					      : pvg_asprintf("this is a build tool's state file, not a "
-							     "runtime file: add \"%s\" to source.ignore",
-							     c->path);
-				pvg_problem(res, "install-scope.unknown-scope", hint,
-					    "%s file %s is neither mapped, compiled nor ignored",
-					    kind_word(c->kind), c->path);
-			} else if (count_of[3] <= MAX_PROBLEMS_PER_CODE) {
-				pvg_problem(res, "install-scope.unknown-scope",
-					    "add it to source.install_map (runtime file), "
-					    "source.compiled (built into the artifact) or source.ignore",
-					    "%s file %s is neither mapped, compiled nor ignored",
-					    kind_word(c->kind), c->path);
-			}
-		}
-		if (old_verdict[i] == V_STILL) {
-			st = PVG_FAIL;
-			if (under_cap(count_of, 2))
-				pvg_problem(res, "install-scope.deleted-still-installed",
-					    "remove it from the install location (a stale module can "
-					    "still be imported), or reinstall cleanly",
-					    "%s was renamed to %s but is still installed at %s",
-					    c->old_path, c->path, c->old_install_path);
-		} else if (old_verdict[i] == V_UNREADABLE) {
-			st = pvg_status_worst(st, PVG_UNVERIFIABLE);
-			if (under_cap(count_of, 4))
-				pvg_problem(res, "install-scope.unreadable", NULL,
-					    "%s: cannot check %s: %s", c->old_path,
-					    c->old_install_path, strerror(-old_err[i]));
-		}
-		bool unproven = (verdict[i] != V_NONE && verdict[i] != V_SAME && verdict[i] != V_GONE) ||
-				c->cls == PVG_SCOPE_UNKNOWN || old_verdict[i] == V_STILL ||
-				old_verdict[i] == V_UNREADABLE;
-		n_unproven += unproven;
-	}
-	for (size_t k = 0; k < ARRAY_SIZE(capped_codes); k++)
-		if (count_of[k] > MAX_PROBLEMS_PER_CODE)
-			pvg_problem(res, capped_codes[k], NULL, "… and %zu more files like the above",
-				    count_of[k] - MAX_PROBLEMS_PER_CODE);
-
+/* evidence.changes[]: the first MAX_LISTED_CHANGES, with their verdicts when facts is set. */
+static void changes_json(const struct pvg_ctx *ctx, const struct pvg_scope *s,
+			 const struct install_facts *facts, cJSON *ev)
+{
 	cJSON *list = cJSON_AddArrayToObject(ev, "changes");
 	for (size_t i = 0; i < s->n && i < MAX_LISTED_CHANGES; i++)
-		cJSON_AddItemToArray(list,
-				     change_json(ctx, &s->changes[i], verdict[i], old_verdict[i]));
-	pvg_json_add_int(ev, "changes_listed", (int)(s->n < MAX_LISTED_CHANGES ? s->n
-									 : MAX_LISTED_CHANGES));
+		cJSON_AddItemToArray(list, change_json(ctx, &s->changes[i],
+						       facts ? facts->f[i].verdict : V_NONE,
+						       facts ? facts->f[i].old_verdict : V_NONE));
+}
+
+/* Nothing to prove is not a proof: usually the baseline already contains the change. */
+static struct scope_outcome rule_runtime_change(const struct pvg_scope *s, struct pvg_result *res)
+{
+	size_t from = res->n_problems;
+	size_t runtime = s->count[PVG_SCOPE_MAPPED] + s->count[PVG_SCOPE_COMPILED] +
+			 s->count[PVG_SCOPE_UNKNOWN];
+	if (runtime != 0)
+		return outcome_of(res, from, PVG_PASS);
+	const char *hint = "check source.baseline: it must name the branch the change is based on "
+			   "(e.g. origin/main), not one that already contains it";
+	if (s->n == 0) {
+		pvg_problem(res, "install-scope.no-changes", hint,
+			    "no file changed between merge base %.12s and the work tree",
+			    s->merge_base);
+		pvg_summary(res, "nothing to prove: no changed files since %.12s", s->merge_base);
+	} else {
+		pvg_problem(res, "install-scope.no-changes", hint,
+			    "all %zu changed files are ignored (source.ignore): no runtime change to "
+			    "prove",
+			    s->n);
+		pvg_summary(res, "nothing to prove: all %zu changed files are ignored", s->n);
+	}
+	return outcome_of(res, from, PVG_UNVERIFIABLE);
+}
+
+static void install_summary(const struct pvg_ctx *ctx, const struct pvg_scope *s,
+			    const struct install_facts *facts, enum pvg_status st,
+			    struct pvg_result *res)
+{
+	size_t n_same = 0, n_gone = 0, n_unproven = 0;
+	for (size_t i = 0; i < facts->n; i++) {
+		n_same += facts->f[i].verdict == V_SAME;
+		n_gone += facts->f[i].verdict == V_GONE;
+		n_unproven += unproven(&facts->f[i]);
+	}
+	cJSON *counts = cJSON_GetObjectItem(res->evidence, "counts");
 	pvg_json_add_int(counts, "installed_identical", (int)n_same);
 	pvg_json_add_int(counts, "removed", (int)n_gone);
-
 	_cleanup_free_ char *into = ctx->n_arts > 1 && s->count[PVG_SCOPE_COMPILED]
 					    ? compiled_counts(ctx, s) : NULL;
 	if (st == PVG_PASS)
@@ -457,8 +567,39 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 	else
 		pvg_summary(res, "%zu of %zu changed files not proven installed: %s", n_unproven,
 			    s->n, res->problems[0].message);
-	for (size_t k = 0; k < n_jobs; k++)
-		free(jobs[k].work);
+}
+
+/* ---- the gate ------------------------------------------------------------------------------------ */
+
+static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	const struct pvg_scope *s;
+	int r = pvg_scope_get(ctx, &s);
+	cJSON *ev = res->evidence;
+	scope_json(s, ev);
+	if (r < 0)
+		return scope_error(res, s);
+	counts_json(s, ev);
+	struct scope_outcome o = rule_runtime_change(s, res);
+	if (o.status != PVG_PASS) {
+		changes_json(ctx, s, NULL, ev);
+		return o.status;
+	}
+
+	struct install_facts facts;
+	install_facts_read(s, &facts);
+	enum pvg_status st = PVG_PASS;
+	struct caps caps = { 0 };
+	for (size_t i = 0; i < facts.n; i++)
+		for (size_t k = 0; k < ARRAY_SIZE(change_rules); k++)
+			st = pvg_status_worst(st, change_rules[k].check(&facts.f[i], &caps, res).status);
+	caps_problems(&caps, res);
+
+	changes_json(ctx, s, &facts, ev);
+	pvg_json_add_int(ev, "changes_listed", (int)(s->n < MAX_LISTED_CHANGES ? s->n
+									 : MAX_LISTED_CHANGES));
+	install_summary(ctx, s, &facts, st, res);
+	install_facts_release(&facts);
 	return st;
 }
 
