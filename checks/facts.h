@@ -103,4 +103,6 @@ struct pvg_outcome pvg_outcome_since(struct pvg_result *res, size_t from, enum p
 /* Appends o's problems to res and returns o's status; o is left empty (a summary not taken
  * before is freed). */
 enum pvg_status pvg_outcome_report(struct pvg_result *res, struct pvg_outcome *o);
+/* pvg_outcome_report on a rule's return value: res gets its problems, the caller its status. */
+enum pvg_status pvg_outcome_into(struct pvg_result *res, struct pvg_outcome o);
 void pvg_outcome_clear(struct pvg_outcome *o);
