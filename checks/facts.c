@@ -353,6 +353,13 @@ enum pvg_status pvg_outcome_into(struct pvg_result *res, struct pvg_outcome o)
 	return pvg_outcome_report(res, &o);
 }
 
+enum pvg_status pvg_outcome_final(struct pvg_result *res, struct pvg_outcome o)
+{
+	if (o.summary)
+		pvg_summary(res, "%s", o.summary);
+	return pvg_outcome_report(res, &o);
+}
+
 struct pvg_outcome pvg_outcome_since(struct pvg_result *res, size_t from, enum pvg_status st)
 {
 	struct pvg_outcome o = { .status = st };

@@ -105,4 +105,7 @@ struct pvg_outcome pvg_outcome_since(struct pvg_result *res, size_t from, enum p
 enum pvg_status pvg_outcome_report(struct pvg_result *res, struct pvg_outcome *o);
 /* pvg_outcome_report on a rule's return value: res gets its problems, the caller its status. */
 enum pvg_status pvg_outcome_into(struct pvg_result *res, struct pvg_outcome o);
+/* The outcome of a rule that ends a gate's check (stop): its summary, when it has one, becomes
+ * res's, then as pvg_outcome_into. */
+enum pvg_status pvg_outcome_final(struct pvg_result *res, struct pvg_outcome o);
 void pvg_outcome_clear(struct pvg_outcome *o);
