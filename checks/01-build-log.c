@@ -778,51 +778,42 @@ static enum pvg_status check_header(const struct view *v, const char *rel, const
 
 /* ---- the rules over the log ------------------------------------------------------------------ */
 
-/* What a rule found: its status, and how many problems it recorded in the result. */
-struct log_outcome {
-	enum pvg_status status;
-	size_t problems;
-};
-
-static struct log_outcome outcome_since(const struct pvg_result *res, size_t from,
-					enum pvg_status status)
-{
-	return (struct log_outcome){ status, res->n_problems - from };
-}
+/* Each rule records its problems in res as it goes and returns them as a struct pvg_outcome
+ * (pvg_outcome_since); the caller puts them back with pvg_outcome_into. */
 
 /* The log holds something of a build (else nothing more is checked). */
-static struct log_outcome rule_log_not_empty(const struct view *v, struct pvg_result *res)
+static struct pvg_outcome rule_log_not_empty(const struct view *v, struct pvg_result *res)
 {
 	const struct pvg_buildlog *log = v->req->log;
 	size_t from = res->n_problems;
 	if (log->n_lines != 0 && (log->n_hipify != 0 || log->n_commands != 0 ||
 				  log->n_ninja_lines != 0 || log->n_failed != 0 ||
 				  log->n_errors != 0 || log->unsupported_calls >= 0))
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	pvg_problem(res, "build-log.empty-log",
 		    "point build.log at the output of the build (tee the whole build into it)",
 		    log->n_lines == 0 ? "the build log is empty"
 				      : "the build log (%zu lines) holds no hipify, ninja or compiler "
 					"lines",
 		    log->n_lines);
-	return outcome_since(res, from, PVG_FAIL);
+	return pvg_outcome_since(res, from, PVG_FAIL);
 }
 
 /* Everything the log holds was read. */
-static struct log_outcome rule_log_read_whole(const struct view *v, struct pvg_result *res)
+static struct pvg_outcome rule_log_read_whole(const struct view *v, struct pvg_result *res)
 {
 	size_t from = res->n_problems;
 	if (!v->req->log->truncated)
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	pvg_problem(res, "build-log.too-large", "split the log, or keep only this build's output in it",
 		    "the build log holds more hipify and command lines than provgate keeps (%u MiB); "
 		    "the rest was not read",
 		    PVG_BUILDLOG_KEEP_MAX >> 20);
-	return outcome_since(res, from, PVG_UNVERIFIABLE);
+	return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 }
 
 /* No failed build step and no compiler error. */
-static struct log_outcome rule_build_succeeded(const struct view *v, struct pvg_result *res)
+static struct pvg_outcome rule_build_succeeded(const struct view *v, struct pvg_result *res)
 {
 	const struct pvg_buildlog *log = v->req->log;
 	size_t from = res->n_problems;
@@ -834,35 +825,35 @@ static struct log_outcome rule_build_succeeded(const struct view *v, struct pvg_
 		pvg_problem(res, "build-log.compiler-error", "fix the error and rebuild",
 			    "compiler error: %s%s", log->errors[i],
 			    i == 0 && log->n_errors > log->n_errors_kept ? " (and more)" : "");
-	return outcome_since(res, from, log->n_failed || log->n_errors ? PVG_FAIL : PVG_PASS);
+	return pvg_outcome_since(res, from, log->n_failed || log->n_errors ? PVG_FAIL : PVG_PASS);
 }
 
 /* hipify's count of CUDA calls it could not translate is within build.max_unsupported_calls. */
-static struct log_outcome rule_unsupported_calls(const struct view *v, struct pvg_result *res)
+static struct pvg_outcome rule_unsupported_calls(const struct view *v, struct pvg_result *res)
 {
 	const struct pvg_buildlog_request *req = v->req;
 	size_t from = res->n_problems;
 	if (req->log->unsupported_calls <= req->max_unsupported_calls)
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	pvg_problem(res, "build-log.unsupported-calls",
 		    "replace the CUDA calls hipify cannot translate (it lists them after the count), "
 		    "or raise build.max_unsupported_calls deliberately",
 		    "hipify reported %ld unsupported CUDA function calls (allowed: %ld)",
 		    req->log->unsupported_calls, req->max_unsupported_calls);
-	return outcome_since(res, from, PVG_FAIL);
+	return pvg_outcome_since(res, from, PVG_FAIL);
 }
 
 /* Every link step of the log was followed. */
-static struct log_outcome rule_links_read_whole(const struct view *v, struct pvg_result *res)
+static struct pvg_outcome rule_links_read_whole(const struct view *v, struct pvg_result *res)
 {
 	size_t from = res->n_problems;
 	if (!v->g->truncated)
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	pvg_problem(res, "build-log.too-large", "split the log, or keep only this build's output in it",
 		    "the build log holds more link steps than provgate follows (%u, %u inputs in "
 		    "all); the rest was not read",
 		    PVG_LINKGRAPH_LINKS_MAX, PVG_LINKGRAPH_INPUTS_MAX);
-	return outcome_since(res, from, PVG_UNVERIFIABLE);
+	return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 }
 
 /* What the log shows of artifact i's link. */
@@ -889,7 +880,7 @@ static enum link_state art_link_state(const struct view *v, size_t i)
 }
 
 /* Each configured artifact has a build file and a link step in the log. */
-static struct log_outcome rule_artifacts_linked(const struct view *v, struct pvg_result *res)
+static struct pvg_outcome rule_artifacts_linked(const struct view *v, struct pvg_result *res)
 {
 	size_t from = res->n_problems;
 	enum pvg_status st = PVG_PASS;
@@ -919,14 +910,14 @@ static struct log_outcome rule_artifacts_linked(const struct view *v, struct pvg
 			break;
 		}
 	}
-	return outcome_since(res, from, st);
+	return pvg_outcome_since(res, from, st);
 }
 
 /* Gate 1's rules over the whole log, in the order their problems are listed; the rules over
  * each changed source follow (rule_changed_source). */
 static const struct log_rule {
 	const char *name;
-	struct log_outcome (*check)(const struct view *, struct pvg_result *);
+	struct pvg_outcome (*check)(const struct view *, struct pvg_result *);
 } log_rules[] = {
 	{ "read-whole",        rule_log_read_whole },    /* build-log.too-large */
 	{ "build-succeeded",   rule_build_succeeded },   /* .failed-step, .compiler-error */
@@ -939,19 +930,19 @@ static const struct log_rule {
 
 /* A changed source reached HIP: hipify ran on its current content, or it is HIP already (or
  * the arch is CUDA's: nothing to hipify). */
-static struct log_outcome rule_hipified(const struct view *v, const char *rel, bool header,
+static struct pvg_outcome rule_hipified(const struct view *v, const char *rel, bool header,
 					const struct pvg_hipify_line *h, const char *dst_rel,
 					cJSON *fe, struct pvg_result *res)
 {
 	const struct pvg_buildlog_request *req = v->req;
 	size_t from = res->n_problems;
 	if (req->cuda || (!h && !is_cuda_source(rel)))
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	if (h) {
 		hipify_json(fe, h);
 		if (req->counts && h->status != PVG_HIPIFY_IGNORED)
 			req->counts->hipified++;
-		return outcome_since(res, from, check_hipify(req, rel, h, dst_rel, res));
+		return pvg_outcome_since(res, from, check_hipify(req, rel, h, dst_rel, res));
 	}
 	_cleanup_free_ char *native = hip_native(req, rel, header);
 	if (native) {
@@ -959,14 +950,14 @@ static struct log_outcome rule_hipified(const struct view *v, const char *rel, b
 		pvg_json_add_str(fe, "hip_native", native);
 		if (req->counts)
 			req->counts->hip_native++;
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	}
 	pvg_problem(res, "build-log.not-hipified",
 		    "rebuild so that hipify runs on the changed file (hipify output must be in the "
 		    "log); a .cu that is HIP already is compiled with -x hip, or named in "
 		    "build.hip_sources",
 		    "changed %s has no hipify line in the log", rel);
-	return outcome_since(res, from, PVG_FAIL);
+	return pvg_outcome_since(res, from, PVG_FAIL);
 }
 
 /* The oldest of the artifacts a source went into (placed: their bits; 0: not known, all of
@@ -988,7 +979,7 @@ static const struct pvg_buildlog_artifact *oldest_artifact(const struct view *v,
 }
 
 /* A source edited after the link is not in the artifact, whatever the log says. */
-static struct log_outcome rule_source_not_newer(const struct view *v, const char *rel,
+static struct pvg_outcome rule_source_not_newer(const struct view *v, const char *rel,
 						uint64_t placed, struct pvg_result *res)
 {
 	size_t from = res->n_problems;
@@ -998,20 +989,20 @@ static struct log_outcome rule_source_not_newer(const struct view *v, const char
 	int64_t art_ns = oldest ? (int64_t)oldest->mtime.tv_sec * 1000000000 + oldest->mtime.tv_nsec
 				: 0;
 	if (!src || !art_ns || stat(src, &sst) != 0 || mtime_ns(&sst) <= art_ns)
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	char a[48], b[48], lb[160];
 	pvg_format_time(sst.st_mtim.tv_sec, -1, a, sizeof(a));
 	pvg_format_time(oldest->mtime.tv_sec, -1, b, sizeof(b));
 	pvg_problem(res, "build-log.source-newer", "rebuild: the artifact was built before the last edit",
 		    "%schanged %s was modified (%s) after the artifact was built (%s)",
 		    art_label(v, oldest - v->arts, lb, sizeof(lb)), rel, a, b);
-	return outcome_since(res, from, PVG_FAIL);
+	return pvg_outcome_since(res, from, PVG_FAIL);
 }
 
 /* One changed source: hipified (or HIP already), compiled for arch and linked after that (a
  * translation unit), its includers recompiled and relinked (a header), and not edited since
  * the artifact was built. Adds its evidence to files. */
-static struct log_outcome rule_changed_source(const struct view *v, const char *rel,
+static struct pvg_outcome rule_changed_source(const struct view *v, const char *rel,
 					      cJSON *files, struct pvg_result *res)
 {
 	const struct pvg_buildlog_request *req = v->req;
@@ -1024,7 +1015,8 @@ static struct log_outcome rule_changed_source(const struct view *v, const char *
 	const struct pvg_hipify_line *h = pvg_buildlog_find_hipify(req->log, rel);
 	_cleanup_free_ char *dst_rel = h && h->status != PVG_HIPIFY_IGNORED ? hipified_rel(h, rel)
 									    : NULL;
-	enum pvg_status st = rule_hipified(v, rel, header, h, dst_rel, fe, res).status;
+	enum pvg_status st =
+		pvg_outcome_into(res, rule_hipified(v, rel, header, h, dst_rel, fe, res));
 	uint64_t placed = 0;
 	if (header) {
 		st = pvg_status_worst(st, check_header(v, rel, dst_rel, h ? h->lineno : 0, fe, res));
@@ -1034,8 +1026,9 @@ static struct log_outcome rule_changed_source(const struct view *v, const char *
 			name = dst_rel ? dst_rel : h->dst;
 		st = pvg_status_worst(st, check_compile(v, rel, name, fe, res, &placed));
 	}
-	st = pvg_status_worst(st, rule_source_not_newer(v, rel, placed, res).status);
-	return outcome_since(res, from, st);
+	st = pvg_status_worst(st,
+			      pvg_outcome_into(res, rule_source_not_newer(v, rel, placed, res)));
+	return pvg_outcome_since(res, from, st);
 }
 
 /* ---- evidence of the log -------------------------------------------------------------------- */
@@ -1105,9 +1098,9 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 		.n_arts = req->n_arts ? req->n_arts : req->artifact_name ? 1 : 0,
 		.multi = req->n_arts > 1,
 	};
-	struct log_outcome o = rule_log_not_empty(&v, res);
-	if (o.status != PVG_PASS)
-		return o.status;
+	enum pvg_status not_empty = pvg_outcome_into(res, rule_log_not_empty(&v, res));
+	if (not_empty != PVG_PASS)
+		return not_empty;
 	struct pvg_linkgraph own_graph;
 	if (!v.g) {
 		pvg_linkgraph_build(req->log, &own_graph);
@@ -1118,11 +1111,12 @@ enum pvg_status pvg_buildlog_check(const struct pvg_buildlog_request *req, struc
 
 	enum pvg_status st = PVG_PASS;
 	for (size_t k = 0; k < ARRAY_SIZE(log_rules); k++)
-		st = pvg_status_worst(st, log_rules[k].check(&v, res).status);
+		st = pvg_status_worst(st, pvg_outcome_into(res, log_rules[k].check(&v, res)));
 	artifacts_link_json(&v, res->evidence);
 	cJSON *files = cJSON_AddArrayToObject(res->evidence, "files");
 	for (size_t i = 0; i < req->n_changed; i++)
-		st = pvg_status_worst(st, rule_changed_source(&v, req->changed[i], files, res).status);
+		st = pvg_status_worst(st, pvg_outcome_into(res, rule_changed_source(
+						      &v, req->changed[i], files, res)));
 	if (v.g == &own_graph)
 		pvg_linkgraph_done(&own_graph);
 	return st;
@@ -1556,7 +1550,7 @@ static void build_facts_release(const struct pvg_ctx *ctx, struct build_facts *f
 }
 
 /* build.log, every artifact's build file and every arch are set. */
-static struct log_outcome rule_configured(const struct pvg_ctx *ctx, struct pvg_result *res)
+static struct pvg_outcome rule_configured(const struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
 	size_t from = res->n_problems;
@@ -1566,7 +1560,7 @@ static struct log_outcome rule_configured(const struct pvg_ctx *ctx, struct pvg_
 		all_build &= ctx->arts[i].a.build != NULL;
 	}
 	if (cfg->build.log && all_build && all_arch)
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	const char *what = !cfg->build.log ? "build.log"
 			   : !all_build     ? (cfg->n_artifacts ? "an artifact's build"
 							       : "build.artifact")
@@ -1575,11 +1569,11 @@ static struct log_outcome rule_configured(const struct pvg_ctx *ctx, struct pvg_
 	pvg_problem(res, "build-log.not-configured",
 		    "set build.log (the build's output), build.artifact and arch",
 		    "no build log to check: %s is not set", what);
-	return outcome_since(res, from, PVG_UNVERIFIABLE);
+	return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 }
 
 /* Every artifact's build file is there (missing: fail; unreadable: unverifiable). */
-static struct log_outcome rule_artifacts_built(const struct pvg_ctx *ctx, struct stat *art_st,
+static struct pvg_outcome rule_artifacts_built(const struct pvg_ctx *ctx, struct stat *art_st,
 					       struct pvg_result *res)
 {
 	size_t from = res->n_problems;
@@ -1597,27 +1591,27 @@ static struct log_outcome rule_artifacts_built(const struct pvg_ctx *ctx, struct
 			    "%sbuild artifact %s: %s", al, build, strerror(e));
 		st = pvg_status_worst(st, e == ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE);
 	}
-	return outcome_since(res, from, st);
+	return pvg_outcome_since(res, from, st);
 }
 
 /* The build log is there (its time is the one artifacts are compared with). */
-static struct log_outcome rule_log_there(const struct pvg_ctx *ctx, struct stat *log_st,
+static struct pvg_outcome rule_log_there(const struct pvg_ctx *ctx, struct stat *log_st,
 					 struct pvg_result *res)
 {
 	const char *path = ctx->cfg->build.log;
 	size_t from = res->n_problems;
 	if (stat(path, log_st) == 0)
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	int e = errno;
 	pvg_summary(res, "cannot read the build log");
 	pvg_problem(res, "build-log.unreadable", e == ENOENT ? "tee the build's output into build.log"
 							    : NULL,
 		    "build log %s: %s", path, strerror(e));
-	return outcome_since(res, from, PVG_UNVERIFIABLE);
+	return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 }
 
 /* The build log can be read: parses it, with its link graph and the build folders it names. */
-static struct log_outcome rule_log_readable(const struct pvg_ctx *ctx, struct build_facts *f,
+static struct pvg_outcome rule_log_readable(const struct pvg_ctx *ctx, struct build_facts *f,
 					    struct pvg_result *res)
 {
 	const char *path = ctx->cfg->build.log;
@@ -1627,11 +1621,11 @@ static struct log_outcome rule_log_readable(const struct pvg_ctx *ctx, struct bu
 		pvg_summary(res, "cannot read the build log: %s", strerror(-r));
 		pvg_problem(res, "build-log.unreadable", NULL, "build log %s: %s", path,
 			    strerror(-r));
-		return outcome_since(res, from, PVG_UNVERIFIABLE);
+		return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
 	pvg_linkgraph_build(&f->log, &f->graph);
 	build_roots(&f->log, &f->graph, &f->roots);
-	return outcome_since(res, from, PVG_PASS);
+	return pvg_outcome_since(res, from, PVG_PASS);
 }
 
 static void log_times_json(const struct build_facts *f, cJSON *ev)
@@ -1723,17 +1717,17 @@ static void problem_stale_log(const struct pvg_ctx *ctx, const struct build_fact
 /* The build writes its log up to and after the link step, so the log's last change can not
  * precede the artifact's: an older log belongs to an earlier build, unless the artifact is a
  * copy that lost its times, or the link the log ends with wrote it. */
-static struct log_outcome rule_log_of_this_build(struct pvg_ctx *ctx, struct build_facts *f,
+static struct pvg_outcome rule_log_of_this_build(struct pvg_ctx *ctx, struct build_facts *f,
 						 size_t i, cJSON *ae, struct pvg_result *res)
 {
 	size_t from = res->n_problems;
 	if (!ts_before(f->log_st.st_mtim, f->art_st[i].st_mtim))
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	_cleanup_free_ char *why_not = NULL;
 	if (bind_newer_artifact(ctx, f, i, ae, res->evidence, &why_not))
-		return outcome_since(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	problem_stale_log(ctx, f, i, why_not, res);
-	return outcome_since(res, from, PVG_FAIL);
+	return pvg_outcome_since(res, from, PVG_FAIL);
 }
 
 /* evidence.artifacts[i]: name, build file and its time. */
@@ -1764,7 +1758,8 @@ static enum pvg_status bind_artifacts(struct pvg_ctx *ctx, struct build_facts *f
 			.mtime = f->art_st[i].st_mtim,
 		};
 		cJSON *ae = artifact_time_json(arts_ev, a, &f->art_st[i]);
-		st = pvg_status_worst(st, rule_log_of_this_build(ctx, f, i, ae, res).status);
+		st = pvg_status_worst(
+			st, pvg_outcome_into(res, rule_log_of_this_build(ctx, f, i, ae, res)));
 	}
 	if (ctx->n_arts > 1 || f->copied[0] || f->by_last_link[0])
 		cJSON_AddItemToObject(res->evidence, "artifacts", arts_ev);
@@ -1774,7 +1769,7 @@ static enum pvg_status bind_artifacts(struct pvg_ctx *ctx, struct build_facts *f
 }
 
 /* The changed compiled sources are known (gate 2's change set); deleted ones are left out. */
-static struct log_outcome rule_change_set_known(struct pvg_ctx *ctx, struct build_facts *f,
+static struct pvg_outcome rule_change_set_known(struct pvg_ctx *ctx, struct build_facts *f,
 						struct pvg_result *res)
 {
 	size_t from = res->n_problems;
@@ -1787,13 +1782,13 @@ static struct log_outcome rule_change_set_known(struct pvg_ctx *ctx, struct buil
 			    scope && scope->msg.text ? scope->msg.text
 			    : r == -ENOSYS ? "the change set is not available in this version"
 					   : strerror(-r));
-		return outcome_since(res, from, PVG_UNVERIFIABLE);
+		return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
 	f->changed = pvg_xcalloc(scope->n + 1, sizeof(*f->changed));
 	for (size_t i = 0; i < scope->n; i++)
 		if (scope->changes[i].cls == PVG_SCOPE_COMPILED && scope->changes[i].kind != 'D')
 			f->changed[f->n_changed++] = scope->changes[i].path;
-	return outcome_since(res, from, PVG_PASS);
+	return pvg_outcome_since(res, from, PVG_PASS);
 }
 
 /* The passing summary: what was compiled for which arch, and what was relinked. */
@@ -1867,26 +1862,26 @@ static enum pvg_status decide(struct pvg_ctx *ctx, struct build_facts *f, const 
 static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res)
 {
 	const struct pvg_config *cfg = ctx->cfg;
-	struct log_outcome o = rule_configured(ctx, res);
-	if (o.status != PVG_PASS)
-		return o.status;
+	enum pvg_status st = pvg_outcome_into(res, rule_configured(ctx, res));
+	if (st != PVG_PASS)
+		return st;
 	const char *arch = cfg->arch ? cfg->arch : pvg_artifact_arch(cfg, &ctx->arts[0].a);
 	bool cuda = pvg_arch_is_cuda(arch);
 	pvg_json_add_str(res->evidence, "log", cfg->build.log);
 	pvg_json_add_str(res->evidence, "arch", arch);
 
 	struct build_facts f = { .n_changed = 0 };
-	if ((o = rule_log_there(ctx, &f.log_st, res)).status != PVG_PASS)
-		return o.status;
+	if ((st = pvg_outcome_into(res, rule_log_there(ctx, &f.log_st, res))) != PVG_PASS)
+		return st;
 	f.art_st = pvg_xcalloc(ctx->n_arts, sizeof(*f.art_st));
 	f.barts = pvg_xcalloc(ctx->n_arts, sizeof(*f.barts));
 	f.copied = pvg_xcalloc(ctx->n_arts, sizeof(*f.copied));
 	f.by_last_link = pvg_xcalloc(ctx->n_arts, sizeof(*f.by_last_link));
 	pvg_buildlog_init(&f.log);
-	enum pvg_status st = rule_artifacts_built(ctx, f.art_st, res).status;
+	st = pvg_outcome_into(res, rule_artifacts_built(ctx, f.art_st, res));
 	if (st == PVG_PASS) {
 		log_times_json(&f, res->evidence);
-		st = rule_log_readable(ctx, &f, res).status;
+		st = pvg_outcome_into(res, rule_log_readable(ctx, &f, res));
 	}
 	if (st != PVG_PASS) {
 		build_facts_release(ctx, &f);
@@ -1895,7 +1890,7 @@ static enum pvg_status run_build_log(struct pvg_ctx *ctx, struct pvg_result *res
 	roots_json(&f.roots, res->evidence);
 	st = bind_artifacts(ctx, &f, res);
 	f.have_deps = load_ninja_deps(&f.roots, &f.deps, &f.deps_root, res->evidence);
-	st = pvg_status_worst(st, rule_change_set_known(ctx, &f, res).status);
+	st = pvg_status_worst(st, pvg_outcome_into(res, rule_change_set_known(ctx, &f, res)));
 
 	struct pvg_buildlog_counts counts = { 0 };
 	st = pvg_status_worst(st, decide(ctx, &f, arch, &counts, res));

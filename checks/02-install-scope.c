@@ -245,12 +245,6 @@ static enum pvg_status scope_error(struct pvg_result *res, const struct pvg_scop
 
 /* ---- the rules: what each changed file must show ---------------------------------------------- */
 
-/* What a rule found: its status, and how many problems it recorded in the result. */
-struct scope_outcome {
-	enum pvg_status status;
-	size_t problems;
-};
-
 /* How many problems of each capped code were seen (MAX_PROBLEMS_PER_CODE are written). */
 struct caps {
 	size_t count_of[ARRAY_SIZE(capped_codes)];
@@ -264,12 +258,6 @@ struct change_facts {
 	const struct compare_job *job; /* the comparison, or NULL when none was made */
 	int gone_err, old_err;         /* -errno of check_gone for the path and the old path */
 };
-
-static struct scope_outcome outcome_of(const struct pvg_result *res, size_t from,
-				       enum pvg_status status)
-{
-	return (struct scope_outcome){ status, res->n_problems - from };
-}
 
 static void problem_differs(const struct change_facts *f, struct pvg_result *res)
 {
@@ -292,8 +280,8 @@ static void problem_differs(const struct change_facts *f, struct pvg_result *res
 }
 
 /* A mapped file is at its install path with the work tree's bytes; a deleted one is gone. */
-static struct scope_outcome rule_installed_identical(const struct change_facts *f,
-						    struct caps *caps, struct pvg_result *res)
+static struct pvg_outcome rule_installed_identical(const struct change_facts *f,
+						  struct caps *caps, struct pvg_result *res)
 {
 	const struct pvg_change *c = f->change;
 	const struct compare_job *j = f->job;
@@ -302,7 +290,7 @@ static struct scope_outcome rule_installed_identical(const struct change_facts *
 	case V_NONE:
 	case V_SAME:
 	case V_GONE:
-		return outcome_of(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	case V_MISSING:
 		if (under_cap(caps->count_of, 0))
 			pvg_problem(res, "install-scope.not-installed",
@@ -310,11 +298,11 @@ static struct scope_outcome rule_installed_identical(const struct change_facts *
 				    "fix install_map",
 				    "%s file %s is not installed: %s does not exist",
 				    kind_word(c->kind), c->path, c->install_path);
-		return outcome_of(res, from, PVG_FAIL);
+		return pvg_outcome_since(res, from, PVG_FAIL);
 	case V_DIFFERS:
 		if (under_cap(caps->count_of, 1))
 			problem_differs(f, res);
-		return outcome_of(res, from, PVG_FAIL);
+		return pvg_outcome_since(res, from, PVG_FAIL);
 	case V_STILL:
 		if (under_cap(caps->count_of, 2))
 			pvg_problem(res, "install-scope.deleted-still-installed",
@@ -322,7 +310,7 @@ static struct scope_outcome rule_installed_identical(const struct change_facts *
 				    "imported), or reinstall cleanly",
 				    "%s was deleted but is still installed at %s", c->path,
 				    c->install_path);
-		return outcome_of(res, from, PVG_FAIL);
+		return pvg_outcome_since(res, from, PVG_FAIL);
 	case V_UNREADABLE:
 		if (under_cap(caps->count_of, 4))
 			pvg_problem(res, "install-scope.unreadable",
@@ -331,7 +319,7 @@ static struct scope_outcome rule_installed_identical(const struct change_facts *
 				    "%s: cannot read %s: %s", c->path,
 				    j && !j->err_installed ? j->work : c->install_path,
 				    strerror(-(j ? j->err : f->gone_err)));
-		return outcome_of(res, from, PVG_UNVERIFIABLE);
+		return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 	case V_SUBMODULE:
 		if (under_cap(caps->count_of, 5))
 			pvg_problem(res, "install-scope.submodule",
@@ -340,19 +328,19 @@ static struct scope_outcome rule_installed_identical(const struct change_facts *
 				    "%s is a submodule under an install_map prefix: its installation "
 				    "cannot be compared file by file",
 				    c->path);
-		return outcome_of(res, from, PVG_UNVERIFIABLE);
+		return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
-	return outcome_of(res, from, PVG_PASS);
+	return pvg_outcome_since(res, from, PVG_PASS);
 }
 
 /* Default-deny: a changed file is mapped, compiled or ignored. */
-static struct scope_outcome rule_in_scope(const struct change_facts *f, struct caps *caps,
-					  struct pvg_result *res)
+static struct pvg_outcome rule_in_scope(const struct change_facts *f, struct caps *caps,
+					struct pvg_result *res)
 {
 	const struct pvg_change *c = f->change;
 	size_t from = res->n_problems;
 	if (c->cls != PVG_SCOPE_UNKNOWN)
-		return outcome_of(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	if (under_cap(caps->count_of, 3) && pvg_scope_is_build_state(c->path)) {
 		/* build state outside the artifact's build folder: say how to ignore it */
 		const char *slash = strchr(c->path, '/');
@@ -374,12 +362,12 @@ static struct scope_outcome rule_in_scope(const struct change_facts *f, struct c
 			    "%s file %s is neither mapped, compiled nor ignored", kind_word(c->kind),
 			    c->path);
 	}
-	return outcome_of(res, from, PVG_FAIL);
+	return pvg_outcome_since(res, from, PVG_FAIL);
 }
 
 /* The old path of a rename is gone from the install location. */
-static struct scope_outcome rule_old_path_removed(const struct change_facts *f, struct caps *caps,
-						  struct pvg_result *res)
+static struct pvg_outcome rule_old_path_removed(const struct change_facts *f, struct caps *caps,
+						struct pvg_result *res)
 {
 	const struct pvg_change *c = f->change;
 	size_t from = res->n_problems;
@@ -390,22 +378,22 @@ static struct scope_outcome rule_old_path_removed(const struct change_facts *f, 
 				    "imported), or reinstall cleanly",
 				    "%s was renamed to %s but is still installed at %s", c->old_path,
 				    c->path, c->old_install_path);
-		return outcome_of(res, from, PVG_FAIL);
+		return pvg_outcome_since(res, from, PVG_FAIL);
 	}
 	if (f->old_verdict == V_UNREADABLE) {
 		if (under_cap(caps->count_of, 4))
 			pvg_problem(res, "install-scope.unreadable", NULL, "%s: cannot check %s: %s",
 				    c->old_path, c->old_install_path, strerror(-f->old_err));
-		return outcome_of(res, from, PVG_UNVERIFIABLE);
+		return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
-	return outcome_of(res, from, PVG_PASS);
+	return pvg_outcome_since(res, from, PVG_PASS);
 }
 
 /* Gate 2's rules, in the order their problems are listed for each change. */
 static const struct change_rule {
 	const char *name;
-	struct scope_outcome (*check)(const struct change_facts *, struct caps *,
-				      struct pvg_result *);
+	struct pvg_outcome (*check)(const struct change_facts *, struct caps *,
+				    struct pvg_result *);
 } change_rules[] = {
 	{ "installed-identical", rule_installed_identical }, /* same bytes, or gone if deleted */
 	{ "in-scope",            rule_in_scope },            /* mapped, compiled or ignored */
@@ -519,13 +507,13 @@ static void changes_json(const struct pvg_ctx *ctx, const struct pvg_scope *s,
 }
 
 /* Nothing to prove is not a proof: usually the baseline already contains the change. */
-static struct scope_outcome rule_runtime_change(const struct pvg_scope *s, struct pvg_result *res)
+static struct pvg_outcome rule_runtime_change(const struct pvg_scope *s, struct pvg_result *res)
 {
 	size_t from = res->n_problems;
 	size_t runtime = s->count[PVG_SCOPE_MAPPED] + s->count[PVG_SCOPE_COMPILED] +
 			 s->count[PVG_SCOPE_UNKNOWN];
 	if (runtime != 0)
-		return outcome_of(res, from, PVG_PASS);
+		return pvg_outcome_since(res, from, PVG_PASS);
 	const char *hint = "check source.baseline: it must name the branch the change is based on "
 			   "(e.g. origin/main), not one that already contains it";
 	if (s->n == 0) {
@@ -540,7 +528,7 @@ static struct scope_outcome rule_runtime_change(const struct pvg_scope *s, struc
 			    s->n);
 		pvg_summary(res, "nothing to prove: all %zu changed files are ignored", s->n);
 	}
-	return outcome_of(res, from, PVG_UNVERIFIABLE);
+	return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 }
 
 static void install_summary(const struct pvg_ctx *ctx, const struct pvg_scope *s,
@@ -580,10 +568,10 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 	if (r < 0)
 		return scope_error(res, s);
 	counts_json(s, ev);
-	struct scope_outcome o = rule_runtime_change(s, res);
-	if (o.status != PVG_PASS) {
+	enum pvg_status runtime = pvg_outcome_into(res, rule_runtime_change(s, res));
+	if (runtime != PVG_PASS) {
 		changes_json(ctx, s, NULL, ev);
-		return o.status;
+		return runtime;
 	}
 
 	struct install_facts facts;
@@ -592,7 +580,8 @@ static enum pvg_status run_install_scope(struct pvg_ctx *ctx, struct pvg_result 
 	struct caps caps = { 0 };
 	for (size_t i = 0; i < facts.n; i++)
 		for (size_t k = 0; k < ARRAY_SIZE(change_rules); k++)
-			st = pvg_status_worst(st, change_rules[k].check(&facts.f[i], &caps, res).status);
+			st = pvg_status_worst(st, pvg_outcome_into(res, change_rules[k].check(
+							  &facts.f[i], &caps, res)));
 	caps_problems(&caps, res);
 
 	changes_json(ctx, s, &facts, ev);

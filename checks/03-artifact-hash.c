@@ -5,6 +5,17 @@
  * build's and hashed on a thread of its own, while the main thread goes on with gates 1 and 2
  * and then prepares the later ones. Equal bytes share the digest; each identity and digest
  * comes from the fd that was fstat'ed and read.
+ *
+ * Its rules, each artifact in turn (hash_one), each stopping the artifact's check when it
+ * does not pass:
+ *   build-configured  build.artifact is set                       .not-configured
+ *   install-located   the installed file is known (or the module) .not-configured,
+ *                                                                 .module-not-found,
+ *                                                                 .python-failed
+ *   pair-hashed       the two files could be hashed at all        .read-error
+ *   sides-read        each side was read whole                    .too-large, .sparse, ...
+ *   not-empty         neither side is 0 bytes                     .empty
+ *   same-digest       both have one sha256                        .mismatch
  */
 #include <sys/stat.h>
 
@@ -29,9 +40,9 @@ static cJSON *file_json(const struct pvg_file_id *id, bool full)
 	return o;
 }
 
-/* Explains why one side could not be hashed; returns the status that follows from it. */
-static enum pvg_status side_problem(struct pvg_result *res, const char *side,
-				    const struct pvg_file_id *id, const struct pvg_file_id *other)
+/* Explains in o why one side could not be hashed, with the status that follows from it. */
+static void side_problem(struct pvg_outcome *o, const char *side, const struct pvg_file_id *id,
+			 const struct pvg_file_id *other)
 {
 	int e = -id->err; /* positive, for the comparisons below */
 	if (id->too_large || id->sparse) {
@@ -45,105 +56,185 @@ static enum pvg_status side_problem(struct pvg_result *res, const char *side,
 				: pvg_asprintf("is %" PRIu64 " bytes of which %" PRIu64 " are data: "
 					       "mostly holes, a sparse file and no library", id->size,
 					       id->data_bytes);
-		pvg_problem(res, id->too_large ? "artifact-hash.too-large" : "artifact-hash.sparse",
-			    id->too_large ? "point the config at the library itself, or raise "
-					    "install.max_artifact_size if it really is this large"
-					  : "reinstall the artifact: a library is written whole, never "
-					    "as holes",
-			    "%s artifact %s %s; not read%s", side, id->path, why,
-			    differ ? ", and its size differs from the other side's" : "");
-		return differ ? PVG_FAIL : PVG_UNVERIFIABLE;
+		pvg_outcome_problem(o, differ ? PVG_FAIL : PVG_UNVERIFIABLE,
+				    id->too_large ? "artifact-hash.too-large" : "artifact-hash.sparse",
+				    id->too_large ? "point the config at the library itself, or raise "
+						    "install.max_artifact_size if it really is this large"
+						  : "reinstall the artifact: a library is written whole, never "
+						    "as holes",
+				    "%s artifact %s %s; not read%s", side, id->path, why,
+				    differ ? ", and its size differs from the other side's" : "");
+		return;
 	}
 	if (e == ENOENT || e == ENOTDIR) {
-		pvg_problem(res,
-			    strcmp(side, "build") == 0 ? "artifact-hash.build-missing"
-						       : "artifact-hash.installed-missing",
-			    strcmp(side, "build") == 0
-				    ? "build the artifact, or fix build.artifact in the config"
-				    : "install the artifact (cmake --install / pip install), or fix "
-				      "install.artifact",
-			    "%s artifact %s does not exist", side, id->path);
-		return PVG_FAIL;
+		pvg_outcome_problem(o, PVG_FAIL,
+				    strcmp(side, "build") == 0 ? "artifact-hash.build-missing"
+							       : "artifact-hash.installed-missing",
+				    strcmp(side, "build") == 0
+					    ? "build the artifact, or fix build.artifact in the config"
+					    : "install the artifact (cmake --install / pip install), or fix "
+					      "install.artifact",
+				    "%s artifact %s does not exist", side, id->path);
+		return;
 	}
 	if (e == EISDIR || e == EINVAL) {
-		pvg_problem(res, "artifact-hash.not-regular-file",
-			    "point the config at the shared library file itself",
-			    "%s artifact %s %s", side, id->path, id->err_what);
-		return PVG_FAIL;
+		pvg_outcome_problem(o, PVG_FAIL, "artifact-hash.not-regular-file",
+				    "point the config at the shared library file itself",
+				    "%s artifact %s %s", side, id->path, id->err_what);
+		return;
 	}
 	if (e == EACCES || e == EPERM) {
-		pvg_problem(res, "artifact-hash.unreadable",
-			    "run provgate as a user that can read the artifact",
-			    "%s artifact %s cannot be read: %s", side, id->path, strerror(e));
-		return PVG_UNVERIFIABLE;
+		pvg_outcome_problem(o, PVG_UNVERIFIABLE, "artifact-hash.unreadable",
+				    "run provgate as a user that can read the artifact",
+				    "%s artifact %s cannot be read: %s", side, id->path, strerror(e));
+		return;
 	}
-	pvg_problem(res, "artifact-hash.read-error",
-		    e == EAGAIN ? "something is still writing the artifact; wait for the build or "
-				  "install to finish and run again"
-				: NULL,
-		    "%s artifact %s: %s (%s)", side, id->path,
-		    e == EAGAIN ? "file size changed while it was being read" : strerror(e),
-		    id->err_what ? id->err_what : "read");
-	return PVG_UNVERIFIABLE;
+	pvg_outcome_problem(o, PVG_UNVERIFIABLE, "artifact-hash.read-error",
+			    e == EAGAIN ? "something is still writing the artifact; wait for the build or "
+					  "install to finish and run again"
+					: NULL,
+			    "%s artifact %s: %s (%s)", side, id->path,
+			    e == EAGAIN ? "file size changed while it was being read" : strerror(e),
+			    id->err_what ? id->err_what : "read");
 }
 
-static enum pvg_status hash_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
-				struct pvg_result *res, void *unused)
+
+/* ---- the rules, each on one artifact's facts ---- */
+
+struct hash_facts {
+	const struct pvg_config *cfg;
+	const struct pvg_artifact *a;
+	int located; /* pvg_ctx_installed_at's answer, with installed and why */
+	const char *installed, *why;
+	int hashed; /* pvg_ctx_hash_pair's answer, with b, in and diff_at */
+	const struct pvg_file_id *b, *in;
+	uint64_t diff_at;
+};
+
+static struct pvg_outcome rule_build_configured(const struct hash_facts *f)
 {
-	(void)unused;
-	const struct pvg_config *cfg = ctx->cfg;
-	const struct pvg_artifact *a = &ctx->arts[ai].a;
-	bool listed = cfg->n_artifacts > 0;
-	if (!a->build) {
-		pvg_summary(res, "build.artifact is not configured");
-		pvg_problem(res, "artifact-hash.not-configured",
+	struct pvg_outcome o = { 0 };
+	if (f->a->build)
+		return o;
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "artifact-hash.not-configured",
 			    "set build.artifact to the file the build produced",
 			    "no build artifact to compare: build.artifact is not set");
-		return PVG_UNVERIFIABLE;
-	}
-	const char *installed, *why;
-	int r = pvg_ctx_installed_at(ctx, ai, &installed, &why);
-	if (a->python_module) {
-		cJSON *m = cJSON_AddObjectToObject(ev, "python_module");
-		pvg_json_add_str(m, "name", a->python_module);
-		pvg_json_add_str(m, "python", cfg->install.python ? cfg->install.python : "python3");
-		pvg_json_add_str(m, "resolved", installed);
-		pvg_json_add_str(m, "answer", why);
-	}
-	if (r == -EDESTADDRREQ) {
-		pvg_summary(res, "installed artifact is not configured");
-		pvg_problem(res, "artifact-hash.not-configured",
-			    listed ? "set the entry's install, or python_module (with install.python)"
-				   : "set install.artifact, or install.python_module (with "
-				     "install.python)",
-			    "%s", why);
-		return PVG_UNVERIFIABLE;
-	}
-	if (r == -ENOENT) {
-		pvg_summary(res, "installed module %s cannot be found", a->python_module);
-		pvg_problem(res, "artifact-hash.module-not-found",
-			    "install the package into the interpreter named by install.python",
-			    "%s", why);
-		return PVG_FAIL;
-	}
-	if (r < 0) {
-		pvg_summary(res, "cannot tell where %s is installed", a->python_module);
-		pvg_problem(res, "artifact-hash.python-failed",
-			    "name the interpreter inside its installation (a venv's bin/python3, or "
-			    "PREFIX/bin/python3.X beside PREFIX/lib/python3.X): provgate reads its "
-			    "files and never runs it; or set install.artifact",
-			    "%s", why);
-		return PVG_UNVERIFIABLE;
-	}
+	o.stop = true;
+	o.summary = pvg_strdup("build.artifact is not configured");
+	return o;
+}
 
-	const struct pvg_file_id *ids[2];
-	uint64_t diff_at;
-	r = pvg_ctx_hash_pair(ctx, a->build, installed, ids, &diff_at);
-	if (r < 0) {
-		pvg_problem(res, "artifact-hash.read-error", NULL, "hashing failed: %s", strerror(-r));
-		return PVG_UNVERIFIABLE;
+static struct pvg_outcome rule_install_located(const struct hash_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	int r = f->located;
+	const char *module = f->a->python_module;
+	if (r >= 0)
+		return o;
+	o.stop = true;
+	if (r == -EDESTADDRREQ) {
+		o.summary = pvg_strdup("installed artifact is not configured");
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "artifact-hash.not-configured",
+				    f->cfg->n_artifacts > 0
+					    ? "set the entry's install, or python_module (with "
+					      "install.python)"
+					    : "set install.artifact, or install.python_module (with "
+					      "install.python)",
+				    "%s", f->why);
+	} else if (r == -ENOENT) {
+		o.summary = pvg_asprintf("installed module %s cannot be found", module);
+		pvg_outcome_problem(&o, PVG_FAIL, "artifact-hash.module-not-found",
+				    "install the package into the interpreter named by "
+				    "install.python",
+				    "%s", f->why);
+	} else {
+		o.summary = pvg_asprintf("cannot tell where %s is installed", module);
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "artifact-hash.python-failed",
+				    "name the interpreter inside its installation (a venv's "
+				    "bin/python3, or PREFIX/bin/python3.X beside PREFIX/lib/python3.X): "
+				    "provgate reads its files and never runs it; or set "
+				    "install.artifact",
+				    "%s", f->why);
 	}
-	const struct pvg_file_id *b = ids[0], *in = ids[1];
+	return o;
+}
+
+static struct pvg_outcome rule_pair_hashed(const struct hash_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	if (f->hashed >= 0)
+		return o;
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "artifact-hash.read-error", NULL,
+			    "hashing failed: %s", strerror(-f->hashed));
+	o.stop = true; /* no summary of its own */
+	return o;
+}
+
+static struct pvg_outcome rule_sides_read(const struct hash_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	if (!f->b->hashed)
+		side_problem(&o, "build", f->b, f->in);
+	if (!f->in->hashed)
+		side_problem(&o, "installed", f->in, f->b);
+	if (o.status != PVG_PASS) {
+		o.stop = true;
+		o.summary = pvg_asprintf("cannot compare: %s", o.problems[0].message);
+	}
+	return o;
+}
+
+static struct pvg_outcome rule_not_empty(const struct hash_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	const struct pvg_file_id *b = f->b, *in = f->in;
+	if (b->size != 0 && in->size != 0)
+		return o;
+	const char *side = b->size == 0 ? "build" : "installed";
+	o.summary = pvg_asprintf("%s artifact is empty", side);
+	pvg_outcome_problem(&o, PVG_FAIL, "artifact-hash.empty",
+			    "an empty file is never a working library; rebuild and reinstall",
+			    "%s artifact %s is 0 bytes", side, b->size == 0 ? b->path : in->path);
+	o.stop = true;
+	return o;
+}
+
+static struct pvg_outcome rule_same_digest(const struct hash_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	const struct pvg_file_id *b = f->b, *in = f->in;
+	if (memcmp(b->sha256, in->sha256, 32) == 0)
+		return o;
+	char where[64] = "";
+	if (f->diff_at != UINT64_MAX)
+		snprintf(where, sizeof(where), "; first difference at byte %" PRIu64, f->diff_at);
+	o.summary = pvg_asprintf("installed artifact differs from the build: sha256 %.12s… vs "
+				 "%.12s…",
+				 b->hex, in->hex);
+	pvg_outcome_problem(&o, PVG_FAIL, "artifact-hash.mismatch",
+			    "reinstall the build artifact (cmake --install, or copy it) and run again",
+			    "build %s is sha256 %s (%" PRIu64 " bytes) but installed %s is sha256 %s "
+			    "(%" PRIu64 " bytes)%s",
+			    b->path, b->hex, b->size, in->path, in->hex, in->size, where);
+	o.stop = true;
+	return o;
+}
+
+/* ---- the evidence ---- */
+
+static void module_json(const struct hash_facts *f, cJSON *ev)
+{
+	cJSON *m = cJSON_AddObjectToObject(ev, "python_module");
+	pvg_json_add_str(m, "name", f->a->python_module);
+	pvg_json_add_str(m, "python", f->cfg->install.python ? f->cfg->install.python : "python3");
+	pvg_json_add_str(m, "resolved", f->installed);
+	pvg_json_add_str(m, "answer", f->why);
+}
+
+/* Both sides into the evidence, and those hashed into the report's chain. */
+static void sides_json(struct pvg_ctx *ctx, size_t ai, const struct hash_facts *f, cJSON *ev)
+{
+	const struct pvg_file_id *b = f->b, *in = f->in;
 	cJSON_AddItemToObject(ev, "build", file_json(b, true));
 	cJSON_AddItemToObject(ev, "installed", file_json(in, true));
 	cJSON *link = pvg_chain_artifact(ctx, ai);
@@ -159,49 +250,52 @@ static enum pvg_status hash_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
 		if (link)
 			cJSON_ReplaceItemInObject(link, "installed", file_json(in, true));
 	}
+}
 
-	enum pvg_status st = PVG_PASS;
-	size_t first = res->n_problems;
-	if (!b->hashed)
-		st = pvg_status_worst(st, side_problem(res, "build", b, in));
-	if (!in->hashed)
-		st = pvg_status_worst(st, side_problem(res, "installed", in, b));
-	if (st != PVG_PASS) {
-		pvg_summary(res, "cannot compare: %s", res->problems[first].message);
-		return st;
-	}
-
-	bool same_file = b->dev == in->dev && b->ino == in->ino;
-	pvg_json_add_bool(ev, "same_file", same_file);
+/* How the two sides were compared. */
+static void compare_json(const struct hash_facts *f, cJSON *ev)
+{
+	const struct pvg_file_id *b = f->b, *in = f->in;
+	pvg_json_add_bool(ev, "same_file", b->dev == in->dev && b->ino == in->ino);
 	pvg_json_add_str(ev, "method",
 			 b->digest_by_compare ? "installed hashed; build compared byte for byte with it"
 			 : strcmp(b->path, in->path) == 0 ? "one path, hashed once"
 							  : "both hashed");
-	if (diff_at != UINT64_MAX)
-		pvg_json_add_u64(ev, "first_difference_at", diff_at);
-	if (b->size == 0 || in->size == 0) {
-		pvg_summary(res, "%s artifact is empty", b->size == 0 ? "build" : "installed");
-		pvg_problem(res, "artifact-hash.empty",
-			    "an empty file is never a working library; rebuild and reinstall",
-			    "%s artifact %s is 0 bytes", b->size == 0 ? "build" : "installed",
-			    b->size == 0 ? b->path : in->path);
-		return PVG_FAIL;
-	}
-	if (memcmp(b->sha256, in->sha256, 32) != 0) {
-		char where[64] = "";
-		if (diff_at != UINT64_MAX)
-			snprintf(where, sizeof(where), "; first difference at byte %" PRIu64, diff_at);
-		pvg_summary(res, "installed artifact differs from the build: sha256 %.12s… vs %.12s…",
-			    b->hex, in->hex);
-		pvg_problem(res, "artifact-hash.mismatch",
-			    "reinstall the build artifact (cmake --install, or copy it) and run again",
-			    "build %s is sha256 %s (%" PRIu64 " bytes) but installed %s is sha256 %s "
-			    "(%" PRIu64 " bytes)%s",
-			    b->path, b->hex, b->size, in->path, in->hex, in->size, where);
-		return PVG_FAIL;
-	}
-	pvg_summary(res, "sha256 %.12s… equal (%" PRIu64 " bytes)%s", b->hex, b->size,
-		    same_file ? ", same file" : "");
+	if (f->diff_at != UINT64_MAX)
+		pvg_json_add_u64(ev, "first_difference_at", f->diff_at);
+}
+
+/* ---- the gate ---- */
+
+/* One artifact: the rules in their order, the facts each needs read just before it. */
+static enum pvg_status hash_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
+				struct pvg_result *res, void *unused)
+{
+	(void)unused;
+	struct hash_facts f = { .cfg = ctx->cfg, .a = &ctx->arts[ai].a };
+	struct pvg_outcome o = rule_build_configured(&f);
+	if (o.stop)
+		return pvg_outcome_final(res, o);
+	f.located = pvg_ctx_installed_at(ctx, ai, &f.installed, &f.why);
+	if (f.a->python_module)
+		module_json(&f, ev);
+	if ((o = rule_install_located(&f)).stop)
+		return pvg_outcome_final(res, o);
+
+	const struct pvg_file_id *ids[2];
+	f.hashed = pvg_ctx_hash_pair(ctx, f.a->build, f.installed, ids, &f.diff_at);
+	if ((o = rule_pair_hashed(&f)).stop)
+		return pvg_outcome_final(res, o);
+	f.b = ids[0];
+	f.in = ids[1];
+	sides_json(ctx, ai, &f, ev);
+	if ((o = rule_sides_read(&f)).stop)
+		return pvg_outcome_final(res, o);
+	compare_json(&f, ev);
+	if ((o = rule_not_empty(&f)).stop || (o = rule_same_digest(&f)).stop)
+		return pvg_outcome_final(res, o);
+	pvg_summary(res, "sha256 %.12s… equal (%" PRIu64 " bytes)%s", f.b->hex, f.b->size,
+		    f.b->dev == f.in->dev && f.b->ino == f.in->ino ? ", same file" : "");
 	return PVG_PASS;
 }
 

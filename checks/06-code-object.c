@@ -3,6 +3,18 @@
  * Gate 6 code-object: the installed artifact carries device code for `arch`, every code
  * object agrees with itself (bundle id, metadata note, e_flags), and each
  * code_object.require_kernels name is in the code objects that match.
+ *
+ * Its rules, each artifact in turn (code_object_one); those marked "stops" end the
+ * artifact's check when they do not pass:
+ *   arch-configured  arch is set (stops)                            .not-configured
+ *   installed-known  the installed artifact is known (stops)        .no-artifact
+ *   readable         its code objects could be read (stops)         .no-artifact, .unreadable
+ *   objects-sound    every code object and container is whole and   .malformed, .id-mismatch
+ *                    agrees with itself
+ *   device-code      there is device code at all (stops)            .no-device-code
+ *   arch-present     a loadable code object for arch (stops)        .arch-missing
+ * then check_kernels_for_arch, check_kernels (require_kernels) and check_node (the arch is
+ * what this node's GPUs run).
  */
 #include "checks.h"
 #include "facts.h"
@@ -435,162 +447,256 @@ static enum pvg_status check_node(struct pvg_ctx *ctx, struct pvg_result *res, c
 	return PVG_FAIL;
 }
 
-static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
-				       struct pvg_result *res, void *unused)
+/* ---- the rules, each on one artifact's facts ---- */
+
+struct co_facts {
+	const struct pvg_config *cfg;
+	const char *arch;
+	const struct pvg_strv *require;
+	int located; /* pvg_ctx_installed_at's answer, with path and why */
+	const char *path, *why;
+	int read; /* installed_code_objects' answer, with set */
+	struct pvg_codeobj_set *set;
+	bool *match; /* set->objs[i] is loadable code for arch */
+	size_t n_device, n_match, n_reloc, n_reloc_match;
+	size_t n_unchecked; /* CCOBs decompressed only as far as arch's entries */
+};
+
+static struct pvg_outcome rule_arch_configured(const struct co_facts *f)
 {
-	(void)unused;
-	const struct pvg_config *cfg = ctx->cfg;
-	const char *arch = pvg_artifact_arch(cfg, &ctx->arts[ai].a);
-	const struct pvg_strv *require = &ctx->arts[ai].a.require_kernels;
-	if (!arch) {
-		pvg_summary(res, "arch is not configured");
-		pvg_problem(res, "code-object.not-configured",
+	struct pvg_outcome o = { 0 };
+	if (f->arch)
+		return o;
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "code-object.not-configured",
 			    "set arch (\"gfx936\", \"gfx90a:xnack-\", \"sm_90\") in the config",
 			    "no arch to look for: arch is not set");
-		return PVG_UNVERIFIABLE;
-	}
-	const char *path, *why;
-	int r = pvg_ctx_installed_at(ctx, ai, &path, &why);
-	if (r < 0) {
-		pvg_summary(res, "installed artifact is unknown");
-		pvg_problem(res, "code-object.no-artifact",
-			    cfg->n_artifacts ? "set the entry's install, or python_module (with "
-					       "install.python)"
-					     : "set install.artifact, or install.python_module (with "
-					       "install.python)",
-			    "%s", why ? why : strerror(-r));
-		return r == -ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE;
-	}
-	pvg_json_add_str(ev, "artifact", path);
-	pvg_json_add_str(ev, "arch", arch);
-	struct pvg_codeobj_set *set;
-	r = installed_code_objects(ctx, ai, path, &set);
-	if (r < 0) {
-		bool missing = r == -ENOENT || r == -ENOTDIR;
-		pvg_summary(res, "cannot read %s: %s", path, strerror(-r));
-		pvg_problem(res, missing ? "code-object.no-artifact" : "code-object.unreadable",
+	o.stop = true;
+	o.summary = pvg_strdup("arch is not configured");
+	return o;
+}
+
+static struct pvg_outcome rule_installed_known(const struct co_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	int r = f->located;
+	if (r >= 0)
+		return o;
+	pvg_outcome_problem(&o, r == -ENOENT ? PVG_FAIL : PVG_UNVERIFIABLE, "code-object.no-artifact",
+			    f->cfg->n_artifacts ? "set the entry's install, or python_module (with "
+						  "install.python)"
+						: "set install.artifact, or install.python_module (with "
+						  "install.python)",
+			    "%s", f->why ? f->why : strerror(-r));
+	o.stop = true;
+	o.summary = pvg_strdup("installed artifact is unknown");
+	return o;
+}
+
+static struct pvg_outcome rule_readable(const struct co_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	int r = f->read;
+	if (r >= 0)
+		return o;
+	bool missing = r == -ENOENT || r == -ENOTDIR;
+	pvg_outcome_problem(&o, missing || r == -EINVAL ? PVG_FAIL : PVG_UNVERIFIABLE,
+			    missing ? "code-object.no-artifact" : "code-object.unreadable",
 			    missing	    ? "install the artifact, or fix install.artifact"
 			    : r == -EFBIG ? "it is larger than install.max_artifact_size, or mostly "
 					    "holes (a sparse file): not read"
 					  : "run provgate as a user that can read the artifact",
-			    "installed artifact %s: %s", path,
+			    "installed artifact %s: %s", f->path,
 			    r == -EINVAL ? "not a regular file" : strerror(-r));
-		return missing || r == -EINVAL ? PVG_FAIL : PVG_UNVERIFIABLE;
-	}
+	o.stop = true;
+	o.summary = pvg_asprintf("cannot read %s: %s", f->path, strerror(-r));
+	return o;
+}
 
-	cJSON_AddItemToObject(ev, "sections", pvg_codeobj_sections_json(set));
-	cJSON *objs = cJSON_AddArrayToObject(ev, "code_objects");
-	_cleanup_free_ bool *match = pvg_xcalloc(set->n_objs ? set->n_objs : 1, sizeof(bool));
-	size_t n_device = 0, n_match = 0, n_reloc = 0, n_reloc_match = 0;
-	/* CCOBs decompressed only as far as arch's entries: their checksums are unchecked */
-	size_t n_unchecked = pvg_codeobj_unchecked_bundles(set);
-	enum pvg_status st = PVG_PASS;
+/* Every code object and container was read whole and agrees with itself. */
+static struct pvg_outcome rule_objects_sound(const struct co_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	const struct pvg_codeobj_set *set = f->set;
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		if (co->error)
+			pvg_outcome_problem(&o, PVG_FAIL, "code-object.malformed",
+					    "rebuild the artifact; a damaged code object cannot be "
+					    "trusted",
+					    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
+					    co->entry, co->id ? co->id : "?", co->error);
+		if (co->mismatch)
+			pvg_outcome_problem(&o, PVG_FAIL, "code-object.id-mismatch",
+					    "the bundle was assembled from a code object built for "
+					    "another target; rebuild with the right --offload-arch",
+					    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
+					    co->entry, co->id ? co->id : "?", co->mismatch);
+	}
+	for (size_t i = 0; i < set->n_issues; i++)
+		pvg_outcome_problem(&o, PVG_FAIL, "code-object.malformed",
+				    "rebuild the artifact; a damaged container cannot be trusted",
+				    "%s: %s", set->issues[i].where, set->issues[i].message);
+	return o;
+}
+
+static struct pvg_outcome rule_device_code(const struct co_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	if (f->n_device != 0)
+		return o;
+	pvg_outcome_problem(&o, PVG_FAIL, "code-object.no-device-code",
+			    "the artifact was linked without device code: check the build's "
+			    "--offload-arch / -gencode flags and that the right file is installed",
+			    "%s has no .hip_fatbin or .nv_fatbin code object%s", f->path,
+			    f->set->n_issues ? " that could be read" : "");
+	o.stop = true;
+	o.summary = pvg_asprintf("%s carries no device code", f->path);
+	return o;
+}
+
+/* The hint for an arch without code objects: kernels built for another arch most often mean
+ * that the config names the wrong one. */
+static char *arch_missing_hint(const struct co_facts *f)
+{
+	const char *arch = f->arch;
+	_cleanup_free_ char *elsewhere = NULL, *reloc = NULL;
+	kernel_archs(f->set, arch, &elsewhere, &reloc);
+	if (*elsewhere && !f->n_reloc_match) {
+		_cleanup_free_ char *other = first_of(elsewhere);
+		return pvg_asprintf("set arch to \"%s\" in the config when the benchmark's GPU "
+				    "runs %s code: the artifact's kernels are built for %s; "
+				    "only if the GPU really is %s, %s and rebuild",
+				    other, other, elsewhere, arch,
+				    pvg_arch_is_cuda(arch)
+					    ? "add -gencode arch=compute_NN,code=sm_NN for it"
+					    : "add --offload-arch for it");
+	}
+	if (f->n_reloc_match)
+		return pvg_strdup("device-link for this arch too (nvcc -dlink -gencode "
+				  "arch=compute_NN,code=sm_NN) and rebuild");
+	return pvg_strdup(pvg_arch_is_cuda(arch)
+				  ? "add -gencode arch=compute_NN,code=sm_NN for this arch and rebuild"
+				  : "add --offload-arch for this arch (with the device's xnack/sramecc "
+				    "mode) and rebuild");
+}
+
+static struct pvg_outcome rule_arch_present(const struct co_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	if (f->n_match != 0)
+		return o;
+	const char *arch = f->arch;
+	_cleanup_free_ char *archs = list_archs(f->set), *hint = arch_missing_hint(f);
+	pvg_outcome_problem(&o, PVG_FAIL, "code-object.arch-missing", hint,
+			    "%s carries no %scode object for %s; it has: %s%s", f->path,
+			    f->n_reloc_match ? "loadable " : "", arch, *archs ? archs : "none",
+			    f->n_reloc_match ? " (its __nv_relfatbin holds relocatable code for it, "
+					       "which the runtime does not load: the device link left "
+					       "this arch out)"
+					     : "");
+	o.stop = true;
+	o.summary = pvg_asprintf("no %s%s code object in %s (it has: %s)",
+				 f->n_reloc_match ? "loadable " : "", arch, pvg_basename(f->path),
+				 *archs ? archs : "none");
+	return o;
+}
+
+/* ---- the facts of the code objects, and their evidence ---- */
+
+/* Which code objects match arch, and how many of each kind there are. */
+static void objects_count(struct co_facts *f)
+{
+	const struct pvg_codeobj_set *set = f->set;
+	f->match = pvg_xcalloc(set->n_objs ? set->n_objs : 1, sizeof(bool));
+	f->n_unchecked = pvg_codeobj_unchecked_bundles(set);
 	for (size_t i = 0; i < set->n_objs; i++) {
 		const struct pvg_code_object *co = &set->objs[i];
 		if (co->kind != PVG_CO_HOST)
-			n_device++;
-		match[i] = !co->error && !relocatable(co) && pvg_codeobj_matches_arch(co, arch);
-		n_match += match[i];
-		n_reloc += relocatable(co) && co->kind != PVG_CO_HOST;
-		n_reloc_match += relocatable(co) && !co->error &&
-				 pvg_codeobj_matches_arch(co, arch);
+			f->n_device++;
+		f->match[i] = !co->error && !relocatable(co) && pvg_codeobj_matches_arch(co, f->arch);
+		f->n_match += f->match[i];
+		f->n_reloc += relocatable(co) && co->kind != PVG_CO_HOST;
+		f->n_reloc_match += relocatable(co) && !co->error &&
+				    pvg_codeobj_matches_arch(co, f->arch);
+	}
+}
+
+static void objects_json(const struct co_facts *f, cJSON *ev)
+{
+	const struct pvg_codeobj_set *set = f->set;
+	cJSON_AddItemToObject(ev, "sections", pvg_codeobj_sections_json(set));
+	cJSON *objs = cJSON_AddArrayToObject(ev, "code_objects");
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
 		cJSON *j = pvg_codeobj_json(co, false);
-		pvg_json_add_bool(j, "matches_arch", match[i]);
+		pvg_json_add_bool(j, "matches_arch", f->match[i]);
 		if (relocatable(co))
 			pvg_json_add_bool(j, "relocatable", true);
 		cJSON_AddItemToArray(objs, j);
-		if (co->error) {
-			pvg_problem(res, "code-object.malformed",
-				    "rebuild the artifact; a damaged code object cannot be trusted",
-				    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
-				    co->entry, co->id ? co->id : "?", co->error);
-			st = pvg_status_worst(st, PVG_FAIL);
-		}
-		if (co->mismatch) {
-			pvg_problem(res, "code-object.id-mismatch",
-				    "the bundle was assembled from a code object built for another "
-				    "target; rebuild with the right --offload-arch",
-				    "%s bundle %u entry %u (%s): %s", co->section, co->bundle,
-				    co->entry, co->id ? co->id : "?", co->mismatch);
-			st = pvg_status_worst(st, PVG_FAIL);
-		}
 	}
-	for (size_t i = 0; i < set->n_issues; i++) {
-		pvg_problem(res, "code-object.malformed",
-			    "rebuild the artifact; a damaged container cannot be trusted", "%s: %s",
-			    set->issues[i].where, set->issues[i].message);
-		st = pvg_status_worst(st, PVG_FAIL);
-	}
-	pvg_json_add_int(ev, "device_code_objects", (int)n_device);
-	pvg_json_add_int(ev, "matching", (int)n_match);
-	pvg_json_add_int(ev, "relocatable", (int)n_reloc);
-	if (n_unchecked)
-		pvg_json_add_int(ev, "ccob_checksums_not_verified", (int)n_unchecked);
+	pvg_json_add_int(ev, "device_code_objects", (int)f->n_device);
+	pvg_json_add_int(ev, "matching", (int)f->n_match);
+	pvg_json_add_int(ev, "relocatable", (int)f->n_reloc);
+	if (f->n_unchecked)
+		pvg_json_add_int(ev, "ccob_checksums_not_verified", (int)f->n_unchecked);
 	if (set->n_wrappers) {
 		pvg_json_add_int(ev, "wrappers", (int)set->n_wrappers);
 		pvg_json_add_int(ev, "wrappers_located", (int)set->n_wrappers_located);
 	}
+}
 
-	if (n_device == 0) {
-		pvg_summary(res, "%s carries no device code", path);
-		pvg_problem(res, "code-object.no-device-code",
-			    "the artifact was linked without device code: check the build's "
-			    "--offload-arch / -gencode flags and that the right file is installed",
-			    "%s has no .hip_fatbin or .nv_fatbin code object%s", path,
-			    set->n_issues ? " that could be read" : "");
-		return PVG_FAIL;
-	}
-	_cleanup_free_ char *archs = list_archs(set);
-	char reloc_note[64];
-	if (n_match == 0) {
-		pvg_summary(res, "no %s%s code object in %s (it has: %s)",
-			    n_reloc_match ? "loadable " : "", arch, pvg_basename(path),
-			    *archs ? archs : "none");
-		/* kernels built for another arch: most often the config names the wrong one */
-		_cleanup_free_ char *elsewhere = NULL, *reloc = NULL, *hint = NULL;
-		kernel_archs(set, arch, &elsewhere, &reloc);
-		if (*elsewhere && !n_reloc_match) {
-			_cleanup_free_ char *other = first_of(elsewhere);
-			hint = pvg_asprintf("set arch to \"%s\" in the config when the benchmark's GPU "
-					    "runs %s code: the artifact's kernels are built for %s; "
-					    "only if the GPU really is %s, %s and rebuild",
-					    other, other, elsewhere, arch,
-					    pvg_arch_is_cuda(arch)
-						    ? "add -gencode arch=compute_NN,code=sm_NN for it"
-						    : "add --offload-arch for it");
-		}
-		pvg_problem(res, "code-object.arch-missing",
-			    hint ? hint
-			    : n_reloc_match ? "device-link for this arch too (nvcc -dlink -gencode "
-					    "arch=compute_NN,code=sm_NN) and rebuild"
-			    : pvg_arch_is_cuda(arch)
-				    ? "add -gencode arch=compute_NN,code=sm_NN for this arch and rebuild"
-				    : "add --offload-arch for this arch (with the device's xnack/sramecc "
-				      "mode) and rebuild",
-			    "%s carries no %scode object for %s; it has: %s%s", path,
-			    n_reloc_match ? "loadable " : "", arch, *archs ? archs : "none",
-			    n_reloc_match ? " (its __nv_relfatbin holds relocatable code for it, "
-					    "which the runtime does not load: the device link left "
-					    "this arch out)"
-					  : "");
-		return PVG_FAIL;
-	}
-	st = pvg_status_worst(st, check_kernels_for_arch(res, ev, arch, set, match));
-	st = pvg_status_worst(st, check_kernels(res, ev, require, arch, set, match));
-	st = pvg_status_worst(st, check_node(ctx, res, ev, set, arch));
-	char unchecked_note[160] = "";
-	if (n_unchecked)
+static void summary_passed(const struct co_facts *f, struct pvg_result *res)
+{
+	size_t n = f->n_unchecked;
+	char unchecked_note[160] = "", reloc_note[64];
+	if (n)
 		snprintf(unchecked_note, sizeof(unchecked_note),
 			 "; %zu CCOB bundle%s decompressed only as far as the entries checked: "
 			 "%s checksum%s not verified",
-			 n_unchecked, n_unchecked == 1 ? "" : "s", n_unchecked == 1 ? "its" : "their",
-			 n_unchecked == 1 ? " is" : "s are");
+			 n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? " is" : "s are");
+	_cleanup_free_ char *archs = list_archs(f->set);
+	pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s%s", f->n_match,
+		    f->n_match == 1 ? "" : "s", f->arch, f->n_device,
+		    f->n_reloc ? reloc_text(f->n_reloc, reloc_note, sizeof(reloc_note)) : "", archs,
+		    f->require->n ? ", required kernels present" : "", unchecked_note);
+}
+
+/* ---- the gate ---- */
+
+/* One artifact: the rules in their order, the facts each needs read just before it; then the
+ * kernels (check_kernels_for_arch, check_kernels) and the node (check_node). */
+static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev,
+				       struct pvg_result *res, void *unused)
+{
+	(void)unused;
+	struct co_facts f = {
+		.cfg = ctx->cfg,
+		.arch = pvg_artifact_arch(ctx->cfg, &ctx->arts[ai].a),
+		.require = &ctx->arts[ai].a.require_kernels,
+	};
+	struct pvg_outcome o = rule_arch_configured(&f);
+	if (o.stop)
+		return pvg_outcome_final(res, o);
+	f.located = pvg_ctx_installed_at(ctx, ai, &f.path, &f.why);
+	if ((o = rule_installed_known(&f)).stop)
+		return pvg_outcome_final(res, o);
+	pvg_json_add_str(ev, "artifact", f.path);
+	pvg_json_add_str(ev, "arch", f.arch);
+	f.read = installed_code_objects(ctx, ai, f.path, &f.set);
+	if ((o = rule_readable(&f)).stop)
+		return pvg_outcome_final(res, o);
+
+	objects_count(&f);
+	_cleanup_free_ bool *match = f.match;
+	objects_json(&f, ev);
+	enum pvg_status st = pvg_outcome_into(res, rule_objects_sound(&f));
+	if ((o = rule_device_code(&f)).stop || (o = rule_arch_present(&f)).stop)
+		return pvg_status_worst(st, pvg_outcome_final(res, o));
+	st = pvg_status_worst(st, check_kernels_for_arch(res, ev, f.arch, f.set, match));
+	st = pvg_status_worst(st, check_kernels(res, ev, f.require, f.arch, f.set, match));
+	st = pvg_status_worst(st, check_node(ctx, res, ev, f.set, f.arch));
 	if (st == PVG_PASS)
-		pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s%s", n_match,
-			    n_match == 1 ? "" : "s", arch, n_device,
-			    n_reloc ? reloc_text(n_reloc, reloc_note, sizeof(reloc_note)) : "",
-			    archs,
-			    require->n ? ", required kernels present" : "", unchecked_note);
+		summary_passed(&f, res);
 	else
 		pvg_summary(res, "%s", res->problems[0].message);
 	return st;

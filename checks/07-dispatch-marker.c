@@ -42,34 +42,6 @@
  */
 #include "07-dispatch-marker.h"
 
-/* ---- outcomes ------------------------------------------------------------------------------ */
-
-void dispatch_problem(struct dispatch_outcome *o, enum pvg_status st, const char *code,
-		      const char *hint, const char *fmt, ...)
-{
-	o->problems = pvg_xrealloc(o->problems, o->n_problems + 1, sizeof(*o->problems));
-	struct pvg_problem *p = &o->problems[o->n_problems++];
-	va_list ap;
-	va_start(ap, fmt);
-	p->message = pvg_vasprintf(fmt, ap);
-	va_end(ap);
-	p->code = pvg_strdup(code);
-	p->hint = pvg_strdup(hint);
-	o->status = pvg_status_worst(o->status, st);
-}
-
-void dispatch_outcome_clear(struct dispatch_outcome *o)
-{
-	for (size_t i = 0; i < o->n_problems; i++) {
-		free(o->problems[i].code);
-		free(o->problems[i].message);
-		free(o->problems[i].hint);
-	}
-	free(o->problems);
-	free(o->summary);
-	memset(o, 0, sizeof(*o));
-}
-
 /* A part of the gate as its rules are evaluated: the problems go to res as they come. */
 struct walk {
 	struct pvg_result *res;
@@ -79,20 +51,16 @@ struct walk {
 
 /* Takes a rule's outcome into the walk; false when the rules after it have nothing to decide
  * on. */
-static bool take(struct walk *w, struct dispatch_outcome o)
+static bool take(struct walk *w, struct pvg_outcome o)
 {
-	struct pvg_result *res = w->res;
-	res->problems = pvg_xrealloc(res->problems, res->n_problems + o.n_problems + 1,
-				     sizeof(*res->problems));
-	for (size_t i = 0; i < o.n_problems; i++)
-		res->problems[res->n_problems++] = o.problems[i];
-	free(o.problems);
-	w->status = pvg_status_worst(w->status, o.status);
 	if (o.summary) {
 		free(w->summary);
 		w->summary = o.summary;
+		o.summary = NULL;
 	}
-	return !o.stop;
+	bool stop = o.stop;
+	w->status = pvg_status_worst(w->status, pvg_outcome_report(w->res, &o));
+	return !stop;
 }
 
 /* ---- markers: the words for lines that do not count ---------------------------------------- */
@@ -160,46 +128,46 @@ static char *require_text(const struct pvg_require *e)
 
 /* ---- markers: reading the log -------------------------------------------------------------- */
 
-struct dispatch_outcome rule_markers_configured(const struct markers_facts *f)
+struct pvg_outcome rule_markers_configured(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct pvg_config *cfg = f->cfg;
 	if (dispatch_markers_configured(cfg))
 		return o;
 	const char *what = !cfg->markers.log ? "markers.log" : "markers.prefix";
 	o.stop = true;
 	o.summary = pvg_asprintf("%s is not configured", what);
-	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.not-configured",
-			 "set markers.log (the service's log) and markers.prefix (what the kernel "
-			 "prints when it is dispatched), or witness.dir and witness.require (the "
-			 "dispatch witness)",
-			 "no markers to check: %s is not set", what);
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.not-configured",
+			    "set markers.log (the service's log) and markers.prefix (what the kernel "
+			    "prints when it is dispatched), or witness.dir and witness.require (the "
+			    "dispatch witness)",
+			    "no markers to check: %s is not set", what);
 	return o;
 }
 
-struct dispatch_outcome rule_markers_service_found(const struct markers_facts *f)
+struct pvg_outcome rule_markers_service_found(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct marker_read *m = f->m;
 	int r = m->view_r;
 	if (r >= 0)
 		return o;
 	o.stop = true;
 	o.summary = pvg_strdup("no live service to attribute markers to");
-	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.no-service",
-			 "start the service (service.match / pid / pidfile must find it) and run "
-			 "the benchmark before this gate",
-			 "no live service to attribute markers to: %s",
-			 m->view_why              ? m->view_why
-			 : r == -EDESTADDRREQ ? "service.match, service.pid or service.pidfile is not set"
-			 : r == -ESRCH	      ? "the service process does not exist"
-					      : strerror(-r));
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.no-service",
+			    "start the service (service.match / pid / pidfile must find it) and run "
+			    "the benchmark before this gate",
+			    "no live service to attribute markers to: %s",
+			    m->view_why              ? m->view_why
+			    : r == -EDESTADDRREQ ? "service.match, service.pid or service.pidfile is not set"
+			    : r == -ESRCH	      ? "the service process does not exist"
+						 : strerror(-r));
 	return o;
 }
 
-struct dispatch_outcome rule_markers_container_log_found(const struct markers_facts *f)
+struct pvg_outcome rule_markers_container_log_found(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct marker_read *m = f->m;
 	if (!m->container || m->log_path)
 		return o;
@@ -207,20 +175,20 @@ struct dispatch_outcome rule_markers_container_log_found(const struct markers_fa
 	bool gone = m->log_err == ESRCH;
 	o.stop = true;
 	o.summary = pvg_strdup(gone ? "the service exited during the check" : cl->why.text);
-	dispatch_problem(&o, PVG_UNVERIFIABLE,
-			 cl->runtime_not_trusted ? "dispatch-marker.runtime-not-trusted"
-						 : "dispatch-marker.container-log",
-			 gone ? "start the service and check again" : cl->why.hint,
-			 "markers.log is \"container\": %s",
-			 gone ? "the service exited during the check" : cl->why.text);
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE,
+			    cl->runtime_not_trusted ? "dispatch-marker.runtime-not-trusted"
+						    : "dispatch-marker.container-log",
+			    gone ? "start the service and check again" : cl->why.hint,
+			    "markers.log is \"container\": %s",
+			    gone ? "the service exited during the check" : cl->why.text);
 	return o;
 }
 
 /* The log a container runtime names, refused as not its runtime's user's file (SPEC §11): not
  * owned by that user, not readable by them, or a link where the file should be. */
-struct dispatch_outcome rule_markers_container_log_owned(const struct markers_facts *f)
+struct pvg_outcome rule_markers_container_log_owned(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct marker_read *m = f->m;
 	if (!m->container || !m->log_err)
 		return o;
@@ -243,20 +211,20 @@ struct dispatch_outcome rule_markers_container_log_owned(const struct markers_fa
 	}
 	o.stop = true;
 	o.summary = pvg_asprintf("the container's log is refused: %s", seen);
-	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.container-log-refused",
-			 "a log found through a container runtime counts only as that runtime's "
-			 "own file: check which process started the service, or set markers.log to "
-			 "the service's log file",
-			 "markers.log is \"container\": %s (found in %s) is %s; it was not read",
-			 m->log_path, cl->how ? cl->how : "?", seen);
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.container-log-refused",
+			    "a log found through a container runtime counts only as that runtime's "
+			    "own file: check which process started the service, or set markers.log to "
+			    "the service's log file",
+			    "markers.log is \"container\": %s (found in %s) is %s; it was not read",
+			    m->log_path, cl->how ? cl->how : "?", seen);
 	return o;
 }
 
 /* A log that is no regular file is refused before it is opened, each kind with its code:
  * opening a device can act (a watchdog reboots, /proc/kmsg drains), a FIFO can block. */
-struct dispatch_outcome rule_markers_log_is_file(const struct markers_facts *f)
+struct pvg_outcome rule_markers_log_is_file(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct marker_read *m = f->m;
 	const char *code;
 	if (!m->log_err)
@@ -277,60 +245,60 @@ struct dispatch_outcome rule_markers_log_is_file(const struct markers_facts *f)
 	o.stop = true;
 	o.summary = pvg_asprintf("the service log is %s, not a file",
 				 pvg_refusal_text(m->log_refused));
-	dispatch_problem(&o, PVG_UNVERIFIABLE, code,
-			 "point markers.log at the regular file the service writes its log to (a "
-			 "pipe or a terminal is not read: redirect the service's output to a file)",
-			 "service log %s is %s (refused unopened)", m->log_path,
-			 pvg_refusal_text(m->log_refused));
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, code,
+			    "point markers.log at the regular file the service writes its log to (a "
+			    "pipe or a terminal is not read: redirect the service's output to a file)",
+			    "service log %s is %s (refused unopened)", m->log_path,
+			    pvg_refusal_text(m->log_refused));
 	return o;
 }
 
-struct dispatch_outcome rule_markers_log_readable(const struct markers_facts *f)
+struct pvg_outcome rule_markers_log_readable(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct marker_read *m = f->m;
 	if (m->log_err) {
 		int e = m->log_err;
 		const char *w = e == ENOENT ? f->elsewhere : NULL;
 		o.stop = true;
 		o.summary = pvg_strdup("cannot read the service log");
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.log-unreadable",
-				 w ? w
-				 : e == ENOENT ? "point markers.log at the file the service writes "
-						 "its log to (redirect its output there)"
-					       : NULL,
-				 "service log %s: %s", m->log_path, strerror(e));
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.log-unreadable",
+				    w ? w
+				    : e == ENOENT ? "point markers.log at the file the service writes "
+						    "its log to (redirect its output there)"
+						  : NULL,
+				    "service log %s: %s", m->log_path, strerror(e));
 	} else if (m->scan_r < 0) {
 		o.stop = true;
 		o.summary = pvg_asprintf("cannot read the service log: %s", strerror(-m->scan_r));
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.log-unreadable", NULL,
-				 "service log %s: %s", m->log_path, strerror(-m->scan_r));
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.log-unreadable", NULL,
+				    "service log %s: %s", m->log_path, strerror(-m->scan_r));
 	}
 	return o;
 }
 
 /* ---- markers: what the live service's lines say -------------------------------------------- */
 
-struct dispatch_outcome rule_markers_log_not_empty(const struct markers_facts *f)
+struct pvg_outcome rule_markers_log_not_empty(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct marker_read *m = f->m;
 	if (m->scan.bytes != 0)
 		return o;
 	o.stop = true; /* told by its problem */
-	dispatch_problem(&o, PVG_FAIL, "dispatch-marker.empty-log",
-			 f->elsewhere ? f->elsewhere
-				      : "run the benchmark against the service, with its output "
-					"going to markers.log",
-			 "the service log %s is empty%s", m->log_path,
-			 m->scan.hole_bytes ? " (its size is all holes: nothing was written there)"
-					    : "");
+	pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.empty-log",
+			    f->elsewhere ? f->elsewhere
+					 : "run the benchmark against the service, with its output "
+					   "going to markers.log",
+			    "the service log %s is empty%s", m->log_path,
+			    m->scan.hole_bytes ? " (its size is all holes: nothing was written there)"
+					       : "");
 	return o;
 }
 
-struct dispatch_outcome rule_markers_kernel_selected(const struct markers_facts *f)
+struct pvg_outcome rule_markers_kernel_selected(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct pvg_config *cfg = f->cfg;
 	const struct pvg_marker_scan *scan = &f->m->scan;
 	for (size_t e = 0; e < cfg->markers.n_require; e++) {
@@ -338,13 +306,13 @@ struct dispatch_outcome rule_markers_kernel_selected(const struct markers_facts 
 		if (!n)
 			continue;
 		_cleanup_free_ char *want = require_text(&cfg->markers.require[e]);
-		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.not-selected",
-				 "the kernel fell back for this shape: check the dispatch condition "
-				 "for it (shape, dtype, arch) in the changed source",
-				 "%zu marker%s for {%s} say%s the kernel was not selected, e.g. at "
-				 "byte %" PRIu64 ": %s",
-				 n, n == 1 ? "" : "s", want, n == 1 ? "s" : "",
-				 scan->not_selected.offset, scan->not_selected.text);
+		pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.not-selected",
+				    "the kernel fell back for this shape: check the dispatch condition "
+				    "for it (shape, dtype, arch) in the changed source",
+				    "%zu marker%s for {%s} say%s the kernel was not selected, e.g. at "
+				    "byte %" PRIu64 ": %s",
+				    n, n == 1 ? "" : "s", want, n == 1 ? "s" : "",
+				    scan->not_selected.offset, scan->not_selected.text);
 	}
 	return o;
 }
@@ -353,47 +321,47 @@ struct dispatch_outcome rule_markers_kernel_selected(const struct markers_facts 
  * its environment unreadable to a provgate that is not root, a TZ naming no zone; a repeated
  * hour) may be the live service's. What they would decide is unverifiable, never a failure
  * told as "an earlier run". */
-struct dispatch_outcome rule_markers_forbid_decided(const struct markers_facts *f)
+struct pvg_outcome rule_markers_forbid_decided(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct pvg_config *cfg = f->cfg;
 	const struct marker_read *m = f->m;
 	for (size_t i = 0; i < cfg->markers.forbid.n; i++) {
 		size_t n = m->scan.forbid_undecided[i];
 		if (m->scan.forbid_live[i] || !n)
 			continue;
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
-				 undecided_hint(m),
-				 "forbidden \"%s\" appears in %zu line%s that may be the live "
-				 "service's: %s",
-				 cfg->markers.forbid.v[i], n, n == 1 ? "" : "s", undecided_why(m));
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
+				    undecided_hint(m),
+				    "forbidden \"%s\" appears in %zu line%s that may be the live "
+				    "service's: %s",
+				    cfg->markers.forbid.v[i], n, n == 1 ? "" : "s", undecided_why(m));
 	}
 	return o;
 }
 
-struct dispatch_outcome rule_markers_not_forbidden(const struct markers_facts *f)
+struct pvg_outcome rule_markers_not_forbidden(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct pvg_config *cfg = f->cfg;
 	const struct pvg_marker_scan *scan = &f->m->scan;
 	for (size_t i = 0; i < cfg->markers.forbid.n; i++) {
 		size_t n = scan->forbid_live[i];
 		if (!n)
 			continue;
-		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.forbidden",
-				 "the service took a path the benchmark must not take; fix the cause "
-				 "and restart the service",
-				 "forbidden \"%s\" appears in %zu line%s of the live service, e.g. at "
-				 "byte %" PRIu64 ": %s",
-				 cfg->markers.forbid.v[i], n, n == 1 ? "" : "s", scan->forbidden.offset,
-				 scan->forbidden.text ? scan->forbidden.text : "");
+		pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.forbidden",
+				    "the service took a path the benchmark must not take; fix the cause "
+				    "and restart the service",
+				    "forbidden \"%s\" appears in %zu line%s of the live service, e.g. at "
+				    "byte %" PRIu64 ": %s",
+				    cfg->markers.forbid.v[i], n, n == 1 ? "" : "s", scan->forbidden.offset,
+				    scan->forbidden.text ? scan->forbidden.text : "");
 	}
 	return o;
 }
 
-struct dispatch_outcome rule_markers_facts_live(const struct markers_facts *f)
+struct pvg_outcome rule_markers_facts_live(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct pvg_config *cfg = f->cfg;
 	const struct marker_read *m = f->m;
 	const struct pvg_marker_scan *scan = &m->scan;
@@ -403,11 +371,11 @@ struct dispatch_outcome rule_markers_facts_live(const struct markers_facts *f)
 		if (scan->fact_live[i])
 			continue;
 		if (maybe) {
-			dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
-					 undecided_hint(m),
-					 "fact \"%s\" appears only in %zu line%s that may or may not "
-					 "be the live service's: %s",
-					 fact, maybe, maybe == 1 ? "" : "s", undecided_why(m));
+			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
+					    undecided_hint(m),
+					    "fact \"%s\" appears only in %zu line%s that may or may not "
+					    "be the live service's: %s",
+					    fact, maybe, maybe == 1 ? "" : "s", undecided_why(m));
 			continue;
 		}
 		_cleanup_free_ char *seen =
@@ -416,10 +384,10 @@ struct dispatch_outcome rule_markers_facts_live(const struct markers_facts *f)
 					      unattr, unattr == 1 ? "" : "s",
 					      attr_name(scan->fact_attr[i], m))
 			       : pvg_strdup("");
-		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.missing-fact",
-				 unattr ? attr_hint(scan->fact_attr[i], m)
-					: "start the service with the settings the benchmark claims",
-				 "fact \"%s\" is missing from the live service's lines%s", fact, seen);
+		pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.missing-fact",
+				    unattr ? attr_hint(scan->fact_attr[i], m)
+					   : "start the service with the settings the benchmark claims",
+				    "fact \"%s\" is missing from the live service's lines%s", fact, seen);
 	}
 	return o;
 }
@@ -449,28 +417,28 @@ static struct markers_count markers_count(const struct pvg_config *cfg,
  * mean the service writes somewhere else; not when lines of other pids are there: this log
  * is written, by another process (another container, an earlier run), and that is what the
  * hint must say. */
-static void unattributed_problem(struct dispatch_outcome *o, const struct markers_facts *f,
+static void unattributed_problem(struct pvg_outcome *o, const struct markers_facts *f,
 				 const struct markers_count *c, const char *want)
 {
 	const struct marker_read *m = f->m;
 	bool foreign = m->scan.markers_foreign_recent > 0;
-	dispatch_problem(o, PVG_FAIL, "dispatch-marker.unattributed",
-			 !foreign && f->elsewhere ? f->elsewhere
-			 : foreign ? "another process writes markers to this log while the "
-				     "service runs (pids are compared in the service's own pid "
-				     "namespace: another container or a second service): run the "
-				     "benchmark against the live service, and give each service a "
-				     "log of its own"
-				   : attr_hint(c->first->attr, m),
-			 "no marker for {%s} from the live service; %zu matching marker%s cannot "
-			 "be attributed to it (%s, e.g. at byte %" PRIu64 ")",
-			 want, c->unattr, c->unattr == 1 ? "" : "s", attr_name(c->first->attr, m),
-			 c->first->offset);
+	pvg_outcome_problem(o, PVG_FAIL, "dispatch-marker.unattributed",
+			    !foreign && f->elsewhere ? f->elsewhere
+			    : foreign ? "another process writes markers to this log while the "
+					"service runs (pids are compared in the service's own pid "
+					"namespace: another container or a second service): run the "
+					"benchmark against the live service, and give each service a "
+					"log of its own"
+				      : attr_hint(c->first->attr, m),
+			    "no marker for {%s} from the live service; %zu matching marker%s cannot "
+			    "be attributed to it (%s, e.g. at byte %" PRIu64 ")",
+			    want, c->unattr, c->unattr == 1 ? "" : "s", attr_name(c->first->attr, m),
+			    c->first->offset);
 }
 
 /* Live markers, too few: what the live ones that match nothing say (wrong shape, dtype), and
  * why the matching ones that do not count do not. */
-static void too_few_problem(struct dispatch_outcome *o, const struct markers_facts *f,
+static void too_few_problem(struct pvg_outcome *o, const struct markers_facts *f,
 			    const struct markers_count *c, const char *want)
 {
 	const struct marker_read *m = f->m;
@@ -493,19 +461,19 @@ static void too_few_problem(struct dispatch_outcome *o, const struct markers_fac
 					 c->unattr == 1 ? "es" : "", attr_name(c->first->attr, m),
 					 c->first->offset)
 			  : pvg_strdup("");
-	dispatch_problem(o, PVG_FAIL, "dispatch-marker.too-few",
-			 look_elsewhere && f->elsewhere
-				 ? f->elsewhere
-				 : "run the benchmark with the shapes and dtype the config "
-				   "requires, and check that the kernel prints its marker",
-			 "%zu live marker%s for {%s}, %ld required%s%s", c->got,
-			 c->got == 1 ? "" : "s", want, c->need, seen, others);
+	pvg_outcome_problem(o, PVG_FAIL, "dispatch-marker.too-few",
+			    look_elsewhere && f->elsewhere
+				    ? f->elsewhere
+				    : "run the benchmark with the shapes and dtype the config "
+				      "requires, and check that the kernel prints its marker",
+			    "%zu live marker%s for {%s}, %ld required%s%s", c->got,
+			    c->got == 1 ? "" : "s", want, c->need, seen, others);
 }
 
 /* Enough matching live markers, for every require entry. */
-struct dispatch_outcome rule_markers_enough(const struct markers_facts *f)
+struct pvg_outcome rule_markers_enough(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct pvg_config *cfg = f->cfg;
 	const struct marker_read *m = f->m;
 	const struct pvg_marker_scan *scan = &m->scan;
@@ -518,12 +486,12 @@ struct dispatch_outcome rule_markers_enough(const struct markers_facts *f)
 						    ? require_text(&cfg->markers.require[e])
 						    : pvg_strdup(cfg->markers.prefix);
 		if ((long)(c.got + c.maybe) >= c.need)
-			dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
-					 undecided_hint(m),
-					 "%zu live marker%s for {%s}, %ld required; %zu more matching "
-					 "marker%s may be the live service's: %s",
-					 c.got, c.got == 1 ? "" : "s", want, c.need, c.maybe,
-					 c.maybe == 1 ? "" : "s", undecided_why(m));
+			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.time-undecided",
+					    undecided_hint(m),
+					    "%zu live marker%s for {%s}, %ld required; %zu more matching "
+					    "marker%s may be the live service's: %s",
+					    c.got, c.got == 1 ? "" : "s", want, c.need, c.maybe,
+					    c.maybe == 1 ? "" : "s", undecided_why(m));
 		else if (c.got == 0 && c.unattr > 0 && scan->markers_live == 0 &&
 			 scan->markers_unparseable == 0)
 			unattributed_problem(&o, f, &c, want);
@@ -557,142 +525,142 @@ bool markers_need_elsewhere(const struct pvg_config *cfg, const struct marker_re
 /* A zone file of the service that was refused (a device, a FIFO, a file of the kernel's, one
  * its user may not read) is a problem of its own, whatever the markers decided: it leaves
  * the status as it is. */
-struct dispatch_outcome rule_markers_zone_file(const struct markers_facts *f)
+struct pvg_outcome rule_markers_zone_file(const struct markers_facts *f)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	const struct marker_read *m = f->m;
 	if (m->zone.refused)
-		dispatch_problem(&o, PVG_PASS, "dispatch-marker.zone-file-refused", m->zone.why.hint,
-				 "the service's time zone is unknown: %s", m->zone.why.text);
+		pvg_outcome_problem(&o, PVG_PASS, "dispatch-marker.zone-file-refused", m->zone.why.hint,
+				    "the service's time zone is unknown: %s", m->zone.why.text);
 	return o;
 }
 
 /* ---- witness: reaching the files ----------------------------------------------------------- */
 
-struct dispatch_outcome rule_witness_kernel_named(const struct pvg_config *cfg)
+struct pvg_outcome rule_witness_kernel_named(const struct pvg_config *cfg)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	if (cfg->witness.n_require)
 		return o;
 	o.stop = true;
 	o.summary = pvg_strdup("witness: no kernel required");
-	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-configured",
-			 "name the new kernel in witness.require (e.g. {\"kernel\": \"my_kernel*\"})",
-			 "witness.dir is set but witness.require names no kernel");
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-configured",
+			    "name the new kernel in witness.require (e.g. {\"kernel\": \"my_kernel*\"})",
+			    "witness.dir is set but witness.require names no kernel");
 	return o;
 }
 
-struct dispatch_outcome rule_witness_service(int targets_r, const struct pvg_targets *t)
+struct pvg_outcome rule_witness_service(int targets_r, const struct pvg_targets *t)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	if (targets_r >= 0 && !t->err)
 		return o;
 	o.stop = true;
 	o.summary = pvg_strdup("witness: no live service");
-	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.no-service",
-			 "start the service (service.match / pid / pidfile must find it) and run "
-			 "the benchmark before this gate",
-			 "no live service to attribute witness files to: %s",
-			 targets_r < 0 ? strerror(-targets_r)
-			 : t->msg.text ? t->msg.text
-				       : "no target");
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.no-service",
+			    "start the service (service.match / pid / pidfile must find it) and run "
+			    "the benchmark before this gate",
+			    "no live service to attribute witness files to: %s",
+			    targets_r < 0 ? strerror(-targets_r)
+			    : t->msg.text ? t->msg.text
+					  : "no target");
 	return o;
 }
 
 /* The variables the service must have been started with, naming witness.dir. */
-struct dispatch_outcome rule_witness_environment(const struct pvg_config *cfg,
-						 const struct witness_env *env)
+struct pvg_outcome rule_witness_environment(const struct pvg_config *cfg,
+					    const struct witness_env *env)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	int pid = (int)env->pid, r = env->dir_r;
 	const char *api = cfg->witness.api;
 	if (r < 0 && r != -ENOENT)
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-env-unreadable",
-				 r == -EACCES || r == -EPERM
-					 ? "run provgate as the service's user (or root) so that it "
-					   "can read /proc/PID/environ"
-					 : NULL,
-				 "cannot read the environment of service process %d: %s", pid,
-				 strerror(-r));
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-env-unreadable",
+				    r == -EACCES || r == -EPERM
+					    ? "run provgate as the service's user (or root) so that it "
+					      "can read /proc/PID/environ"
+					    : NULL,
+				    "cannot read the environment of service process %d: %s", pid,
+				    strerror(-r));
 	else if (!env->dir || !env->lib)
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-enabled",
-				 "start the service with the variables `provgate exec --witness DIR` "
-				 "prints, then run the benchmark",
-				 "service process %d was not started with the witness (%s is not set "
-				 "in its environment), so a missing launch proves nothing",
-				 pid, !env->dir ? PVG_WITNESS_DIR_ENV
-				      : api && strcmp(api, "hsa") == 0 ? "HSA_TOOLS_LIB"
-				      : api ? "CUDA_INJECTION64_PATH"
-					    : "CUDA_INJECTION64_PATH or HSA_TOOLS_LIB");
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-enabled",
+				    "start the service with the variables `provgate exec --witness DIR` "
+				    "prints, then run the benchmark",
+				    "service process %d was not started with the witness (%s is not set "
+				    "in its environment), so a missing launch proves nothing",
+				    pid, !env->dir ? PVG_WITNESS_DIR_ENV
+					 : api && strcmp(api, "hsa") == 0 ? "HSA_TOOLS_LIB"
+					 : api ? "CUDA_INJECTION64_PATH"
+					       : "CUDA_INJECTION64_PATH or HSA_TOOLS_LIB");
 	else if (!env->same_folder)
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-mismatch",
-				 "point witness.dir at the folder the service writes to, or restart "
-				 "the service with PROVGATE_WITNESS_DIR set to witness.dir",
-				 "service process %d writes its witness to %s, not to witness.dir %s",
-				 pid, env->dir, cfg->witness.dir);
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-mismatch",
+				    "point witness.dir at the folder the service writes to, or restart "
+				    "the service with PROVGATE_WITNESS_DIR set to witness.dir",
+				    "service process %d writes its witness to %s, not to witness.dir %s",
+				    pid, env->dir, cfg->witness.dir);
 	return o;
 }
 
-struct dispatch_outcome rule_witness_folder(const struct pvg_config *cfg,
-					    const struct witness_read *wr)
+struct pvg_outcome rule_witness_folder(const struct pvg_config *cfg,
+				       const struct witness_read *wr)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	int fo = wr->folder_r;
 	if (fo >= 0)
 		return o;
 	bool link = wr->folder.is_link;
 	if (link)
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-link",
-				 "name the folder itself in witness.dir, not a link to it (a "
-				 "folder the service's user can replace by a link would make "
-				 "provgate write and read where that link points)",
-				 "witness folder %s is a symbolic link: refused, nothing in it "
-				 "read or created", cfg->witness.dir);
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-link",
+				    "name the folder itself in witness.dir, not a link to it (a "
+				    "folder the service's user can replace by a link would make "
+				    "provgate write and read where that link points)",
+				    "witness folder %s is a symbolic link: refused, nothing in it "
+				    "read or created", cfg->witness.dir);
 	else
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-unreadable",
-				 fo == -ENOENT ? "create the folder and start the service with "
-						 "PROVGATE_WITNESS_DIR pointing at it"
-				 : fo == -ENOTDIR ? "point witness.dir at a folder"
-						  : "let provgate read the witness folder",
-				 "witness folder %s: %s", cfg->witness.dir, strerror(-fo));
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-unreadable",
+				    fo == -ENOENT ? "create the folder and start the service with "
+						    "PROVGATE_WITNESS_DIR pointing at it"
+				    : fo == -ENOTDIR ? "point witness.dir at a folder"
+						     : "let provgate read the witness folder",
+				    "witness folder %s: %s", cfg->witness.dir, strerror(-fo));
 	o.stop = true;
 	o.summary = pvg_asprintf("witness folder %s: %s", link ? "refused" : "unreadable",
 				 link ? "a symbolic link" : strerror(-fo));
 	return o;
 }
 
-struct dispatch_outcome rule_witness_request(const struct pvg_config *cfg,
-					     const struct witness_fresh *fr)
+struct pvg_outcome rule_witness_request(const struct pvg_config *cfg,
+					const struct witness_fresh *fr)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	if (fr->err < 0 && fr->err != -ENOENT)
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-request-failed",
-				 "let provgate create files in the witness folder (it asks the live "
-				 "service for a fresh witness there)",
-				 "cannot ask the live service for a fresh witness in %s: %s",
-				 cfg->witness.dir, strerror(-fr->err));
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-request-failed",
+				    "let provgate create files in the witness folder (it asks the live "
+				    "service for a fresh witness there)",
+				    "cannot ask the live service for a fresh witness in %s: %s",
+				    cfg->witness.dir, strerror(-fr->err));
 	return o;
 }
 
-struct dispatch_outcome rule_witness_folder_listed(const struct pvg_config *cfg,
-						   const struct witness_read *wr)
+struct pvg_outcome rule_witness_folder_listed(const struct pvg_config *cfg,
+					      const struct witness_read *wr)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	int dr = wr->dir_r;
 	if (dr >= 0)
 		return o;
 	o.stop = true;
 	o.summary = pvg_asprintf("witness folder unreadable: %s", strerror(-dr));
-	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-unreadable",
-			 dr == -ENOENT ? "create the folder and start the service with "
-					 "PROVGATE_WITNESS_DIR pointing at it"
-				       : "let provgate read the witness folder",
-			 "witness folder %s: %s", cfg->witness.dir, strerror(-dr));
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-dir-unreadable",
+			    dr == -ENOENT ? "create the folder and start the service with "
+					    "PROVGATE_WITNESS_DIR pointing at it"
+					  : "let provgate read the witness folder",
+			    "witness folder %s: %s", cfg->witness.dir, strerror(-dr));
 	return o;
 }
 
 /* A live file that neither answered the request nor is final: why, as far as can be told. */
-static void no_answer_problem(struct dispatch_outcome *o, const struct witness_read *wr,
+static void no_answer_problem(struct pvg_outcome *o, const struct witness_read *wr,
 			      const struct witness_file *wf)
 {
 	const struct pvg_witness_header *h = &wf->read->file.h;
@@ -703,42 +671,42 @@ static void no_answer_problem(struct dispatch_outcome *o, const struct witness_r
 	const char *code = "dispatch-marker.witness-no-answer";
 	_cleanup_free_ char *clean = pvg_utf8_sanitize(wf->read->name, strlen(wf->read->name));
 	if (h->version < 2)
-		dispatch_problem(o, PVG_UNVERIFIABLE, code,
-				 "restart the service with this release's libprovgate-witness.so",
-				 "witness file %s (process %d) is version %u: its library cannot "
-				 "answer a request, so launches after its last write (%s) are not seen",
-				 clean, pid, h->version, ts);
+		pvg_outcome_problem(o, PVG_UNVERIFIABLE, code,
+				    "restart the service with this release's libprovgate-witness.so",
+				    "witness file %s (process %d) is version %u: its library cannot "
+				    "answer a request, so launches after its last write (%s) are not seen",
+				    clean, pid, h->version, ts);
 	else if (!wf->writer_alive)
-		dispatch_problem(o, PVG_UNVERIFIABLE, code,
-				 "the process ended without the witness's exit handler (killed?): "
-				 "run the benchmark against a service that keeps running",
-				 "process %d exited during the check without its final witness "
-				 "write: launches after its last write (%s) are not seen",
-				 pid, ts);
+		pvg_outcome_problem(o, PVG_UNVERIFIABLE, code,
+				    "the process ended without the witness's exit handler (killed?): "
+				    "run the benchmark against a service that keeps running",
+				    "process %d exited during the check without its final witness "
+				    "write: launches after its last write (%s) are not seen",
+				    pid, ts);
 	else
-		dispatch_problem(o, PVG_UNVERIFIABLE, code,
-				 "the process may be stopped or overloaded: check it, or raise "
-				 "witness.answer_ms",
-				 "process %d did not answer the witness request within %ld ms: "
-				 "launches after its last write (%s) are not seen",
-				 pid, wr->fresh.waited_ms, ts);
+		pvg_outcome_problem(o, PVG_UNVERIFIABLE, code,
+				    "the process may be stopped or overloaded: check it, or raise "
+				    "witness.answer_ms",
+				    "process %d did not answer the witness request within %ld ms: "
+				    "launches after its last write (%s) are not seen",
+				    pid, wr->fresh.waited_ms, ts);
 }
 
 /* Every file of a live target reads, and each live one answered the request or is final. */
-struct dispatch_outcome rule_witness_files(const struct witness_read *wr)
+struct pvg_outcome rule_witness_files(const struct witness_read *wr)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	for (size_t i = 0; i < wr->dir.n; i++) {
 		const struct witness_file *wf = &wr->files[i];
 		const struct pvg_witness_read *f = wf->read;
 		if (!wf->readable && wf->named_target) {
 			_cleanup_free_ char *clean = pvg_utf8_sanitize(f->name, strlen(f->name));
-			dispatch_problem(&o, PVG_FAIL, "dispatch-marker.witness-corrupt",
-					 "the file was changed or cut short after the library wrote "
-					 "it: restart the service with an empty witness folder",
-					 "witness file %s of a live service process cannot be read: %s",
-					 clean,
-					 f->err < 0 ? strerror(-f->err) : pvg_witness_strerror(f->perr));
+			pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.witness-corrupt",
+					    "the file was changed or cut short after the library wrote "
+					    "it: restart the service with an empty witness folder",
+					    "witness file %s of a live service process cannot be read: %s",
+					    clean,
+					    f->err < 0 ? strerror(-f->err) : pvg_witness_strerror(f->perr));
 		} else if (wf->readable && wf->attr == PVG_WITNESS_LIVE &&
 			   wf->fresh == WITNESS_NO_ANSWER) {
 			if (wr->fresh.token)
@@ -753,11 +721,11 @@ struct dispatch_outcome rule_witness_files(const struct witness_read *wr)
 
 /* Started with the witness, yet no file: the library never loaded, or the process made no GPU
  * call (CUDA loads it at cuInit). Told only when nothing before made the part unverifiable. */
-struct dispatch_outcome rule_witness_live_file(const struct pvg_config *cfg,
-					       const struct witness_tally *ta,
-					       enum pvg_status so_far)
+struct pvg_outcome rule_witness_live_file(const struct pvg_config *cfg,
+					  const struct witness_tally *ta,
+					  enum pvg_status so_far)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	if (ta->n_live)
 		return o;
 	const size_t *n = ta->attr_count;
@@ -768,43 +736,43 @@ struct dispatch_outcome rule_witness_live_file(const struct pvg_config *cfg,
 	if (so_far != PVG_PASS)
 		return o;
 	if (stale > 0)
-		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.witness-stale",
-				 "these files are from an earlier service or another process: run "
-				 "the benchmark against the live service",
-				 "no witness file of the live service in %s; %zu file%s from other "
-				 "processes ignored (%zu earlier boot, %zu reused pid, %zu other pid "
-				 "namespace, %zu not a target)",
-				 cfg->witness.dir, stale, stale == 1 ? "" : "s",
-				 n[PVG_WITNESS_OTHER_BOOT], n[PVG_WITNESS_PID_REUSED],
-				 n[PVG_WITNESS_FOREIGN_NS], n[PVG_WITNESS_NOT_TARGET]);
+		pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.witness-stale",
+				    "these files are from an earlier service or another process: run "
+				    "the benchmark against the live service",
+				    "no witness file of the live service in %s; %zu file%s from other "
+				    "processes ignored (%zu earlier boot, %zu reused pid, %zu other pid "
+				    "namespace, %zu not a target)",
+				    cfg->witness.dir, stale, stale == 1 ? "" : "s",
+				    n[PVG_WITNESS_OTHER_BOOT], n[PVG_WITNESS_PID_REUSED],
+				    n[PVG_WITNESS_FOREIGN_NS], n[PVG_WITNESS_NOT_TARGET]);
 	else
-		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.witness-missing",
-				 "check that the service's GPU runtime loads the library "
-				 "(CUDA_INJECTION64_PATH / HSA_TOOLS_LIB naming "
-				 "libprovgate-witness.so) and that the benchmark ran",
-				 "no witness file of the live service in %s", cfg->witness.dir);
+		pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.witness-missing",
+				    "check that the service's GPU runtime loads the library "
+				    "(CUDA_INJECTION64_PATH / HSA_TOOLS_LIB naming "
+				    "libprovgate-witness.so) and that the benchmark ran",
+				    "no witness file of the live service in %s", cfg->witness.dir);
 	return o;
 }
 
-struct dispatch_outcome rule_witness_recording(const struct witness_tally *ta)
+struct pvg_outcome rule_witness_recording(const struct witness_tally *ta)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	if (ta->recording)
 		return o;
 	o.stop = true;
 	o.summary = pvg_strdup("witness: loaded but not recording");
-	dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-recording",
-			 "make libcupti loadable in the service (PROVGATE_WITNESS_CUPTI=PATH), and "
-			 "start it without a profiler holding CUPTI",
-			 "the witness is loaded in the live service but not recording: %s",
-			 ta->note && ta->note[0] ? ta->note : "no reason given");
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-recording",
+			    "make libcupti loadable in the service (PROVGATE_WITNESS_CUPTI=PATH), and "
+			    "start it without a profiler holding CUPTI",
+			    "the witness is loaded in the live service but not recording: %s",
+			    ta->note && ta->note[0] ? ta->note : "no reason given");
 	return o;
 }
 
 /* One requirement short of launches. Replays the witness could not itemize may hold the
  * kernel (unless eager launches alone are asked for), and so may dispatch packets that do not
  * say how they were sent: then, like a full table, the shortfall is unverifiable. */
-static void need_problem(struct dispatch_outcome *o, const struct witness_tally *ta,
+static void need_problem(struct pvg_outcome *o, const struct witness_tally *ta,
 			 const struct witness_need *nd)
 {
 	const struct pvg_witness_require *w = nd->w;
@@ -829,30 +797,30 @@ static void need_problem(struct dispatch_outcome *o, const struct witness_tally 
 	if (other_n) {
 		const struct pvg_witness_entry *other = nd->other;
 		_cleanup_free_ char *nm = dispatch_witness_entry_name(other);
-		dispatch_problem(o, st, "dispatch-marker.witness-grid-mismatch",
-				 "the kernel ran with other launch dimensions: run the benchmark with "
-				 "the shapes the config requires, or correct witness.require",
-				 "{%s}: %" PRIu64 " launch%s, %ld required; %s ran %" PRIu64
-				 " time%s with other dimensions, e.g. grid=%u,%u,%u block=%u,%u,%u%s",
-				 want, got, got == 1 ? "" : "es", nd->need, nm, other_n,
-				 other_n == 1 ? "" : "s", other->grid[0], other->grid[1],
-				 other->grid[2], other->block[0], other->block[1], other->block[2],
-				 why);
+		pvg_outcome_problem(o, st, "dispatch-marker.witness-grid-mismatch",
+				    "the kernel ran with other launch dimensions: run the benchmark with "
+				    "the shapes the config requires, or correct witness.require",
+				    "{%s}: %" PRIu64 " launch%s, %ld required; %s ran %" PRIu64
+				    " time%s with other dimensions, e.g. grid=%u,%u,%u block=%u,%u,%u%s",
+				    want, got, got == 1 ? "" : "es", nd->need, nm, other_n,
+				    other_n == 1 ? "" : "s", other->grid[0], other->grid[1],
+				    other->grid[2], other->block[0], other->block[1], other->block[2],
+				    why);
 	} else {
-		dispatch_problem(o, st, "dispatch-marker.witness-too-few",
-				 "the live service did not launch this kernel: check that the "
-				 "benchmark ran and that dispatch selects the new kernel (look for "
-				 "the fallback kernel among the witness's records)",
-				 "{%s}: %" PRIu64 " launch%s seen by the witness, %ld required%s", want,
-				 got, got == 1 ? "" : "es", nd->need, why);
+		pvg_outcome_problem(o, st, "dispatch-marker.witness-too-few",
+				    "the live service did not launch this kernel: check that the "
+				    "benchmark ran and that dispatch selects the new kernel (look for "
+				    "the fallback kernel among the witness's records)",
+				    "{%s}: %" PRIu64 " launch%s seen by the witness, %ld required%s", want,
+				    got, got == 1 ? "" : "es", nd->need, why);
 	}
 }
 
 /* Each witness.require entry launched min_count times, over every live file. */
-struct dispatch_outcome rule_witness_required(const struct pvg_config *cfg,
-					      const struct witness_read *wr)
+struct pvg_outcome rule_witness_required(const struct pvg_config *cfg,
+					 const struct witness_read *wr)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	for (size_t k = 0; k < cfg->witness.n_require; k++) {
 		const struct witness_need *nd = &wr->needs[k];
 		if ((long double)nd->got < (long double)nd->need)
@@ -862,41 +830,41 @@ struct dispatch_outcome rule_witness_required(const struct pvg_config *cfg,
 }
 
 /* A forbid is proven only over launches the witness itemized. */
-struct dispatch_outcome rule_witness_forbid_provable(const struct pvg_config *cfg,
-						     const struct witness_tally *ta)
+struct pvg_outcome rule_witness_forbid_provable(const struct pvg_config *cfg,
+						const struct witness_tally *ta)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	uint64_t opaque = ta->opaque;
 	if (opaque && cfg->witness.forbid.n)
-		dispatch_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-graph-opaque",
-				 "see provgate-witness(7) for the graphs the witness itemizes; a "
-				 "witness file of version 1 itemizes none: restart the service with "
-				 "this release's libprovgate-witness.so",
-				 "%" PRIu64 " graph replay%s ran kernels the witness could not itemize "
-				 "(an exec it could not read or follow, a conditional body, a "
-				 "device-launchable exec, or a version 1 witness): a forbidden kernel "
-				 "may have run in them",
-				 opaque, opaque == 1 ? "" : "s");
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-graph-opaque",
+				    "see provgate-witness(7) for the graphs the witness itemizes; a "
+				    "witness file of version 1 itemizes none: restart the service with "
+				    "this release's libprovgate-witness.so",
+				    "%" PRIu64 " graph replay%s ran kernels the witness could not itemize "
+				    "(an exec it could not read or follow, a conditional body, a "
+				    "device-launchable exec, or a version 1 witness): a forbidden kernel "
+				    "may have run in them",
+				    opaque, opaque == 1 ? "" : "s");
 	return o;
 }
 
-struct dispatch_outcome rule_witness_forbidden(const struct pvg_config *cfg,
-					       const struct witness_read *wr)
+struct pvg_outcome rule_witness_forbidden(const struct pvg_config *cfg,
+					  const struct witness_read *wr)
 {
-	struct dispatch_outcome o = { 0 };
+	struct pvg_outcome o = { 0 };
 	for (size_t k = 0; k < cfg->witness.forbid.n; k++) {
 		const struct witness_seen *s = &wr->seen[k];
 		const struct pvg_witness_entry *e = s->seen;
 		if (!e)
 			continue;
 		_cleanup_free_ char *nm = dispatch_witness_entry_name(e);
-		dispatch_problem(&o, PVG_FAIL, "dispatch-marker.witness-forbidden",
-				 "the service launched a kernel the benchmark must not use (a "
-				 "fallback): fix the dispatch condition and restart the service",
-				 "forbidden \"%s\": the live service launched %s %" PRIu64 " time%s "
-				 "(e.g. grid=%u,%u,%u block=%u,%u,%u)",
-				 s->pattern, nm, s->n, s->n == 1 ? "" : "s", e->grid[0], e->grid[1],
-				 e->grid[2], e->block[0], e->block[1], e->block[2]);
+		pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.witness-forbidden",
+				    "the service launched a kernel the benchmark must not use (a "
+				    "fallback): fix the dispatch condition and restart the service",
+				    "forbidden \"%s\": the live service launched %s %" PRIu64 " time%s "
+				    "(e.g. grid=%u,%u,%u block=%u,%u,%u)",
+				    s->pattern, nm, s->n, s->n == 1 ? "" : "s", e->grid[0], e->grid[1],
+				    e->grid[2], e->block[0], e->block[1], e->block[2]);
 	}
 	return o;
 }
@@ -905,7 +873,7 @@ struct dispatch_outcome rule_witness_forbidden(const struct pvg_config *cfg,
 
 static const struct markers_rule {
 	const char *name;
-	struct dispatch_outcome (*check)(const struct markers_facts *f);
+	struct pvg_outcome (*check)(const struct markers_facts *f);
 } markers_rules[] = {
 	{ "configured", rule_markers_configured },
 	{ "service-found", rule_markers_service_found },

@@ -7,20 +7,10 @@
 #pragma once
 #include "dispatch-markers.h"
 #include "dispatch-witness.h"
+#include "facts.h"
 
-/* What one rule found: its status and its problems, in order. */
-struct dispatch_outcome {
-	enum pvg_status status;
-	struct pvg_problem *problems;
-	size_t n_problems;
-	bool stop;     /* what the rules after it would look at is not there */
-	char *summary; /* with stop: the part's summary; NULL: told by its problems */
-};
-
-/* Adds a problem and makes o->status at least st. */
-void dispatch_problem(struct dispatch_outcome *o, enum pvg_status st, const char *code,
-		      const char *hint, const char *fmt, ...) PVG_PRINTF(5, 6);
-void dispatch_outcome_clear(struct dispatch_outcome *o);
+/* Each rule returns a struct pvg_outcome (facts.h); a rule that sets stop ends its part, with
+ * its summary (or none: its problems tell it). */
 
 /* ---- markers: the facts are the config, the log as read, and where else the service's output
  * goes (looked up only when a rule needs it) ---- */
@@ -30,42 +20,42 @@ struct markers_facts {
 	const char *elsewhere;
 };
 
-struct dispatch_outcome rule_markers_configured(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_service_found(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_container_log_found(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_container_log_owned(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_log_is_file(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_log_readable(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_log_not_empty(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_kernel_selected(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_forbid_decided(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_not_forbidden(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_facts_live(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_enough(const struct markers_facts *f);
-struct dispatch_outcome rule_markers_zone_file(const struct markers_facts *f);
+struct pvg_outcome rule_markers_configured(const struct markers_facts *f);
+struct pvg_outcome rule_markers_service_found(const struct markers_facts *f);
+struct pvg_outcome rule_markers_container_log_found(const struct markers_facts *f);
+struct pvg_outcome rule_markers_container_log_owned(const struct markers_facts *f);
+struct pvg_outcome rule_markers_log_is_file(const struct markers_facts *f);
+struct pvg_outcome rule_markers_log_readable(const struct markers_facts *f);
+struct pvg_outcome rule_markers_log_not_empty(const struct markers_facts *f);
+struct pvg_outcome rule_markers_kernel_selected(const struct markers_facts *f);
+struct pvg_outcome rule_markers_forbid_decided(const struct markers_facts *f);
+struct pvg_outcome rule_markers_not_forbidden(const struct markers_facts *f);
+struct pvg_outcome rule_markers_facts_live(const struct markers_facts *f);
+struct pvg_outcome rule_markers_enough(const struct markers_facts *f);
+struct pvg_outcome rule_markers_zone_file(const struct markers_facts *f);
 /* Does a rule need elsewhere (the log missing or empty, or no live marker at all where
  * markers are too few)? */
 bool markers_need_elsewhere(const struct pvg_config *cfg, const struct marker_read *m);
 
 /* ---- the witness: the config and what dispatch-witness.c read, stage by stage ---- */
-struct dispatch_outcome rule_witness_kernel_named(const struct pvg_config *cfg);
-struct dispatch_outcome rule_witness_service(int targets_r, const struct pvg_targets *t);
-struct dispatch_outcome rule_witness_environment(const struct pvg_config *cfg,
-						 const struct witness_env *env);
-struct dispatch_outcome rule_witness_folder(const struct pvg_config *cfg,
-					    const struct witness_read *wr);
-struct dispatch_outcome rule_witness_request(const struct pvg_config *cfg,
-					     const struct witness_fresh *fr);
-struct dispatch_outcome rule_witness_folder_listed(const struct pvg_config *cfg,
-						   const struct witness_read *wr);
-struct dispatch_outcome rule_witness_files(const struct witness_read *wr);
-struct dispatch_outcome rule_witness_live_file(const struct pvg_config *cfg,
-					       const struct witness_tally *ta,
-					       enum pvg_status so_far);
-struct dispatch_outcome rule_witness_recording(const struct witness_tally *ta);
-struct dispatch_outcome rule_witness_required(const struct pvg_config *cfg,
+struct pvg_outcome rule_witness_kernel_named(const struct pvg_config *cfg);
+struct pvg_outcome rule_witness_service(int targets_r, const struct pvg_targets *t);
+struct pvg_outcome rule_witness_environment(const struct pvg_config *cfg,
+					    const struct witness_env *env);
+struct pvg_outcome rule_witness_folder(const struct pvg_config *cfg,
+				       const struct witness_read *wr);
+struct pvg_outcome rule_witness_request(const struct pvg_config *cfg,
+					const struct witness_fresh *fr);
+struct pvg_outcome rule_witness_folder_listed(const struct pvg_config *cfg,
 					      const struct witness_read *wr);
-struct dispatch_outcome rule_witness_forbid_provable(const struct pvg_config *cfg,
-						     const struct witness_tally *ta);
-struct dispatch_outcome rule_witness_forbidden(const struct pvg_config *cfg,
-					       const struct witness_read *wr);
+struct pvg_outcome rule_witness_files(const struct witness_read *wr);
+struct pvg_outcome rule_witness_live_file(const struct pvg_config *cfg,
+					  const struct witness_tally *ta,
+					  enum pvg_status so_far);
+struct pvg_outcome rule_witness_recording(const struct witness_tally *ta);
+struct pvg_outcome rule_witness_required(const struct pvg_config *cfg,
+					 const struct witness_read *wr);
+struct pvg_outcome rule_witness_forbid_provable(const struct pvg_config *cfg,
+						const struct witness_tally *ta);
+struct pvg_outcome rule_witness_forbidden(const struct pvg_config *cfg,
+					  const struct witness_read *wr);

@@ -343,13 +343,39 @@ enum pvg_status pvg_outcome_report(struct pvg_result *res, struct pvg_outcome *o
 		res->n_problems += o->n_problems;
 	}
 	free(o->problems);
+	free(o->summary);
 	*o = (struct pvg_outcome){ 0 };
 	return st;
+}
+
+enum pvg_status pvg_outcome_into(struct pvg_result *res, struct pvg_outcome o)
+{
+	return pvg_outcome_report(res, &o);
+}
+
+enum pvg_status pvg_outcome_final(struct pvg_result *res, struct pvg_outcome o)
+{
+	if (o.summary)
+		pvg_summary(res, "%s", o.summary);
+	return pvg_outcome_report(res, &o);
+}
+
+struct pvg_outcome pvg_outcome_since(struct pvg_result *res, size_t from, enum pvg_status st)
+{
+	struct pvg_outcome o = { .status = st };
+	if (res->n_problems > from) {
+		o.n_problems = res->n_problems - from;
+		o.problems = pvg_xcalloc(o.n_problems, sizeof(*o.problems));
+		memcpy(o.problems, &res->problems[from], o.n_problems * sizeof(*o.problems));
+		res->n_problems = from;
+	}
+	return o;
 }
 
 void pvg_outcome_clear(struct pvg_outcome *o)
 {
 	struct pvg_result r = { .problems = o->problems, .n_problems = o->n_problems };
 	pvg_result_reset(&r);
+	free(o->summary);
 	*o = (struct pvg_outcome){ 0 };
 }

@@ -82,11 +82,14 @@ cJSON *pvg_chain_artifact(struct pvg_ctx *ctx, size_t i);
 /* What one rule of a gate found: its status and the problems that say why, in the order it
  * found them. A rule takes the facts it needs and returns one; the gate's entry moves the
  * problems into its result with pvg_outcome_report and combines the statuses with
- * pvg_status_worst. Evidence is written apart, from the same facts. */
+ * pvg_status_worst. Evidence is written apart, from the same facts. Every gate's rules
+ * return this one type. */
 struct pvg_outcome {
 	enum pvg_status status;
 	struct pvg_problem *problems;
 	size_t n_problems;
+	bool stop;     /* what the rules after it would look at is not there (gate 7) */
+	char *summary; /* with stop: the part's summary; NULL: told by its problems */
 };
 
 /* Adds a problem to o and makes o's status at least st. */
@@ -94,6 +97,15 @@ void pvg_outcome_problem(struct pvg_outcome *o, enum pvg_status st, const char *
 			 const char *hint, const char *fmt, ...) PVG_PRINTF(5, 6);
 /* Makes o's status at least st, with no problem of its own. */
 void pvg_outcome_worsen(struct pvg_outcome *o, enum pvg_status st);
-/* Appends o's problems to res (o is left empty) and returns o's status. */
+/* A rule that records its problems in res as it goes: the problems res got since index from
+ * move into the outcome (res is back to from problems), with status st. */
+struct pvg_outcome pvg_outcome_since(struct pvg_result *res, size_t from, enum pvg_status st);
+/* Appends o's problems to res and returns o's status; o is left empty (a summary not taken
+ * before is freed). */
 enum pvg_status pvg_outcome_report(struct pvg_result *res, struct pvg_outcome *o);
+/* pvg_outcome_report on a rule's return value: res gets its problems, the caller its status. */
+enum pvg_status pvg_outcome_into(struct pvg_result *res, struct pvg_outcome o);
+/* The outcome of a rule that ends a gate's check (stop): its summary, when it has one, becomes
+ * res's, then as pvg_outcome_into. */
+enum pvg_status pvg_outcome_final(struct pvg_result *res, struct pvg_outcome o);
 void pvg_outcome_clear(struct pvg_outcome *o);

@@ -4,12 +4,12 @@
 #include "07-dispatch-marker.h"
 #include "tap.h"
 
-static const char *code_of(const struct dispatch_outcome *o, size_t i)
+static const char *code_of(const struct pvg_outcome *o, size_t i)
 {
 	return i < o->n_problems ? o->problems[i].code : NULL;
 }
 
-static bool message_has(const struct dispatch_outcome *o, size_t i, const char *words)
+static bool message_has(const struct pvg_outcome *o, size_t i, const char *words)
 {
 	return i < o->n_problems && strstr(o->problems[i].message, words) != NULL;
 }
@@ -74,12 +74,12 @@ static void markers_unconfigured_name_the_missing_key(void)
 	struct pvg_config cfg = { 0 };
 	cfg.markers.log = "server.log";
 	struct markers_facts f = { .cfg = &cfg };
-	struct dispatch_outcome o = rule_markers_configured(&f);
+	struct pvg_outcome o = rule_markers_configured(&f);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK(o.stop);
 	CHECK_STR(o.summary, "markers.prefix is not configured");
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.not-configured");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_missing_log_hints_where_the_output_goes(void)
@@ -89,13 +89,13 @@ static void markers_missing_log_hints_where_the_output_goes(void)
 	x.m.log_err = ENOENT;
 	CHECK(markers_need_elsewhere(&x.cfg, &x.m));
 	x.f.elsewhere = "the service (pid 7) writes its stdout to /tmp/nohup.out";
-	struct dispatch_outcome o = rule_markers_log_readable(&x.f);
+	struct pvg_outcome o = rule_markers_log_readable(&x.f);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK(o.stop);
 	CHECK_STR(o.summary, "cannot read the service log");
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.log-unreadable");
 	CHECK_STR(o.problems[0].hint, x.f.elsewhere);
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_refuse_a_fifo_unopened(void)
@@ -104,12 +104,12 @@ static void markers_refuse_a_fifo_unopened(void)
 	log_fixture(&x);
 	x.m.log_err = ENXIO;
 	x.m.log_refused = PVG_REFUSED_FIFO;
-	struct dispatch_outcome o = rule_markers_log_is_file(&x.f);
+	struct pvg_outcome o = rule_markers_log_is_file(&x.f);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK(o.stop);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.log-fifo");
 	CHECK(message_has(&o, 0, "refused unopened"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	/* a container's log of another owner is the container rule's, not this one's */
 	x.m.log_refused = PVG_REFUSED_OWNER;
 	o = rule_markers_log_is_file(&x.f);
@@ -118,7 +118,7 @@ static void markers_refuse_a_fifo_unopened(void)
 	o = rule_markers_container_log_owned(&x.f);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.container-log-refused");
 	CHECK(o.stop);
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_empty_log_fails_and_stops(void)
@@ -128,12 +128,12 @@ static void markers_empty_log_fails_and_stops(void)
 	x.m.scan.bytes = 0;
 	x.m.scan.hole_bytes = 1 << 20;
 	CHECK(markers_need_elsewhere(&x.cfg, &x.m));
-	struct dispatch_outcome o = rule_markers_log_not_empty(&x.f);
+	struct pvg_outcome o = rule_markers_log_not_empty(&x.f);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK(o.stop);
 	CHECK(!o.summary); /* told by its problem */
 	CHECK(message_has(&o, 0, "is empty (its size is all holes"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_enough_live_markers_pass(void)
@@ -142,12 +142,12 @@ static void markers_enough_live_markers_pass(void)
 	log_fixture(&x);
 	x.require_matched[0] = 2;
 	x.m.scan.markers_live = 2;
-	struct dispatch_outcome o = rule_markers_enough(&x.f);
+	struct pvg_outcome o = rule_markers_enough(&x.f);
 	CHECK_INT(o.status, PVG_PASS);
 	CHECK_INT(o.n_problems, 0);
 	CHECK(!o.stop);
 	CHECK(!markers_need_elsewhere(&x.cfg, &x.m));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_too_few_say_how_many(void)
@@ -156,11 +156,11 @@ static void markers_too_few_say_how_many(void)
 	log_fixture(&x);
 	x.require_matched[0] = 1;
 	x.m.scan.markers_live = 1;
-	struct dispatch_outcome o = rule_markers_enough(&x.f);
+	struct pvg_outcome o = rule_markers_enough(&x.f);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.too-few");
 	CHECK_STR(o.problems[0].message, "1 live marker for {selected=True}, 2 required");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_undecided_times_are_unverifiable_not_failed(void)
@@ -170,16 +170,16 @@ static void markers_undecided_times_are_unverifiable_not_failed(void)
 	x.require_matched[0] = 1;
 	x.require_undecided[0] = 1;
 	x.m.scan.markers_live = 1;
-	struct dispatch_outcome o = rule_markers_enough(&x.f);
+	struct pvg_outcome o = rule_markers_enough(&x.f);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.time-undecided");
 	CHECK(message_has(&o, 0, "its time may be either"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	x.forbid_undecided[0] = 3;
 	o = rule_markers_forbid_decided(&x.f);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK(message_has(&o, 0, "forbidden \"fallback\" appears in 3 lines"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	/* a live forbidden line decides, whatever else may be undecided */
 	x.forbid_live[0] = 1;
 	o = rule_markers_forbid_decided(&x.f);
@@ -187,7 +187,7 @@ static void markers_undecided_times_are_unverifiable_not_failed(void)
 	o = rule_markers_not_forbidden(&x.f);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.forbidden");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_only_from_others_say_so(void)
@@ -199,12 +199,12 @@ static void markers_only_from_others_say_so(void)
 								.attr = PVG_ATTR_BEFORE_START };
 	x.m.scan.markers_foreign_recent = 1;
 	CHECK(!markers_need_elsewhere(&x.cfg, &x.m)); /* another process writes this log */
-	struct dispatch_outcome o = rule_markers_enough(&x.f);
+	struct pvg_outcome o = rule_markers_enough(&x.f);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.unattributed");
 	CHECK(strstr(o.problems[0].hint, "another process writes markers") != NULL);
 	CHECK(message_has(&o, 0, "before the service started, e.g. at byte 17"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_missing_fact_fails(void)
@@ -214,11 +214,11 @@ static void markers_missing_fact_fails(void)
 	x.fact_live[0] = 0;
 	x.fact_unattributed[0] = 1;
 	x.fact_attr[0] = PVG_ATTR_UNKNOWN;
-	struct dispatch_outcome o = rule_markers_facts_live(&x.f);
+	struct pvg_outcome o = rule_markers_facts_live(&x.f);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.missing-fact");
 	CHECK(message_has(&o, 0, "log file was created before the service started"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void markers_refused_zone_file_is_told_without_a_status(void)
@@ -227,10 +227,10 @@ static void markers_refused_zone_file_is_told_without_a_status(void)
 	log_fixture(&x);
 	x.m.zone.refused = "device";
 	x.m.zone.why = (struct pvg_msg){ .text = "its zone file is a device", .hint = "fix it" };
-	struct dispatch_outcome o = rule_markers_zone_file(&x.f);
+	struct pvg_outcome o = rule_markers_zone_file(&x.f);
 	CHECK_INT(o.status, PVG_PASS);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.zone-file-refused");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 /* ---- witness ---- */
@@ -239,15 +239,15 @@ static void witness_without_a_kernel_is_unverifiable(void)
 {
 	struct pvg_config cfg = { 0 };
 	cfg.witness.dir = "/w";
-	struct dispatch_outcome o = rule_witness_kernel_named(&cfg);
+	struct pvg_outcome o = rule_witness_kernel_named(&cfg);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK(o.stop);
 	CHECK_STR(o.summary, "witness: no kernel required");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	o = rule_witness_service(-ESRCH, NULL);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.no-service");
 	CHECK(o.stop);
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void witness_environment_names_the_missing_variable(void)
@@ -256,20 +256,20 @@ static void witness_environment_names_the_missing_variable(void)
 	cfg.witness.dir = "/w";
 	cfg.witness.api = "hsa";
 	struct witness_env env = { .pid = 42, .dir_r = 0, .dir = "/w" };
-	struct dispatch_outcome o = rule_witness_environment(&cfg, &env);
+	struct pvg_outcome o = rule_witness_environment(&cfg, &env);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-not-enabled");
 	CHECK(message_has(&o, 0, "(HSA_TOOLS_LIB is not set"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	env = (struct witness_env){ .pid = 42, .dir_r = -EACCES };
 	o = rule_witness_environment(&cfg, &env);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-env-unreadable");
 	CHECK(o.problems[0].hint != NULL);
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	env = (struct witness_env){ .pid = 42, .dir = "/x", .lib = "/lib.so", .same_folder = false };
 	o = rule_witness_environment(&cfg, &env);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-dir-mismatch");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	env.same_folder = true;
 	o = rule_witness_environment(&cfg, &env);
 	CHECK_INT(o.status, PVG_PASS);
@@ -284,11 +284,11 @@ static void witness_folder_link_is_refused(void)
 	dispatch_witness_read_init(&wr);
 	wr.folder_r = -ELOOP;
 	wr.folder.is_link = true;
-	struct dispatch_outcome o = rule_witness_folder(&cfg, &wr);
+	struct pvg_outcome o = rule_witness_folder(&cfg, &wr);
 	CHECK(o.stop);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-dir-link");
 	CHECK_STR(o.summary, "witness folder refused: a symbolic link");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 /* Three files: one of a live target that does not parse, one live that did not answer, one
@@ -313,13 +313,13 @@ static void witness_files_corrupt_fail_unanswered_are_unverifiable(void)
 	wr.dir = (struct pvg_witness_dir){ .files = reads, .n = 3 };
 	wr.files = files;
 	wr.fresh = (struct witness_fresh){ .token = 5, .waited_ms = 2000 };
-	struct dispatch_outcome o = rule_witness_files(&wr);
+	struct pvg_outcome o = rule_witness_files(&wr);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK_INT(o.n_problems, 2);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-corrupt");
 	CHECK_STR(code_of(&o, 1), "dispatch-marker.witness-no-answer");
 	CHECK(message_has(&o, 1, "did not answer the witness request within 2000 ms"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	/* no request could be made: unverifiable, with nothing to say per file */
 	files[0].named_target = false;
 	wr.fresh.token = 0;
@@ -334,22 +334,22 @@ static void witness_no_live_file_fails_only_when_nothing_else_did(void)
 	cfg.witness.dir = "/w";
 	struct witness_tally ta = { 0 };
 	ta.attr_count[PVG_WITNESS_PID_REUSED] = 2;
-	struct dispatch_outcome o = rule_witness_live_file(&cfg, &ta, PVG_PASS);
+	struct pvg_outcome o = rule_witness_live_file(&cfg, &ta, PVG_PASS);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK(o.stop);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-stale");
 	CHECK_STR(o.summary, "witness: no file of the live service (2 ignored)");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	o = rule_witness_live_file(&cfg, &ta, PVG_UNVERIFIABLE);
 	CHECK_INT(o.status, PVG_PASS);
 	CHECK_INT(o.n_problems, 0);
 	CHECK(o.stop);
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	ta.n_live = 1;
 	o = rule_witness_recording(&ta);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-not-recording");
 	CHECK(message_has(&o, 0, "no reason given"));
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 static void witness_requirement_short_fails_unless_replays_hide_it(void)
@@ -362,19 +362,19 @@ static void witness_requirement_short_fails_unless_replays_hide_it(void)
 	struct witness_need need = { .w = &req, .need = 3, .got = 1 };
 	struct witness_read wr = { 0 };
 	wr.needs = &need;
-	struct dispatch_outcome o = rule_witness_required(&cfg, &wr);
+	struct pvg_outcome o = rule_witness_required(&cfg, &wr);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-too-few");
 	CHECK_STR(o.problems[0].message, "{my_kernel}: 1 launch seen by the witness, 3 required");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	wr.tally.opaque = 2; /* graph replays the witness could not itemize may hold it */
 	o = rule_witness_required(&cfg, &wr);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	req.via = PVG_WITNESS_REQUIRE_EAGER; /* ... unless eager launches alone count */
 	o = rule_witness_required(&cfg, &wr);
 	CHECK_INT(o.status, PVG_FAIL);
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	need.got = 3;
 	o = rule_witness_required(&cfg, &wr);
 	CHECK_INT(o.status, PVG_PASS);
@@ -392,16 +392,16 @@ static void witness_forbidden_launch_fails_and_opaque_replays_are_unproven(void)
 	struct witness_seen seen = { .pattern = pat[0], .n = 5, .seen = &e };
 	struct witness_read wr = { 0 };
 	wr.seen = &seen;
-	struct dispatch_outcome o = rule_witness_forbidden(&cfg, &wr);
+	struct pvg_outcome o = rule_witness_forbidden(&cfg, &wr);
 	CHECK_INT(o.status, PVG_FAIL);
 	CHECK_STR(o.problems[0].message, "forbidden \"fallback*\": the live service launched "
 					 "fallback_gemm 5 times (e.g. grid=8,1,1 block=256,1,1)");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 	wr.tally.opaque = 1;
 	o = rule_witness_forbid_provable(&cfg, &wr.tally);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-graph-opaque");
-	dispatch_outcome_clear(&o);
+	pvg_outcome_clear(&o);
 }
 
 int main(void)
