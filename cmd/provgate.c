@@ -18,9 +18,9 @@ static void usage(FILE *f)
 		"provgate %s: proves that the GPU kernel a benchmark runs is the one you built.\n"
 		"\n"
 		"Start here, with your service running and your build log kept:\n"
-		"  provgate init          writes ./provgate.json from what it finds; prints its TODOs\n"
-		"  $EDITOR provgate.json  fill in the TODOs it printed (also at the top of the file)\n"
-		"  provgate certify       exit 0 only when every link from source to kernel closed\n"
+		"  1. provgate init          writes ./provgate.json from what it finds; prints TODOs\n"
+		"  2. $EDITOR provgate.json  fill in the TODOs (also at the top of the file)\n"
+		"  3. provgate certify       exit 0 only when every link from source to kernel closed\n"
 		"\n"
 		"Usage:\n",
 		pvg_version());
