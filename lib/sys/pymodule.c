@@ -24,6 +24,7 @@
 #include <sys/utsname.h>
 
 #include "sys/pymodule.h"
+#include "util/untrusted.h"
 
 #define SMALL_FILE_MAX (1u << 20) /* pyvenv.cfg, site.py, a .pth, a finder module */
 #define PTH_FILES_MAX 4096        /* .pth files read per site folder */
@@ -160,11 +161,31 @@ static char *with_suffix(const char *path, const char *sfx)
 	return pvg_asprintf("%.*s%s", (int)keep, path, sfx);
 }
 
+/* A venv and its interpreter may be the service user's to change (SPEC §11): what is read
+ * there is opened O_PATH first, and only a regular file within the bound that is not a kernel
+ * file (a pyvenv.cfg linked to /proc/kmsg) is opened at all. fd or -errno. */
+static int open_install_file(const char *path, uint64_t max)
+{
+	const struct pvg_untrusted how = { .root_fd = -1, .max_size = max, .service_side = true };
+	return pvg_open_untrusted(path, &how, NULL);
+}
+
+static DIR *open_install_dir(const char *path)
+{
+	const struct pvg_untrusted how = { .root_fd = -1, .want_dir = true, .service_side = true };
+	int fd = pvg_open_untrusted(path, &how, NULL);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (fd >= 0 && !d)
+		close(fd);
+	return d;
+}
+
 static int read_small(const char *path, char **text)
 {
-	/* pvg_read_file opens O_PATH first and refuses anything but a regular file within the
-	 * bound, from its size, unread: a device or FIFO planted in a venv is never opened */
-	return pvg_read_file(path, SMALL_FILE_MAX, text, NULL);
+	_cleanup_close_ int fd = open_install_file(path, SMALL_FILE_MAX);
+	if (fd < 0)
+		return fd;
+	return pvg_read_fd(fd, SMALL_FILE_MAX, text, NULL);
 }
 
 /* ---- pyvenv.cfg and .pth lines ------------------------------------------------------------ */
@@ -681,7 +702,7 @@ static void version_from_folders(const char *from, char out[16])
 		static const char *const libs[] = { "lib", "lib64" };
 		for (size_t i = 0; i < ARRAY_SIZE(libs); i++) {
 			_cleanup_free_ char *lib = pvg_asprintf("%s/%s", strcmp(d, "/") ? d : "", libs[i]);
-			DIR *dir = opendir(lib);
+			DIR *dir = open_install_dir(lib);
 			if (!dir)
 				continue;
 			struct dirent *e;
@@ -722,7 +743,7 @@ static void ext_suffixes(struct py_layout *l, const char *dynload)
 		sscanf(l->version, "%u.%u", &major, &minor);
 		want = pvg_asprintf(".cpython-%u%u", major, minor);
 	}
-	DIR *dir = opendir(dynload);
+	DIR *dir = open_install_dir(dynload);
 	if (dir) {
 		struct dirent *e;
 		int seen = 0;
@@ -818,7 +839,7 @@ static int layout_read(const char *python, struct py_layout *l, struct pvg_msg *
 	}
 	if (!l->base_prefix) {
 		char head[2] = { 0 };
-		int fd = open(l->real, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		int fd = open_install_file(l->real, 0);
 		if (fd >= 0) {
 			if (read(fd, head, 2) < 0)
 				head[0] = 0;
@@ -992,7 +1013,7 @@ static void add_site_dir(struct search *s, const char *sitedir)
 {
 	_cleanup_free_ char *dir = pvg_py_normpath(sitedir);
 	add_known(s, dir);
-	DIR *d = opendir(dir);
+	DIR *d = open_install_dir(dir);
 	if (!d)
 		return;
 	struct pvg_strv names = { 0 };

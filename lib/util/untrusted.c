@@ -298,7 +298,7 @@ static int open_checked(const struct pvg_untrusted *how, int dir_fd, const char 
 	if (fstat(path_fd, &out->st) < 0)
 		return -errno;
 	out->refused = refusal_of(&out->st, how->want_dir);
-	bool service_side = dir_fd >= 0 || how->root_fd >= 0 || how->as;
+	bool service_side = dir_fd >= 0 || how->root_fd >= 0 || how->as || how->service_side;
 	if (out->refused == PVG_REFUSED_NONE && service_side && kernel_fs(path_fd))
 		out->refused = PVG_REFUSED_KERNEL_FS;
 	if (out->refused == PVG_REFUSED_NONE && how->has_want_uid && out->st.st_uid != how->want_uid)

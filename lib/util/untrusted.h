@@ -14,9 +14,9 @@
  * capabilities and no_new_privs, and hands the descriptor back: the answer is what that user
  * could have opened. Where provgate itself is not root it cannot take on another user's
  * rights, and has no more than its own to lend: it then opens with those.
- * A path from the service side (root_fd, a folder's descriptor, or as) never reaches a
- * kernel file system's file (procfs, sysfs, debugfs, tracefs, securityfs, configfs, bpf, ...):
- * its "regular" files are interfaces, not data.
+ * A path from the service side (root_fd, a folder's descriptor, as, or service_side) never
+ * reaches a kernel file system's file (procfs, sysfs, debugfs, tracefs, securityfs, configfs,
+ * bpf, ...): its "regular" files are interfaces, not data.
  */
 #pragma once
 #include "util/util.h"
@@ -52,6 +52,9 @@ struct pvg_untrusted {
 	uint64_t max_size;         /* 0: no bound */
 	const struct pvg_creds *as; /* open with these rights (NULL: ours) */
 	bool nofollow;             /* with root_fd -1: a link as the last component is refused */
+	bool service_side;         /* with root_fd -1: the path is one the service's user can
+				    * change (a file in their venv), so a kernel file system's
+				    * file is refused as it is below a root */
 	bool want_dir;             /* a directory is wanted (O_RDONLY|O_DIRECTORY), not a file */
 	bool has_want_uid;
 	uid_t want_uid;            /* with has_want_uid: the file must be owned by this uid */

@@ -261,6 +261,10 @@ static void kernel_files_are_refused_from_the_service_side(void)
 	CHECK_INT(pvg_open_untrusted("/proc/version", &in_root, &f), -ENODEV);
 	CHECK_INT(f.refused, PVG_REFUSED_KERNEL_FS);
 	CHECK_INT(pvg_open_untrusted("/sys/kernel/uevent_seqnum", &in_root, &f), -ENODEV);
+	/* a host path the service's user can change (a file of their venv) is theirs too */
+	const struct pvg_untrusted theirs = { .root_fd = -1, .service_side = true };
+	CHECK_INT(pvg_open_untrusted("/proc/version", &theirs, &f), -ENODEV);
+	CHECK_INT(f.refused, PVG_REFUSED_KERNEL_FS);
 	const struct pvg_untrusted own = { .root_fd = -1 };
 	int fd = pvg_open_untrusted("/proc/version", &own, &f);
 	CHECK(fd >= 0);
