@@ -80,7 +80,9 @@ static void svc_user_read(const char *procfs, pid_t pid, struct svc_user *s)
 	}
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%d/ns/user", procfs, (int)pid);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* ns/user is the kernel's magic link to the namespace itself (O_NOFOLLOW would refuse it
+	 * with ELOOP); the pid is ours, the file nsfs, and nothing of the service is named */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	uid_t owner;
 	if (fd >= 0 && ioctl(fd, NS_GET_OWNER_UID, &owner) == 0) {
 		s->has_ns_owner = true;
