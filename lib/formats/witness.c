@@ -5,10 +5,21 @@
 
 #include "formats/witness.h"
 
-_Static_assert(sizeof(struct pvg_witness_header) == 336, "witness header layout");
+_Static_assert(sizeof(struct pvg_witness_header) == 392, "witness header layout");
 _Static_assert(offsetof(struct pvg_witness_header, answered) == PVG_WITNESS_V1_HEADER_SIZE,
 	       "version 2 appends to version 1's header");
-_Static_assert(sizeof(struct pvg_witness_record) == 80, "witness record layout");
+_Static_assert(offsetof(struct pvg_witness_header, n_modules) == PVG_WITNESS_V2_HEADER_SIZE,
+	       "version 3 appends to version 2's header");
+_Static_assert(sizeof(struct pvg_witness_record) == 88, "witness record layout");
+_Static_assert(offsetof(struct pvg_witness_record, module) == PVG_WITNESS_V2_RECORD_SIZE,
+	       "version 3 appends to version 2's record");
+_Static_assert(sizeof(struct pvg_witness_module) == 104, "witness module layout");
+
+/* The header's version-3 module table, 0 before version 3. */
+static uint64_t modules_bytes(const struct pvg_witness_header *h)
+{
+	return h->version >= 3 ? (uint64_t)h->n_modules * h->module_size : 0;
+}
 
 uint64_t pvg_witness_fnv(uint64_t h, const void *p, size_t n)
 {
@@ -31,13 +42,19 @@ static uint64_t checksum(const uint8_t *buf, size_t len)
 
 int pvg_witness_seal(uint8_t *buf, size_t len)
 {
-	/* the sizes and the checksum are in version 1's part: seals either version */
+	/* the sizes and the checksum are in version 1's part, the module table's in version 3's */
 	struct pvg_witness_header h;
 	if (len < PVG_WITNESS_V1_HEADER_SIZE)
 		return -EINVAL;
+	memset(&h, 0, sizeof(h));
 	memcpy(&h, buf, PVG_WITNESS_V1_HEADER_SIZE);
+	if (h.version >= 3) {
+		if (len < sizeof(h))
+			return -EINVAL;
+		memcpy(&h, buf, sizeof(h));
+	}
 	uint64_t want = (uint64_t)h.header_size + (uint64_t)h.n_records * h.record_size +
-			h.strings_size;
+			modules_bytes(&h) + h.strings_size;
 	if (want != len || h.header_size < PVG_WITNESS_V1_HEADER_SIZE)
 		return -EINVAL;
 	const size_t at = offsetof(struct pvg_witness_header, checksum);
@@ -99,22 +116,31 @@ enum pvg_witness_error pvg_witness_parse(const uint8_t *buf, size_t len,
 		return PVG_WITNESS_E_SHORT;
 	memset(h, 0, sizeof(*h));
 	memcpy(h, buf, PVG_WITNESS_V1_HEADER_SIZE);
-	if (h->version != 1 && h->version != PVG_WITNESS_VERSION) {
+	if (h->version < 1 || h->version > PVG_WITNESS_VERSION) {
 		*at = offsetof(struct pvg_witness_header, version);
 		return h->version > PVG_WITNESS_VERSION ? PVG_WITNESS_E_VERSION : PVG_WITNESS_E_LAYOUT;
 	}
-	/* version 1 ends where version 2's fields begin; they stay 0 */
-	size_t min_header = h->version == 1 ? PVG_WITNESS_V1_HEADER_SIZE : sizeof(*h);
-	if (h->version > 1 && len >= sizeof(*h))
-		memcpy(h, buf, sizeof(*h));
-	if (h->header_size < min_header || h->header_size > 4096 ||
-	    h->record_size < sizeof(struct pvg_witness_record) || h->record_size > 1024 ||
-	    h->n_records > PVG_WITNESS_MAX_RECORDS || h->strings_size > PVG_WITNESS_MAX_STRINGS) {
+	/* each version appends to the one before; what an older one lacks stays 0 */
+	size_t min_header = h->version == 1   ? PVG_WITNESS_V1_HEADER_SIZE
+			    : h->version == 2 ? PVG_WITNESS_V2_HEADER_SIZE
+					      : sizeof(*h);
+	size_t min_record = h->version < 3 ? PVG_WITNESS_V2_RECORD_SIZE
+					   : sizeof(struct pvg_witness_record);
+	if (h->version > 1 && len >= min_header)
+		memcpy(h, buf, min_header);
+	if (h->header_size < min_header || h->header_size > 4096 || h->record_size < min_record ||
+	    h->record_size > 1024 || h->n_records > PVG_WITNESS_MAX_RECORDS ||
+	    h->strings_size > PVG_WITNESS_MAX_STRINGS ||
+	    (h->version >= 3 &&
+	     (h->n_modules > PVG_WITNESS_MAX_MODULES ||
+	      (h->n_modules && (h->module_size < sizeof(struct pvg_witness_module) ||
+				h->module_size > 1024))))) {
 		*at = offsetof(struct pvg_witness_header, header_size);
 		return PVG_WITNESS_E_LAYOUT;
 	}
+	uint64_t mod_bytes = modules_bytes(h);
 	uint64_t want = (uint64_t)h->header_size + (uint64_t)h->n_records * h->record_size +
-			h->strings_size;
+			mod_bytes + h->strings_size;
 	if (want > len) {
 		*at = len;
 		return PVG_WITNESS_E_SHORT;
@@ -129,19 +155,53 @@ enum pvg_witness_error pvg_witness_parse(const uint8_t *buf, size_t len,
 	}
 	h->boot_id[sizeof(h->boot_id) - 1] = '\0';
 	h->note[sizeof(h->note) - 1] = '\0';
-	const uint8_t *strings = buf + h->header_size + (size_t)h->n_records * h->record_size;
+	const uint8_t *mods = buf + h->header_size + (size_t)h->n_records * h->record_size;
+	const uint8_t *strings = mods + mod_bytes;
+	uint32_t n_mods = h->version >= 3 ? h->n_modules : 0;
+	out->n_modules = 0;
+	for (uint32_t i = 0; i < n_mods; i++) {
+		struct pvg_witness_module m;
+		size_t off = (size_t)(mods - buf) + (size_t)i * h->module_size;
+		memcpy(&m, buf + off, sizeof(m));
+		*at = off;
+		struct pvg_witness_str path;
+		if (!str_in(strings, h->strings_size, m.path_off, m.path_len, &path) ||
+		    (m.unload_ns && m.unload_ns < m.load_ns))
+			return PVG_WITNESS_E_RECORD;
+		if (!out->modules)
+			continue;
+		struct pvg_witness_mod *x = &out->modules[i];
+		memcpy(x->sha256, m.sha256, sizeof(x->sha256));
+		x->size = m.size;
+		x->load_ns = m.load_ns;
+		x->unload_ns = m.unload_ns;
+		x->handle = m.handle;
+		x->file_offset = m.file_offset;
+		x->api_id = m.api_id;
+		x->origin = m.origin;
+		x->flags = m.flags;
+		x->arch = m.arch;
+		x->names = m.names;
+		x->path = path;
+		out->n_modules = i + 1;
+	}
 	for (uint32_t i = 0; i < h->n_records; i++) {
 		size_t off = h->header_size + (size_t)i * h->record_size;
 		struct pvg_witness_record r;
-		memcpy(&r, buf + off, sizeof(r));
+		memset(&r, 0, sizeof(r));
+		memcpy(&r, buf + off, h->version < 3 ? PVG_WITNESS_V2_RECORD_SIZE : sizeof(r));
 		struct pvg_witness_entry *e = &out->entries[i];
 		*at = off;
 		if (!str_in(strings, h->strings_size, r.name_off, r.name_len, &e->name) ||
 		    !str_in(strings, h->strings_size, r.demangled_off, r.demangled_len,
 			    &e->demangled) ||
 		    !str_in(strings, h->strings_size, r.module_off, r.module_len, &e->module) ||
-		    r.first_ns > r.last_ns || r.count == 0)
+		    r.first_ns > r.last_ns || r.count == 0 || r.module > n_mods ||
+		    (r.module == 0) != (r.bind == PVG_WITNESS_BIND_NONE) ||
+		    r.bind > PVG_WITNESS_BIND_AMBIGUOUS)
 			return PVG_WITNESS_E_RECORD;
+		e->code = r.module;
+		e->bind = r.bind;
 		memcpy(e->grid, r.grid, sizeof(e->grid));
 		memcpy(e->block, r.block, sizeof(e->block));
 		e->via = r.via;

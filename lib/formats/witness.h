@@ -8,6 +8,7 @@
  * Layout (little-endian, every field naturally aligned):
  *   struct pvg_witness_header              header_size bytes (>= sizeof, for later versions)
  *   struct pvg_witness_record[n_records]   record_size bytes each
+ *   struct pvg_witness_module[n_modules]   module_size bytes each (version 3; none before)
  *   string area                            strings_size bytes; names are not NUL-terminated
  * checksum: FNV-1a 64 over the whole file with the checksum field read as zero. The writer
  * replaces the file by rename, so a reader sees an old file or a new one, never a mix; the
@@ -20,9 +21,14 @@
 
 #define PVG_WITNESS_MAGIC "PVGWITN1"
 /* 2: the header grew (answered, the graph replay counters); a reader takes version 1 too,
- * with those fields 0 */
-#define PVG_WITNESS_VERSION 2u
+ * with those fields 0.
+ * 3: code identity: a table of the code modules the process loaded (each with the sha256 of
+ * the bytes the driver or loader received), and each record names its module. A reader takes
+ * versions 1 and 2 too: no modules, every record's module unknown ("linked by name only"). */
+#define PVG_WITNESS_VERSION 3u
 #define PVG_WITNESS_V1_HEADER_SIZE 288u
+#define PVG_WITNESS_V2_HEADER_SIZE 336u
+#define PVG_WITNESS_V2_RECORD_SIZE 80u
 #define PVG_WITNESS_SUFFIX ".pvgw"
 /* environment of the service: the folder to write to */
 #define PVG_WITNESS_DIR_ENV "PROVGATE_WITNESS_DIR"
@@ -35,6 +41,7 @@
 #define PVG_WITNESS_MAX_RECORDS 4096u       /* distinct kernel x grid x block entries */
 #define PVG_WITNESS_MAX_NAME 4096u          /* bytes of one name (longer: cut, flagged) */
 #define PVG_WITNESS_MAX_STRINGS (4u << 20)  /* bytes of the string area */
+#define PVG_WITNESS_MAX_MODULES 16384u      /* code modules loaded (more: counted, dropped) */
 #define PVG_WITNESS_MAX_FILE (8u << 20)
 
 enum pvg_witness_api {
@@ -49,6 +56,9 @@ enum pvg_witness_api {
 #define PVG_WITNESS_F_TABLE_FULL 0x4u /* launches were seen that no record could hold */
 #define PVG_WITNESS_F_GRAPH_TABLE_FULL 0x8u /* a graph exec or its kernels found no room:
 					       * its replays are counted as opaque */
+#define PVG_WITNESS_F_MODULES 0x10u   /* version 3: module loads are being recorded; without it
+				       * (an API that cannot say) every record's module is unknown */
+#define PVG_WITNESS_F_MODULE_TABLE_FULL 0x20u /* modules were loaded that no record could hold */
 
 /* what made a record */
 enum pvg_witness_via {
@@ -108,6 +118,12 @@ struct pvg_witness_header {
 	uint64_t graph_kernel_launches;  /* the sum of the VIA_GRAPH records' counts */
 	uint32_t graph_execs;            /* graph execs whose kernels were read */
 	uint32_t graph_opaque_why;       /* PVG_WITNESS_OPAQUE_*: why execs became opaque */
+	/* version 3 */
+	uint32_t n_modules;              /* module records after the launch records */
+	uint32_t module_size;            /* bytes of one module record (>= sizeof) */
+	uint64_t modules_loaded;         /* every module load seen, recorded or not */
+	uint64_t modules_dropped;        /* loads that found no free module record */
+	uint64_t reserved[4];
 };
 
 struct pvg_witness_record {
@@ -120,6 +136,62 @@ struct pvg_witness_record {
 	uint32_t flags;    /* PVG_WITNESS_R_* */
 	uint64_t count;    /* saturates at UINT64_MAX */
 	uint64_t first_ns, last_ns; /* CLOCK_REALTIME of the first and last launch */
+	/* version 3 */
+	uint32_t module;   /* 1 + index of the launched code's module record; 0: not known */
+	uint32_t bind;     /* enum pvg_witness_bind: how the module was learnt */
+};
+
+/* How a launch record's module was learnt (record.bind). */
+enum pvg_witness_bind {
+	PVG_WITNESS_BIND_NONE = 0,    /* not known: module is 0 (why: the record's flags) */
+	PVG_WITNESS_BIND_HANDLE = 1,  /* from the launched function's handle: the driver's
+				       * function -> module query, or the HSA kernel object ->
+				       * loaded code object table built at freeze */
+	PVG_WITNESS_BIND_LOADED_IN_CALL = 2, /* the module was loaded inside this very launch
+					      * call (lazy loading) on the same thread */
+	PVG_WITNESS_BIND_ONLY_NAME = 3,  /* the one module loaded at the time that defines a
+					  * kernel of this name */
+	PVG_WITNESS_BIND_AMBIGUOUS = 4,  /* several loaded modules with different bytes define
+					  * this name and nothing said which: module names one */
+};
+
+/* How a module came to the driver or loader (module.origin). */
+enum pvg_witness_origin {
+	PVG_WITNESS_ORIGIN_UNKNOWN = 0,
+	PVG_WITNESS_ORIGIN_FILE = 1,    /* the image lies in a mapped file (path: that file;
+					 * file_offset: where in it) or was loaded from one
+					 * (cuModuleLoad, an HSA file:// code object) */
+	PVG_WITNESS_ORIGIN_MEMORY = 2,  /* handed over from memory (cuModuleLoadData,
+					 * cuLibraryLoadData, memory://): JIT code, Triton */
+	PVG_WITNESS_ORIGIN_PTX_JIT = 3, /* compiled by the driver from PTX: the bytes hashed are
+					 * the driver's output, found in no file */
+	PVG_WITNESS_ORIGIN_EMBEDDED = 4,/* registered by a shared object's constructor (the CUDA
+					 * runtime's fatbins, HIP's __hipRegisterFatBinary);
+					 * path: that shared object when the loader can say */
+};
+
+/* module flags */
+#define PVG_WITNESS_M_NOT_HASHED 0x1u /* larger than the writer hashes, or unreadable */
+#define PVG_WITNESS_M_PATH_CUT 0x2u   /* path longer than PVG_WITNESS_MAX_NAME */
+#define PVG_WITNESS_M_COMPRESSED 0x4u /* the image handed over was compressed; sha256 is of the
+				       * bytes after decompression */
+
+/* One code module the process loaded: a CUDA module or library image (the cubin the driver
+ * received), an HSA loaded code object. */
+struct pvg_witness_module {
+	uint8_t sha256[32];  /* of the image: size bytes (all zero with M_NOT_HASHED) */
+	uint64_t size;
+	uint64_t load_ns;    /* CLOCK_REALTIME of the load */
+	uint64_t unload_ns;  /* of the unload; 0: still loaded when written */
+	uint64_t handle;     /* CUmodule / CUlibrary / HSA loaded code object, 0 when unknown */
+	uint64_t file_offset;/* ORIGIN_FILE / EMBEDDED: the image's offset in path's file */
+	uint32_t api_id;     /* CUPTI's moduleId; HSA: the executable's index */
+	uint32_t origin;     /* enum pvg_witness_origin */
+	uint32_t flags;      /* PVG_WITNESS_M_* */
+	uint32_t arch;       /* CUDA: SM number of the cubin (90); AMDGPU: EF_AMDGPU_MACH; 0 */
+	uint32_t path_off, path_len; /* the file, or the HSA URI; 0 length: none */
+	uint32_t names;      /* kernels the image defines (informational) */
+	uint32_t reserved;
 };
 
 /* ---- writing (the library) ------------------------------------------------------------------ */
@@ -143,12 +215,23 @@ struct pvg_witness_entry {
 	uint32_t grid[3], block[3];
 	uint32_t via, flags;
 	uint64_t count, first_ns, last_ns;
+	uint32_t code;  /* 1 + index into the file's modules; 0: not known */
+	uint32_t bind;  /* enum pvg_witness_bind */
+};
+
+struct pvg_witness_mod {
+	uint8_t sha256[32];
+	uint64_t size, load_ns, unload_ns, handle, file_offset;
+	uint32_t api_id, origin, flags, arch, names;
+	struct pvg_witness_str path;
 };
 
 struct pvg_witness_file {
 	struct pvg_witness_header h; /* copied; boot_id and note NUL-terminated by the parser */
 	struct pvg_witness_entry *entries; /* n entries, caller-provided (see pvg_witness_parse) */
 	size_t n;
+	struct pvg_witness_mod *modules;   /* n_modules, caller-provided; NULL: not wanted */
+	size_t n_modules;
 };
 
 enum pvg_witness_error {
@@ -164,8 +247,10 @@ enum pvg_witness_error {
 
 const char *pvg_witness_strerror(enum pvg_witness_error e);
 
-/* Parses a whole file held in memory. entries must have room for PVG_WITNESS_MAX_RECORDS
- * (the parser never allocates); names point into buf, which must outlive *out. Returns
+/* Parses a whole file held in memory. entries must have room for PVG_WITNESS_MAX_RECORDS and
+ * modules (when not NULL) for PVG_WITNESS_MAX_MODULES (the parser never allocates); names
+ * point into buf, which must outlive *out. A record's module index past n_modules is an
+ * E_RECORD error. Returns
  * PVG_WITNESS_OK or the first error found; *at is the byte offset of the problem. */
 enum pvg_witness_error pvg_witness_parse(const uint8_t *buf, size_t len,
 					 struct pvg_witness_file *out, size_t *at);

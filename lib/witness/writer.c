@@ -950,6 +950,8 @@ static int write_file(int final)
 	h.version = PVG_WITNESS_VERSION;
 	h.header_size = sizeof(h);
 	h.record_size = sizeof(struct pvg_witness_record);
+	h.module_size = sizeof(struct pvg_witness_module);
+	h.n_modules = 0;
 	h.n_records = n;
 	h.strings_size = (uint32_t)str.n;
 	h.api = atomic_load(&W.api);

@@ -163,7 +163,7 @@ static int restamp(char **a, int n)
 	struct pvg_witness_file wf = { .entries = entries };
 	if (pvg_witness_parse(buf, len, &wf, NULL) != PVG_WITNESS_OK)
 		return 2;
-	/* the records and strings as they were, after a version 2 header */
+	/* the records (and modules) and strings as they were, after a current header */
 	struct pvg_witness_header old, h = wf.h;
 	memcpy(&old, buf, PVG_WITNESS_V1_HEADER_SIZE);
 	if (n > 7 && strcmp(a[7], "v1") == 0) {
@@ -188,8 +188,9 @@ static int restamp(char **a, int n)
 	/* a version 1 writer itemized no graph replay */
 	if (wf.h.version < 2)
 		h.graph_replays_opaque = wf.h.graph_launches;
-	h.version = PVG_WITNESS_VERSION;
-	h.header_size = sizeof(h);
+	/* records of an older file keep their size: version 2 is the newest header they fit */
+	h.version = wf.h.version < 3 ? 2 : PVG_WITNESS_VERSION;
+	h.header_size = h.version == 2 ? PVG_WITNESS_V2_HEADER_SIZE : sizeof(h);
 	h.pid = atoi(a[2]);
 	h.nspid = atoi(a[3]);
 	h.nspid_levels = (uint32_t)atoi(a[4]);
@@ -198,9 +199,9 @@ static int restamp(char **a, int n)
 	h.answered = n > 7 ? strtoull(a[7], NULL, 0) : UINT64_MAX;
 	if (n > 8)
 		h.flags = (uint32_t)strtoul(a[8], NULL, 0);
-	memcpy(out, &h, sizeof(h));
-	memcpy(out + sizeof(h), buf + old.header_size, body);
-	len = sizeof(h) + body;
+	memcpy(out, &h, h.header_size);
+	memcpy(out + h.header_size, buf + old.header_size, body);
+	len = h.header_size + body;
 	if (pvg_witness_seal(out, len) < 0)
 		return 2;
 write:;

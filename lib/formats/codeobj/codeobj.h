@@ -108,6 +108,11 @@ struct pvg_code_object {
 	uint64_t ccob_decoded, ccob_bundle_size; /* CCOB: bytes of its bundle decompressed, of
 						  * how many */
 
+	/* Identity: the sha256 of the image as the driver or loader receives it (the ELF, after
+	 * decompression where the container compresses it). Computed for the objects of the
+	 * scan's digest_arch (pvg_codeobj_opts), or of every loadable object with all_digests. */
+	bool digest_known;
+	uint8_t sha256[32];
 	char *error;        /* the object is malformed: what is wrong */
 	char *mismatch;     /* bundle id, note and e_flags disagree: how */
 };
@@ -128,6 +133,8 @@ struct pvg_co_section {
 struct pvg_codeobj_opts {
 	bool kernel_names;        /* keep every object's kernel names */
 	const char *names_arch;   /* or only those of objects matching this arch */
+	const char *digest_arch;  /* sha256 of the objects matching this arch (code identity) */
+	bool all_digests;         /* sha256 of every loadable object */
 };
 
 /* A compressed CUDA entry whose decoding waits for the end of the walk, when every one is
