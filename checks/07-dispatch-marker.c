@@ -1065,8 +1065,8 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res,
 	free(w.summary);
 	if (m) /* told whatever the markers decided; it leaves their status as it is */
 		take(&w, rule_markers_zone_file(&f));
-	if (m && wf)
-		dispatch_window_from_log(m, wf);
+	if (m && wf && dispatch_markers_scanned(m))
+		dispatch_window_from_log(&m->scan, wf);
 	return w.status;
 }
 

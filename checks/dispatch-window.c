@@ -20,11 +20,6 @@ const char *const dispatch_window_log_patterns[] = {
 	NULL,
 };
 
-bool dispatch_window_active(const struct pvg_ctx *ctx)
-{
-	return ctx->window_start_ns != 0;
-}
-
 void dispatch_window_init(const struct pvg_ctx *ctx, struct window_facts *wf)
 {
 	memset(wf, 0, sizeof(*wf));
@@ -106,12 +101,9 @@ void dispatch_window_from_witness(const struct witness_read *wr, struct window_f
 	}
 }
 
-void dispatch_window_from_log(const struct marker_read *m, struct window_facts *wf)
+void dispatch_window_from_log(const struct pvg_marker_scan *s, struct window_facts *wf)
 {
-	if (!dispatch_markers_scanned(m))
-		return;
 	wf->log_read = true;
-	const struct pvg_marker_scan *s = &m->scan;
 	int64_t lo = (int64_t)wf->start_ns, hi = (int64_t)wf->end_ns;
 	for (size_t k = 0; k < s->events_kept; k++) {
 		const struct pvg_log_event *e = &s->event[(s->events_first + k) % PVG_MARKER_EVENTS];

@@ -55,7 +55,10 @@ struct window_facts {
 };
 
 /* exec's after-check: ctx has the command's window. */
-bool dispatch_window_active(const struct pvg_ctx *ctx);
+static inline bool dispatch_window_active(const struct pvg_ctx *ctx)
+{
+	return ctx->window_start_ns != 0;
+}
 /* The compile lines the log scan notes (vLLM's torch.compile), NULL-terminated. */
 extern const char *const dispatch_window_log_patterns[];
 #define DISPATCH_WINDOW_N_PATTERNS 4
@@ -64,8 +67,8 @@ void dispatch_window_init(const struct pvg_ctx *ctx, struct window_facts *wf);
 void dispatch_window_clear(struct window_facts *wf);
 /* The modules of every live witness file loaded in the window. */
 void dispatch_window_from_witness(const struct witness_read *wr, struct window_facts *wf);
-/* The live compile lines the scan noted that fall in the window. */
-void dispatch_window_from_log(const struct marker_read *m, struct window_facts *wf);
+/* The live compile lines the scan (of a log read to its end) noted that fall in the window. */
+void dispatch_window_from_log(const struct pvg_marker_scan *s, struct window_facts *wf);
 /* "benchmark_window": the window, what was read, what was found in it. */
 void dispatch_window_evidence(cJSON *ev, const struct window_facts *wf);
 /* "origin path-or-memory sha256:... N bytes, T s after the start" (allocated). */
