@@ -151,6 +151,10 @@ test_sidecar_without_sys_ptrace_is_never_certified() {
 		assert_eq "$rc" 1 "$c: not certified ($out $err)"
 		[ "$(gate_status "$c.json" 4)" != pass ] || fail "$c: gate 4 passed without reading the maps"
 		assert_eq "$(jq -r .certified "$c.json")" false "$c: certified"
+		assert_eq "$(gate_status "$c.json" 4)" unverifiable "$c: gate 4"
+		assert_contains "$(problem_codes "$c.json" 4)" process-maps.permission-denied "$c: codes"
+		assert_contains "$(jq -r '.gates[3].problems[0].hint' "$c.json")" \
+			"provgate runs as root without CAP_SYS_PTRACE" "$c: the hint names the capability"
 	done
 	podman_ kube down pod.yaml >/dev/null 2>&1 || fail "podman kube down"
 }
