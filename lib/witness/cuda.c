@@ -183,6 +183,20 @@ static __thread struct {
 static __thread uint64_t loads_here;  /* modules loaded on this thread */
 static __thread uint64_t loads_at_launch; /* at the entry of this thread's last launch call */
 static __thread int last_loaded = -1; /* index of the last one */
+static __thread int own_call; /* a driver call this file makes: its callbacks are ignored */
+static CUresult (*p_kernel_get_library)(CUlibrary *, CUkernel);
+
+/* the CUmodule of a library (loaded: asking loads nothing new), through a call of our own */
+static uint64_t library_module(CUlibrary lib)
+{
+	CUmodule mod = NULL;
+	if (!lib || !p_library_get_module)
+		return 0;
+	own_call++;
+	CUresult r = p_library_get_module(&mod, lib);
+	own_call--;
+	return r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)mod : 0;
+}
 
 #ifdef PVG_WITNESS_BENCH
 static FILE *modlog;
@@ -432,6 +446,8 @@ static int on_driver_load(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	default:
 		return 0;
 	}
+	if (own_call)
+		return 1;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (load_call.depth++ == 0) {
 			memset(&load_call, 0, sizeof(load_call));
@@ -474,8 +490,7 @@ static int on_driver_load(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile: {
 		CUlibrary *pl = ((const cuLibraryLoadData_params *)a)->library;
 		/* loaded already (eager loading): asking for its module loads nothing */
-		if (pl && *pl && p_library_get_module && p_library_get_module(&mod, *pl) == CUDA_SUCCESS)
-			h = (uint64_t)(uintptr_t)mod;
+		h = pl ? library_module(*pl) : 0;
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetModule: {
@@ -508,6 +523,12 @@ static uint32_t function_code_at(uint64_t handle, const char *name, uint32_t *bi
 	if (handle && p_func_get_module &&
 	    p_func_get_module(&mod, (CUfunction)(uintptr_t)handle) == CUDA_SUCCESS)
 		h = (uint64_t)(uintptr_t)mod;
+	/* the runtime (CUDA 12+) launches a CUkernel through cuLaunchKernel: no function's
+	 * module, but its library's (measured on the H200: cuFuncGetModule fails there) */
+	CUlibrary lib = NULL;
+	if (!h && handle && p_kernel_get_library &&
+	    p_kernel_get_library(&lib, (CUkernel)(uintptr_t)handle) == CUDA_SUCCESS)
+		h = library_module(lib);
 	int idx = pvg_witness_module_by_handle(h);
 	if (idx >= 0) {
 		*bind = PVG_WITNESS_BIND_HANDLE;
@@ -516,9 +537,10 @@ static uint32_t function_code_at(uint64_t handle, const char *name, uint32_t *bi
 		return (uint32_t)idx + 1;
 	}
 	/* loaded inside this very launch call on this thread, and defining the name */
-	if (in_launch && h && loads_here == loads_at_launch + 1 && last_loaded >= 0 &&
+	if (in_launch && loads_here == loads_at_launch + 1 && last_loaded >= 0 &&
 	    pvg_witness_module_defines(last_loaded, name) == 1) {
-		pvg_witness_module_set_handle(last_loaded, h);
+		if (h)
+			pvg_witness_module_set_handle(last_loaded, h);
 		*bind = PVG_WITNESS_BIND_LOADED_IN_CALL;
 		MODLOG("bind f=0x%llx mod=0x%llx idx=%d by=in-call name=%s\n",
 		       (unsigned long long)handle, (unsigned long long)h, last_loaded,
@@ -1451,6 +1473,7 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 		open_graph_queries(cuda);
 		p_func_get_module = (CUresult(*)(CUmodule *, CUfunction))dlsym(cuda, "cuFuncGetModule");
 		p_library_get_module = (CUresult(*)(CUmodule *, CUlibrary))dlsym(cuda, "cuLibraryGetModule");
+		p_kernel_get_library = (CUresult(*)(CUlibrary *, CUkernel))dlsym(cuda, "cuKernelGetLibrary");
 	}
 	modules_on = 1;
 #ifdef PVG_WITNESS_BENCH
