@@ -113,6 +113,7 @@ struct pvg_code_object {
 	 * scan's digest_arch (pvg_codeobj_opts), or of every loadable object with all_digests. */
 	bool digest_known;
 	uint8_t sha256[32];
+	uint64_t digest_size; /* bytes hashed: size, or the length of a PTX text */
 	char *error;        /* the object is malformed: what is wrong */
 	char *mismatch;     /* bundle id, note and e_flags disagree: how */
 };

@@ -72,12 +72,14 @@ void pvg_co_digest_mem(struct pvg_code_object *co, const uint8_t *p, size_t n)
 		return;
 	}
 	co->digest_known = true;
+	co->digest_size = n;
 }
 
 /* [off, off+n) of src, read in chunks into buf (DIGEST_CHUNK bytes). */
 static int digest_src(const struct pvg_src *src, uint64_t off, uint64_t n, bool ptx,
-		      uint8_t *buf, EVP_MD_CTX *md, uint8_t out[32])
+		      uint8_t *buf, EVP_MD_CTX *md, uint8_t out[32], uint64_t *hashed)
 {
+	*hashed = 0;
 	if (off > src->size || n > src->size - off)
 		return -ENODATA;
 	if (!EVP_DigestInit_ex(md, EVP_sha256(), NULL))
@@ -95,6 +97,7 @@ static int digest_src(const struct pvg_src *src, uint64_t off, uint64_t n, bool 
 		size_t use = ptx ? ptx_text_len(p, k) : k;
 		if (!EVP_DigestUpdate(md, p, use))
 			return -EIO;
+		*hashed += use;
 		if (use < k)
 			break; /* the PTX text ended */
 		done += k;
@@ -125,7 +128,7 @@ static void digest_worker(void *arg)
 			break;
 		struct pvg_code_object *co = &p->set->objs[p->objs[k]];
 		int r = digest_src(p->src, co->offset, co->size, co->kind == PVG_CO_PTX, buf, md,
-				   co->sha256);
+				   co->sha256, &co->digest_size);
 		if (r < 0)
 			pvg_co_set_error(co, "its bytes (0x%" PRIx64 ", %" PRIu64 " bytes) cannot be "
 					 "read for its SHA-256: %s",

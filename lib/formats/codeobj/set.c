@@ -333,6 +333,7 @@ cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels)
 		char hex[65];
 		pvg_hex(co->sha256, 32, hex);
 		pvg_json_add_str(o, "sha256", hex);
+		pvg_json_add_u64(o, "sha256_size", co->digest_size);
 	}
 	if (co->checksum != PVG_CSUM_NONE) {
 		pvg_json_add_str(o, "container_checksum",
