@@ -218,6 +218,7 @@ const struct cli_verb verb_inspect = {
 		"              checks each CCOB bundle's checksum)\n"
 		"  --digests   the sha256 of every loadable device code object as the driver\n"
 		"              receives it: a bundle entry's bytes, a cubin's ELF, a PTX text,\n"
-		"              decompressed where the container compresses it (gate 6's identity)\n"
+		"              decompressed where the container compresses it (gate 6's identity;\n"
+		"              none for relocatable __nv_relfatbin cubins)\n"
 		"Exit: 0 device code found and readable, 1 none found or damaged, 2 usage.\n",
 };
