@@ -628,7 +628,8 @@ static struct pvg_outcome rule_identities_known(const struct co_facts *f)
 		return o;
 	const struct pvg_code_object *first = NULL;
 	for (size_t i = 0; i < f->set->n_objs && !first; i++)
-		if (f->match[i] && !f->set->objs[i].digest_known)
+		if (f->match[i] && !f->set->objs[i].digest_known &&
+		    f->set->objs[i].checksum != PVG_CSUM_FAILED)
 			first = &f->set->objs[i];
 	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "code-object.identity-unknown",
 			    "rebuild and reinstall the artifact; provgate inspect --digests shows "
@@ -659,7 +660,9 @@ static void objects_count(struct co_facts *f)
 		f->n_reloc_match += relocatable(co) && !co->error &&
 				    pvg_codeobj_matches_arch(co, f->arch);
 		f->n_identities += co->digest_known;
-		f->n_no_identity += f->match[i] && !co->digest_known;
+		/* a CCOB that does not decompress is already code-object.malformed */
+		f->n_no_identity += f->match[i] && !co->digest_known &&
+				    co->checksum != PVG_CSUM_FAILED;
 	}
 }
 
