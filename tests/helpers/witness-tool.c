@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Test helper for the dispatch witness (never installed):
- *   witness-tool dump FILE             parse FILE with the gate's parser, print header and records
+ *   witness-tool dump FILE             parse FILE with the gate's parser, print header, records
+ *                                      (with their code module and how it was bound) and, for
+ *                                      version 3, the module table
  *   witness-tool drive LIB DIR N [S]   as a process of its own: dlopen LIB with
  *                                      PROVGATE_WITNESS_DIR=DIR (its constructor starts the
  *                                      witness), count N distinct launches (kernel i, grid i)
@@ -37,6 +39,7 @@
 #include "witness/witness.h"
 
 static struct pvg_witness_entry entries[PVG_WITNESS_MAX_RECORDS];
+static struct pvg_witness_mod modules[PVG_WITNESS_MAX_MODULES];
 
 static void put(const char *key, struct pvg_witness_str s)
 {
@@ -64,7 +67,7 @@ static int dump(const char *path)
 	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) > 0)
 		n += (size_t)r;
 	close(fd);
-	struct pvg_witness_file f = { .entries = entries };
+	struct pvg_witness_file f = { .entries = entries, .modules = modules };
 	size_t at;
 	enum pvg_witness_error e = pvg_witness_parse(buf, n, &f, &at);
 	if (e != PVG_WITNESS_OK) {
@@ -95,10 +98,30 @@ static int dump(const char *path)
 		put("demangled", x->demangled);
 		put("module", x->module);
 		printf(" grid=%u,%u,%u block=%u,%u,%u via=%u flags=%u count=%llu first_ns=%llu "
-		       "last_ns=%llu\n",
+		       "last_ns=%llu",
 		       x->grid[0], x->grid[1], x->grid[2], x->block[0], x->block[1], x->block[2], x->via,
 		       x->flags, (unsigned long long)x->count, (unsigned long long)x->first_ns,
 		       (unsigned long long)x->last_ns);
+		/* version 3: the code module (1 + index into the module lines; 0 unknown) */
+		if (h->version >= 3)
+			printf(" code=%u bind=%u", x->code, x->bind);
+		putchar('\n');
+	}
+	if (h->version >= 3)
+		printf("modules n=%u loaded=%llu dropped=%llu\n", h->n_modules,
+		       (unsigned long long)h->modules_loaded, (unsigned long long)h->modules_dropped);
+	for (size_t i = 0; i < f.n_modules; i++) {
+		const struct pvg_witness_mod *m = &f.modules[i];
+		printf("module index=%zu sha256=", i + 1);
+		for (int b = 0; b < 32; b++)
+			printf("%02x", m->sha256[b]);
+		printf(" size=%llu origin=%u flags=%u arch=%u api_id=%u names=%u handle=0x%llx "
+		       "file_offset=%llu load_ns=%llu unload_ns=%llu",
+		       (unsigned long long)m->size, m->origin, m->flags, m->arch, m->api_id, m->names,
+		       (unsigned long long)m->handle, (unsigned long long)m->file_offset,
+		       (unsigned long long)m->load_ns, (unsigned long long)m->unload_ns);
+		put("path", m->path);
+		putchar('\n');
 	}
 	return 0;
 }
