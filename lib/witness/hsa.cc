@@ -46,6 +46,8 @@ decltype(hsa_executable_destroy) *real_executable_destroy;
 // The kernel map: a sorted array published through an atomic pointer. Freezing or destroying
 // an executable (rare) copies it under a lock; the packet handler only loads the pointer.
 struct kd_map {
+	kd_map *prev; // the array it replaced: a handler may still be reading it, so it is kept
+		      // (bounded: one per frozen or destroyed executable)
 	size_t n;
 	pvg_kd_entry v[1];
 };
@@ -568,10 +570,9 @@ hsa_status_t executable_freeze(hsa_executable_t exec, const char *options)
 				memcpy(m->v, old->v, n_old * sizeof(pvg_kd_entry));
 			memcpy(m->v + n_old, c.v, (n - n_old) * sizeof(pvg_kd_entry));
 			m->n = n;
+			m->prev = old;
 			pvg_kd_sort(m->v, m->n);
 			__atomic_store_n(&kmap, m, __ATOMIC_RELEASE);
-			// the old array stays: a handler may still be reading it (bounded: one
-			// per frozen or destroyed executable)
 		}
 	}
 	pthread_mutex_unlock(&kmap_lock);
@@ -604,6 +605,7 @@ hsa_status_t executable_destroy(hsa_executable_t exec)
 		auto *m = static_cast<kd_map *>(malloc(sizeof(kd_map) + keep * sizeof(pvg_kd_entry)));
 		if (m) {
 			m->n = 0;
+			m->prev = old;
 			for (size_t i = 0; i < old->n; i++)
 				if (old->v[i].owner != exec.handle)
 					m->v[m->n++] = old->v[i];
