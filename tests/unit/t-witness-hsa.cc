@@ -271,6 +271,10 @@ void hsa_front_end_records_dispatches_by_kernel_name()
 	for (size_t i = 0; i < f.n; i++)
 		unnamed += (f.entries[i].flags & PVG_WITNESS_R_NO_NAME) != 0;
 	CHECK_INT(unnamed, 1);
+	// this runtime's table has no loader extension: no module is known, and the file says so
+	CHECK(!(f.h.flags & PVG_WITNESS_F_MODULES));
+	for (size_t i = 0; i < f.n; i++)
+		CHECK(f.entries[i].code == 0 && f.entries[i].bind == PVG_WITNESS_BIND_NONE);
 	free(fb);
 
 	// A hipGraph replay: ROCm's HIP (ROCm/clr hipamd/src/hip_graph_internal.hpp, FillCommands)
