@@ -117,6 +117,10 @@ int pvg_witness_module_by_api_id(uint32_t api_id);
  * of the first when they differ (*bind AMBIGUOUS: never a guess, the module only names one of
  * them), 0 when none does (*bind NONE). */
 uint32_t pvg_witness_module_by_name(const char *name, uint32_t *bind);
+/* The front end records module loads (header flag F_MODULES). */
+void pvg_witness_modules_recording(void);
+/* 1 when the module at index defines a kernel of this name, else 0. */
+int pvg_witness_module_defines(int index, const char *name);
 /* The module's sha256 and whether it was hashed: 0, or -ENOENT. */
 int pvg_witness_module_digest(int index, uint8_t sha256[32]);
 

@@ -520,6 +520,31 @@ uint32_t pvg_witness_module_by_name(const char *name, uint32_t *bind)
 	return (uint32_t)first + 1;
 }
 
+void pvg_witness_modules_recording(void)
+{
+	atomic_fetch_or(&W.flags, PVG_WITNESS_F_MODULES);
+}
+
+int pvg_witness_module_defines(int index, const char *name)
+{
+	if (!name || !name[0])
+		return 0;
+	uint64_t h = name_key(name, strnlen(name, PVG_WITNESS_MAX_NAME));
+	int r = 0;
+	pthread_mutex_lock(&M.lock);
+	for (size_t j = 0; M.names_cap && j < M.names_cap; j++) {
+		const struct mname *e = &M.names[(h + j) & (M.names_cap - 1)];
+		if (!e->h)
+			break;
+		if (e->h == h && e->mod == (uint32_t)index) {
+			r = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&M.lock);
+	return r;
+}
+
 int pvg_witness_module_digest(int index, uint8_t sha256[32])
 {
 	int r = -ENOENT;
