@@ -484,7 +484,7 @@ bool get_loader()
 	    loader.hsa_ven_amd_loader_executable_iterate_loaded_code_objects &&
 	    loader.hsa_ven_amd_loader_loaded_code_object_get_info) {
 		loader_state = 1;
-		pvg_witness_set_modules();
+		pvg_witness_modules_recording();
 		return true;
 	}
 	return false;

@@ -140,9 +140,6 @@ void pvg_witness_stop(void);
 
 /* A front end says it is recording (api, note) or why it is not (api NONE, note). */
 void pvg_witness_set_api(uint32_t api, const char *note, int recording);
-/* A front end says it records its module loads (header flag F_MODULES): without it every
- * record's module is unknown to the reader. */
-void pvg_witness_set_modules(void);
 /* 1 when $PROVGATE_WITNESS_DIR is set and the writer started. */
 int pvg_witness_active(void);
 uint64_t pvg_witness_now_ns(void);

@@ -948,11 +948,6 @@ void pvg_witness_set_api(uint32_t api, const char *note, int recording)
 	pthread_mutex_unlock(&W.write_lock);
 }
 
-void pvg_witness_set_modules(void)
-{
-	atomic_fetch_or(&W.flags, PVG_WITNESS_F_MODULES);
-}
-
 /* ---- identity -------------------------------------------------------------------------------- */
 
 static ssize_t read_small(const char *path, char *buf, size_t size)
