@@ -112,17 +112,171 @@ void pvg_kd_sort(struct pvg_kd_entry *v, size_t n)
 		qsort(v, n, sizeof(*v), kd_cmp);
 }
 
-const char *pvg_kd_lookup(const struct pvg_kd_entry *v, size_t n, uint64_t kernel_object)
+const struct pvg_kd_entry *pvg_kd_find(const struct pvg_kd_entry *v, size_t n,
+				       uint64_t kernel_object)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (v[mid].kernel_object == kernel_object)
-			return v[mid].name;
+			return &v[mid];
 		if (v[mid].kernel_object < kernel_object)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return NULL;
+}
+
+const char *pvg_kd_lookup(const struct pvg_kd_entry *v, size_t n, uint64_t kernel_object)
+{
+	const struct pvg_kd_entry *e = pvg_kd_find(v, n, kernel_object);
+	return e ? e->name : NULL;
+}
+
+/* ---- loaded code object URIs ----------------------------------------------------------------- */
+
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+/* A C integral literal at p[0..end): 0x/0X hex, a leading 0 octal, else decimal; digits only,
+ * no sign, no overflow. The characters used, or 0. */
+static size_t uri_number(const char *p, const char *end, uint64_t *out)
+{
+	const char *q = p;
+	unsigned base = 10;
+	if (end - q >= 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X')) {
+		base = 16;
+		q += 2;
+	} else if (q < end && q[0] == '0') {
+		base = 8;
+	}
+	const char *digits = q;
+	uint64_t v = 0;
+	for (; q < end; q++) {
+		int d = hex_digit(*q);
+		if (d < 0 || (unsigned)d >= base)
+			break;
+		if (v > (UINT64_MAX - (unsigned)d) / base)
+			return 0;
+		v = v * base + (unsigned)d;
+	}
+	if (q == digits)
+		return 0;
+	*out = v;
+	return (size_t)(q - p);
+}
+
+/* "#offset=N&size=N" (or with '?') exactly filling p[0..end) */
+static int uri_range(const char *p, const char *end, struct pvg_hsa_uri *out, const char **why)
+{
+	static const char off_key[] = "offset=", size_key[] = "&size=";
+	if (p == end)
+		return 0;
+	if (*p != '#' && *p != '?') {
+		*why = "text after the path or process that is not a range";
+		return -EINVAL;
+	}
+	p++;
+	if ((size_t)(end - p) < sizeof(off_key) - 1 || memcmp(p, off_key, sizeof(off_key) - 1) != 0) {
+		*why = "a range without offset=";
+		return -EINVAL;
+	}
+	p += sizeof(off_key) - 1;
+	size_t n = uri_number(p, end, &out->offset);
+	if (!n) {
+		*why = "an offset that is not a number";
+		return -EINVAL;
+	}
+	p += n;
+	if ((size_t)(end - p) < sizeof(size_key) - 1 ||
+	    memcmp(p, size_key, sizeof(size_key) - 1) != 0) {
+		*why = "a range without size=";
+		return -EINVAL;
+	}
+	p += sizeof(size_key) - 1;
+	n = uri_number(p, end, &out->size);
+	if (!n) {
+		*why = "a size that is not a number";
+		return -EINVAL;
+	}
+	if (p + n != end) {
+		*why = "text after the range's size";
+		return -EINVAL;
+	}
+	out->has_range = true;
+	return 0;
+}
+
+int pvg_hsa_uri_parse(const char *uri, size_t len, struct pvg_hsa_uri *out, const char **why)
+{
+	static const char file[] = "file://", memory[] = "memory://";
+	const char *dummy;
+	if (!why)
+		why = &dummy;
+	memset(out, 0, sizeof(*out));
+	*why = NULL;
+	if (!uri || memchr(uri, '\0', len)) {
+		*why = "a NUL inside the URI";
+		return -EINVAL;
+	}
+	const char *end = uri + len;
+	if (len >= sizeof(file) - 1 && memcmp(uri, file, sizeof(file) - 1) == 0) {
+		out->scheme = PVG_HSA_URI_FILE;
+		const char *p = uri + sizeof(file) - 1;
+		size_t o = 0;
+		for (; p < end && *p != '#' && *p != '?'; p++) {
+			char c = *p;
+			if (c == '%') {
+				int hi = end - p >= 3 ? hex_digit(p[1]) : -1;
+				int lo = hi >= 0 ? hex_digit(p[2]) : -1;
+				if (lo < 0 || (hi | lo) == 0) {
+					*why = lo < 0 ? "a bad %-escape in the path" : "%00 in the path";
+					return -EINVAL;
+				}
+				c = (char)(hi << 4 | lo);
+				p += 2;
+			}
+			if (o + 1 >= sizeof(out->path)) {
+				*why = "a path longer than PATH_MAX";
+				return -EINVAL;
+			}
+			out->path[o++] = c;
+		}
+		out->path[o] = '\0';
+		if (o == 0) {
+			*why = "no path";
+			return -EINVAL;
+		}
+		return uri_range(p, end, out, why);
+	}
+	if (len >= sizeof(memory) - 1 && memcmp(uri, memory, sizeof(memory) - 1) == 0) {
+		out->scheme = PVG_HSA_URI_MEMORY;
+		const char *p = uri + sizeof(memory) - 1, *digits = p;
+		for (; p < end && *p >= '0' && *p <= '9'; p++) {
+			if (out->pid > (UINT64_MAX - 9) / 10) {
+				*why = "a process id out of range";
+				return -EINVAL;
+			}
+			out->pid = out->pid * 10 + (uint64_t)(*p - '0');
+		}
+		if (p == digits) {
+			*why = "no process id";
+			return -EINVAL;
+		}
+		if (uri_range(p, end, out, why) < 0)
+			return -EINVAL;
+		if (!out->has_range) {
+			*why = "a memory URI without offset and size";
+			return -EINVAL;
+		}
+		return 0;
+	}
+	*why = "neither file:// nor memory://";
+	return -EINVAL;
 }

@@ -38,7 +38,30 @@ int pvg_amdgpu_kd_symbols(const uint8_t *elf, size_t size, pvg_kd_fn fn, void *o
 struct pvg_kd_entry {
 	uint64_t kernel_object;
 	const char *name;
+	uint64_t owner;  /* the executable that holds it (0: not said) */
+	uint32_t module; /* 1 + the witness's index of its loaded code object; 0: not known */
 };
 void pvg_kd_sort(struct pvg_kd_entry *v, size_t n);
-/* The name of the kernel whose descriptor is at kernel_object, or NULL. */
+/* The entry of the kernel whose descriptor is at kernel_object, or NULL. */
+const struct pvg_kd_entry *pvg_kd_find(const struct pvg_kd_entry *v, size_t n,
+				       uint64_t kernel_object);
+/* Its name, or NULL. */
 const char *pvg_kd_lookup(const struct pvg_kd_entry *v, size_t n, uint64_t kernel_object);
+
+/* A loaded code object's URI, as ROCr's loader names it
+ * (HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_URI, hsa_ven_amd_loader.h):
+ *   file://PATH[#offset=N&size=N]      PATH URI-encoded (%XX); no range: the whole file
+ *   memory://PID#offset=N&size=N       N: a C literal (0x hex, 0 octal, decimal); '?' may
+ *                                      stand for '#' */
+enum pvg_hsa_uri_scheme { PVG_HSA_URI_FILE = 1, PVG_HSA_URI_MEMORY = 2 };
+#define PVG_HSA_URI_MAX_PATH 4096u
+struct pvg_hsa_uri {
+	int scheme;                       /* enum pvg_hsa_uri_scheme */
+	char path[PVG_HSA_URI_MAX_PATH];  /* file: the decoded path, NUL-terminated */
+	uint64_t pid;                     /* memory: the process */
+	bool has_range;                   /* offset and size were given */
+	uint64_t offset, size;
+};
+/* Parses uri[0..len) (the runtime's text: hostile). 0, or -EINVAL with *why saying what is
+ * wrong (a static string). */
+int pvg_hsa_uri_parse(const char *uri, size_t len, struct pvg_hsa_uri *out, const char **why);

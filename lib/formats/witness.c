@@ -182,6 +182,7 @@ enum pvg_witness_error pvg_witness_parse(const uint8_t *buf, size_t len,
 		x->flags = m.flags;
 		x->arch = m.arch;
 		x->names = m.names;
+		x->unhashed = m.unhashed;
 		x->path = path;
 		out->n_modules = i + 1;
 	}
@@ -262,4 +263,13 @@ const char *pvg_witness_attr_name(enum pvg_witness_attr a)
 		return "not a target process";
 	}
 	return "?";
+}
+
+const char *pvg_witness_unhashed_name(uint32_t why)
+{
+	static const char *const names[PVG_WITNESS_UNHASHED_N] = {
+		"not-said", "too-large", "no-image", "query-failed", "unreadable",
+		"bad-uri", "bad-range", "no-memory", "storage",
+	};
+	return why < PVG_WITNESS_UNHASHED_N ? names[why] : "unknown";
 }

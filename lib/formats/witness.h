@@ -191,8 +191,27 @@ struct pvg_witness_module {
 	uint32_t arch;       /* CUDA: SM number of the cubin (90); AMDGPU: EF_AMDGPU_MACH; 0 */
 	uint32_t path_off, path_len; /* the file, or the HSA URI; 0 length: none */
 	uint32_t names;      /* kernels the image defines (informational) */
-	uint32_t reserved;
+	uint32_t unhashed;   /* with M_NOT_HASHED: why (enum pvg_witness_unhashed); else 0 */
 };
+
+/* Why a module has no digest (module.unhashed). A file of a writer that did not say has 0. */
+enum pvg_witness_unhashed {
+	PVG_WITNESS_UNHASHED_NOT_SAID = 0,
+	PVG_WITNESS_UNHASHED_TOO_LARGE = 1,    /* larger than the writer hashes */
+	PVG_WITNESS_UNHASHED_NO_IMAGE = 2,     /* the runtime gave no bytes for it */
+	PVG_WITNESS_UNHASHED_QUERY_FAILED = 3, /* a query of the runtime about it failed (HSA:
+						* the loader extension's get_info) */
+	PVG_WITNESS_UNHASHED_UNREADABLE = 4,   /* its memory or file could not be read */
+	PVG_WITNESS_UNHASHED_BAD_URI = 5,      /* HSA: a file code object's URI is not a valid
+						* file:// URI (a range without size=, say) */
+	PVG_WITNESS_UNHASHED_BAD_RANGE = 6,    /* HSA: the URI's range is empty or passes the
+						* end of the file the loader holds */
+	PVG_WITNESS_UNHASHED_NO_MEMORY = 7,    /* the writer ran out of memory */
+	PVG_WITNESS_UNHASHED_STORAGE = 8,      /* HSA: a storage type neither memory nor file */
+};
+#define PVG_WITNESS_UNHASHED_N 9
+/* A word for why, e.g. "bad-range"; "unknown" past the table. */
+const char *pvg_witness_unhashed_name(uint32_t why);
 
 /* ---- writing (the library) ------------------------------------------------------------------ */
 
@@ -223,6 +242,7 @@ struct pvg_witness_mod {
 	uint8_t sha256[32];
 	uint64_t size, load_ns, unload_ns, handle, file_offset;
 	uint32_t api_id, origin, flags, arch, names;
+	uint32_t unhashed; /* enum pvg_witness_unhashed */
 	struct pvg_witness_str path;
 };
 

@@ -97,6 +97,7 @@ struct pvg_module_load {
 	const char *names;
 	size_t names_len;      /* bytes of names */
 	uint32_t n_names;
+	uint32_t unhashed;     /* with M_NOT_HASHED: why (enum pvg_witness_unhashed) */
 };
 /* Largest image hashed; a larger one is recorded with M_NOT_HASHED. */
 #define PVG_WITNESS_MODULE_MAX_HASH (1ull << 32)

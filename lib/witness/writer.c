@@ -361,11 +361,15 @@ int pvg_witness_module_add(const struct pvg_module_load *in)
 	w.m.arch = in->arch;
 	w.live = 1;
 	/* the expensive part, outside the lock: the image's digest and the names' keys */
-	if (in->sha256)
+	if (in->flags & PVG_WITNESS_M_NOT_HASHED)
+		w.m.unhashed = in->unhashed;
+	else if (in->sha256)
 		memcpy(w.m.sha256, in->sha256, 32);
 	else if (in->image && in->size <= PVG_WITNESS_MODULE_MAX_HASH)
 		pvg_wsha256(in->image, (size_t)in->size, w.m.sha256);
 	else
+		w.m.unhashed = in->image ? PVG_WITNESS_UNHASHED_TOO_LARGE : PVG_WITNESS_UNHASHED_NO_IMAGE;
+	if (w.m.unhashed)
 		w.m.flags |= PVG_WITNESS_M_NOT_HASHED;
 	if (w.m.flags & PVG_WITNESS_M_NOT_HASHED)
 		memset(w.m.sha256, 0, 32);

@@ -133,6 +133,8 @@ static int dump(const char *path)
 		       (unsigned long long)m->size, m->origin, m->flags, m->arch, m->api_id, m->names,
 		       (unsigned long long)m->handle, (unsigned long long)m->file_offset,
 		       (unsigned long long)m->load_ns, (unsigned long long)m->unload_ns);
+		if (m->flags & PVG_WITNESS_M_NOT_HASHED)
+			printf(" unhashed=%s", pvg_witness_unhashed_name(m->unhashed));
 		put("path", m->path);
 		putchar('\n');
 	}

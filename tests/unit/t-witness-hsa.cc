@@ -7,15 +7,28 @@
 // with hsa_kernel_dispatch_packet_t. The test proves the glue: OnLoad replaces queue creation
 // and executable freezing, a frozen executable's kernels are resolved from packets, every
 // batch is forwarded unchanged, and the witness file holds the launches by name and grid.
+// The second test adds a stand-in for ROCr's loader extension that serves real gfx90a code
+// objects (tests/fixtures/hsa-loader, made by hipcc and clang-offload-bundler-15) from memory,
+// from a file at an offset, and from the .hip_fatbin of a loaded shared object, as ROCr
+// describes them (hsa_ven_amd_loader.h), plus loaders that give bad answers.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <hsa/hsa.h>
 #define AMD_INTERNAL_BUILD 1
 #include <hsa/hsa_api_trace.h>
+#include <hsa/hsa_ven_amd_loader.h>
+#include <openssl/sha.h>
 
 extern "C" {
 #include "formats/aql.h"
@@ -258,6 +271,10 @@ void hsa_front_end_records_dispatches_by_kernel_name()
 	for (size_t i = 0; i < f.n; i++)
 		unnamed += (f.entries[i].flags & PVG_WITNESS_R_NO_NAME) != 0;
 	CHECK_INT(unnamed, 1);
+	// this runtime's table has no loader extension: no module is known, and the file says so
+	CHECK(!(f.h.flags & PVG_WITNESS_F_MODULES));
+	for (size_t i = 0; i < f.n; i++)
+		CHECK(f.entries[i].code == 0 && f.entries[i].bind == PVG_WITNESS_BIND_NONE);
 	free(fb);
 
 	// A hipGraph replay: ROCm's HIP (ROCm/clr hipamd/src/hip_graph_internal.hpp, FillCommands)
@@ -293,10 +310,597 @@ void hsa_front_end_records_dispatches_by_kernel_name()
 	rmdir(dir);
 }
 
+// ---- code identity: the loader extension -----------------------------------------------------
+
+// One loaded code object as the stand-in loader describes it.
+struct lco {
+	uint64_t handle, exec;
+	uint32_t storage; // HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_*
+	uint64_t mem_base, mem_size;
+	int fd;
+	uint64_t load_base, load_size;
+	char uri[8192];
+	bool fail_storage; // the storage type query fails
+};
+lco lcos[16];
+size_t n_lcos;
+
+// The kernel symbols of every executable: name.kd at the code object's load base + value.
+struct esym {
+	uint64_t exec;
+	char name[128];
+	uint64_t kernel_object;
+};
+esym esyms[64];
+size_t n_esyms;
+
+struct sym_add {
+	uint64_t exec, base;
+};
+
+bool add_esym(void *opaque, const char *name, size_t len, uint64_t value)
+{
+	auto *a = static_cast<sym_add *>(opaque);
+	if (n_esyms == 64 || len + 4 >= sizeof(esyms[0].name))
+		return false;
+	esym &e = esyms[n_esyms++];
+	e.exec = a->exec;
+	snprintf(e.name, sizeof(e.name), "%.*s.kd", (int)len, name);
+	e.kernel_object = a->base + value;
+	return true;
+}
+
+hsa_status_t loader_iterate(hsa_executable_t exec,
+			    hsa_status_t (*cb)(hsa_executable_t, hsa_loaded_code_object_t, void *),
+			    void *data)
+{
+	for (size_t i = 0; i < n_lcos; i++)
+		if (lcos[i].exec == exec.handle) {
+			hsa_status_t st = cb(exec, hsa_loaded_code_object_t{ lcos[i].handle }, data);
+			if (st != HSA_STATUS_SUCCESS)
+				return st;
+		}
+	return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t loader_get_info(hsa_loaded_code_object_t h,
+			     hsa_ven_amd_loader_loaded_code_object_info_t a, void *v)
+{
+	const lco *c = nullptr;
+	for (size_t i = 0; i < n_lcos; i++)
+		if (lcos[i].handle == h.handle)
+			c = &lcos[i];
+	if (!c)
+		return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+	switch (a) {
+	case HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_TYPE:
+		if (c->fail_storage)
+			return HSA_STATUS_ERROR;
+		*(uint32_t *)v = c->storage;
+		return HSA_STATUS_SUCCESS;
+	case HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_MEMORY_BASE:
+		if (c->storage != HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_MEMORY)
+			return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+		*(uint64_t *)v = c->mem_base;
+		return HSA_STATUS_SUCCESS;
+	case HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_MEMORY_SIZE:
+		if (c->storage != HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_MEMORY)
+			return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+		*(uint64_t *)v = c->mem_size;
+		return HSA_STATUS_SUCCESS;
+	case HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_FILE:
+		if (c->storage != HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_FILE)
+			return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+		*(int *)v = c->fd;
+		return HSA_STATUS_SUCCESS;
+	case HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_BASE:
+		*(uint64_t *)v = c->load_base;
+		return HSA_STATUS_SUCCESS;
+	case HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_SIZE:
+		*(uint64_t *)v = c->load_size;
+		return HSA_STATUS_SUCCESS;
+	case HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_URI_LENGTH:
+		*(uint32_t *)v = (uint32_t)strlen(c->uri);
+		return HSA_STATUS_SUCCESS;
+	case HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_URI:
+		memcpy(v, c->uri, strlen(c->uri)); // the characters only, as ROCr's
+		return HSA_STATUS_SUCCESS;
+	default:
+		return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+	}
+}
+
+int ext_table_calls;
+
+hsa_status_t stand_in_major_extension_table(uint16_t ext, uint16_t major, size_t length,
+					    void *table)
+{
+	ext_table_calls++;
+	if (ext != HSA_EXTENSION_AMD_LOADER || major != 1)
+		return HSA_STATUS_ERROR;
+	// as ROCr: its newest table, cut to the length asked for
+	hsa_ven_amd_loader_1_03_pfn_t t;
+	memset(&t, 0, sizeof(t));
+	t.hsa_ven_amd_loader_executable_iterate_loaded_code_objects = loader_iterate;
+	t.hsa_ven_amd_loader_loaded_code_object_get_info = loader_get_info;
+	memcpy(table, &t, length < sizeof(t) ? length : sizeof(t));
+	return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t exec_iterate(hsa_executable_t exec,
+			  hsa_status_t (*cb)(hsa_executable_t, hsa_executable_symbol_t, void *),
+			  void *data)
+{
+	for (size_t i = 0; i < n_esyms; i++)
+		if (esyms[i].exec == exec.handle)
+			cb(exec, hsa_executable_symbol_t{ i + 1 }, data);
+	return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t exec_sym_info(hsa_executable_symbol_t s, hsa_executable_symbol_info_t a, void *v)
+{
+	if (s.handle == 0 || s.handle > n_esyms)
+		return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;
+	const esym &y = esyms[s.handle - 1];
+	switch (a) {
+	case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
+		*(hsa_symbol_kind_t *)v = HSA_SYMBOL_KIND_KERNEL;
+		return HSA_STATUS_SUCCESS;
+	case HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH:
+		*(uint32_t *)v = (uint32_t)strlen(y.name);
+		return HSA_STATUS_SUCCESS;
+	case HSA_EXECUTABLE_SYMBOL_INFO_NAME:
+		memcpy(v, y.name, strlen(y.name));
+		return HSA_STATUS_SUCCESS;
+	case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT:
+		*(uint64_t *)v = y.kernel_object;
+		return HSA_STATUS_SUCCESS;
+	default:
+		return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+	}
+}
+
+uint64_t destroyed[8];
+size_t n_destroyed;
+
+hsa_status_t stand_in_destroy(hsa_executable_t exec)
+{
+	if (n_destroyed < 8)
+		destroyed[n_destroyed++] = exec.handle;
+	return HSA_STATUS_SUCCESS;
+}
+
+bool read_fixture(const char *rel, uint8_t **buf, size_t *len)
+{
+	const char *src = getenv("PVG_SRC");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", src ? src : ".", rel);
+	char *b = nullptr;
+	if (pvg_read_file(path, 64u << 20, &b, len) != 0 || !b)
+		return false;
+	*buf = reinterpret_cast<uint8_t *>(b);
+	return true;
+}
+
+// The test's own digest (OpenSSL), not the witness's
+void digest(const uint8_t *p, size_t n, uint8_t out[32])
+{
+	SHA256(p, n, out);
+}
+
+// A loaded code object, its kernels placed at load_base.
+lco *add_lco(uint64_t exec, uint64_t handle, const uint8_t *bytes, size_t size, uint64_t load_base)
+{
+	lco *c = &lcos[n_lcos++];
+	memset(c, 0, sizeof(*c));
+	c->handle = handle;
+	c->exec = exec;
+	c->fd = -1;
+	c->load_base = load_base;
+	c->load_size = 0x10000;
+	sym_add a{ exec, load_base };
+	if (bytes)
+		pvg_amdgpu_kd_symbols(bytes, size, add_esym, &a);
+	return c;
+}
+
+uint64_t ko_of(uint64_t exec, const char *name)
+{
+	char kd[160];
+	snprintf(kd, sizeof(kd), "%s.kd", name);
+	for (size_t i = 0; i < n_esyms; i++)
+		if (esyms[i].exec == exec && strcmp(esyms[i].name, kd) == 0)
+			return esyms[i].kernel_object;
+	return 0;
+}
+
+pvg_witness_mod modules[PVG_WITNESS_MAX_MODULES];
+
+const pvg_witness_mod *module_of_handle(const pvg_witness_file &f, uint64_t handle)
+{
+	for (size_t i = 0; i < f.n_modules; i++)
+		if (f.modules[i].handle == handle)
+			return &f.modules[i];
+	return nullptr;
+}
+
+// The record of name with grid[0] == gx whose code is the module of the loaded code object
+// handle.
+const pvg_witness_entry *record_of(const pvg_witness_file &f, const char *name, uint32_t gx,
+				   uint64_t handle)
+{
+	for (size_t i = 0; i < f.n; i++) {
+		const pvg_witness_entry &e = f.entries[i];
+		if (e.name.n != strlen(name) || memcmp(e.name.p, name, e.name.n) != 0 ||
+		    e.grid[0] != gx)
+			continue;
+		if (e.code && e.code <= f.n_modules && f.modules[e.code - 1].handle == handle)
+			return &e;
+	}
+	return nullptr;
+}
+
+bool path_is(const pvg_witness_mod *m, const char *want)
+{
+	return m && m->path.n == strlen(want) && memcmp(m->path.p, want, m->path.n) == 0;
+}
+
+bool read_witness(const char *dir, pvg_witness_file *f, char **fb)
+{
+	char file[4200] = "";
+	DIR *d = opendir(dir);
+	for (dirent *de; d && (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
+	if (d)
+		closedir(d);
+	size_t fl = 0;
+	*fb = nullptr;
+	if (pvg_read_file(file, PVG_WITNESS_MAX_FILE, fb, &fl) != 0)
+		return false;
+	f->entries = entries;
+	f->modules = modules;
+	size_t at = 0;
+	return pvg_witness_parse((const uint8_t *)*fb, fl, f, &at) == PVG_WITNESS_OK;
+}
+
+// Where the gfx906 code object of a shared object's .hip_fatbin lies: in its file, and in
+// memory once the object is loaded (libelf and the bundle parser, not the witness's code).
+bool fatbin_entry(const char *path, void *dl, uint64_t *file_off, uint64_t *size, uint64_t *addr)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, nullptr);
+	size_t shstrndx = 0;
+	bool ok = false;
+	uint64_t sec_off = 0, sec_addr = 0, sec_size = 0;
+	if (e && elf_getshdrstrndx(e, &shstrndx) == 0)
+		for (Elf_Scn *scn = nullptr; (scn = elf_nextscn(e, scn));) {
+			GElf_Shdr sh;
+			const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name)
+							       : nullptr;
+			if (n && strcmp(n, ".hip_fatbin") == 0) {
+				sec_off = sh.sh_offset;
+				sec_addr = sh.sh_addr;
+				sec_size = sh.sh_size;
+				ok = true;
+			}
+		}
+	if (e)
+		elf_end(e);
+	struct stat st;
+	if (!ok || fstat(fd, &st) < 0) {
+		close(fd);
+		return false;
+	}
+	pvg_src src{ nullptr, fd, (uint64_t)st.st_size };
+	pvg_bundle b;
+	char *err = nullptr;
+	ok = pvg_bundle_parse(&src, sec_off, sec_size, &b, &err) == 0;
+	bool found = false;
+	for (uint64_t i = 0; ok && i < b.n_entries; i++)
+		if (strstr(b.entries[i].id, "gfx906")) {
+			*file_off = sec_off + b.entries[i].offset;
+			*size = b.entries[i].size;
+			found = true;
+		}
+	if (ok)
+		pvg_bundle_clear(&b);
+	free(err);
+	close(fd);
+	link_map *lm = nullptr;
+	if (!found || dlinfo(dl, RTLD_DI_LINKMAP, &lm) != 0 || !lm)
+		return false;
+	*addr = lm->l_addr + sec_addr + (*file_off - sec_off);
+	return true;
+}
+
+void hsa_dispatches_name_their_code_objects()
+{
+	uint8_t *a = nullptr, *b = nullptr;
+	size_t la = 0, lb = 0;
+	CHECK(read_fixture("tests/fixtures/hsa-loader/axpy-a-gfx90a.co", &a, &la));
+	CHECK(read_fixture("tests/fixtures/hsa-loader/axpy-b-gfx90a.co", &b, &lb));
+	if (!a || !b)
+		return;
+	uint8_t sha_a[32], sha_b[32];
+	digest(a, la, sha_a);
+	digest(b, lb, sha_b);
+	CHECK(memcmp(sha_a, sha_b, 32) != 0);
+
+	// a HIP library's .hip_fatbin, loaded: its plain bundle's gfx906 code object is what HIP
+	// hands ROCr where it lies (ROCm/clr hipamd/src/hip_fatbin.cpp)
+	const char *src = getenv("PVG_SRC");
+	char so[4096];
+	snprintf(so, sizeof(so), "%s/tests/fixtures/codeobj/hip-ccob.so", src ? src : ".");
+	void *dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+	CHECK(dl != nullptr);
+	uint64_t emb_off = 0, emb_size = 0, emb_addr = 0;
+	CHECK(dl && fatbin_entry(so, dl, &emb_off, &emb_size, &emb_addr));
+	uint8_t sha_emb[32] = {};
+	uint8_t *emb_bytes = static_cast<uint8_t *>(malloc(emb_size ? emb_size : 1));
+	{
+		int fd = open(so, O_RDONLY | O_CLOEXEC);
+		CHECK(fd >= 0 && pread(fd, emb_bytes, emb_size, (off_t)emb_off) == (ssize_t)emb_size);
+		if (fd >= 0)
+			close(fd);
+		digest(emb_bytes, emb_size, sha_emb);
+	}
+
+	// code object b in a file, at offset 4096, in a folder whose name ROCr would %-encode
+	char fdir[] = "/tmp/pvg hsa co.XXXXXX";
+	CHECK(mkdtemp(fdir) != nullptr);
+	char fpath[256];
+	snprintf(fpath, sizeof(fpath), "%s/lib b.co", fdir);
+	int ffd = open(fpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	CHECK(ffd >= 0);
+	uint8_t pad[4096];
+	memset(pad, 0x5a, sizeof(pad));
+	CHECK(write(ffd, pad, sizeof(pad)) == (ssize_t)sizeof(pad));
+	CHECK(write(ffd, b, lb) == (ssize_t)lb);
+	CHECK(write(ffd, pad, 100) == 100);
+	char enc[512] = "";
+	for (const char *p = fpath; *p; p++) {
+		size_t o = strlen(enc);
+		if (*p == ' ')
+			snprintf(enc + o, sizeof(enc) - o, "%%20");
+		else
+			snprintf(enc + o, sizeof(enc) - o, "%c", *p);
+	}
+	uint8_t *heap_a = static_cast<uint8_t *>(malloc(la));
+	memcpy(heap_a, a, la);
+	uint8_t *heap_b = static_cast<uint8_t *>(malloc(lb));
+	memcpy(heap_b, b, lb);
+	void *unmapped = nullptr; // a page no one may read
+
+	n_lcos = n_esyms = 0;
+	// 11: a from memory (memory://, as ROCr names a heap copy)
+	lco *c = add_lco(11, 0x1011, a, la, 0x7f2000000000ull);
+	c->storage = HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_MEMORY;
+	c->mem_base = (uint64_t)(uintptr_t)heap_a;
+	c->mem_size = la;
+	snprintf(c->uri, sizeof(c->uri), "memory://%d#offset=0x%llx&size=%zu", (int)getpid(),
+		 (unsigned long long)c->mem_base, la);
+	// 12: b from a file at an offset: the same kernel names as 11, other bytes
+	c = add_lco(12, 0x1012, b, lb, 0x7f2000100000ull);
+	c->storage = HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_FILE;
+	c->fd = ffd;
+	snprintf(c->uri, sizeof(c->uri), "file://%s#offset=4096&size=%zu", enc, lb);
+	// 13: two code objects in one executable: the shared object's embedded gfx906 one, and
+	// b again from memory; each kernel belongs to the one whose load range holds it
+	c = add_lco(13, 0x1013, emb_bytes, emb_size, 0x7f2000200000ull);
+	c->storage = HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_MEMORY;
+	c->mem_base = emb_addr;
+	c->mem_size = emb_size;
+	snprintf(c->uri, sizeof(c->uri), "file://%s#offset=%llu&size=%llu", so,
+		 (unsigned long long)emb_off, (unsigned long long)emb_size);
+	c = add_lco(13, 0x1014, b, lb, 0x7f2000300000ull);
+	c->storage = HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_MEMORY;
+	c->mem_base = (uint64_t)(uintptr_t)heap_b;
+	c->mem_size = lb;
+	snprintf(c->uri, sizeof(c->uri), "memory://%d#offset=0x%llx&size=%zu", (int)getpid(),
+		 (unsigned long long)c->mem_base, lb);
+	// bad answers, each an executable of a's kernels: never a crash, never a digest
+	// 14: a file URI with a range but no size
+	c = add_lco(14, 0x1015, a, la, 0x7f2000400000ull);
+	c->storage = HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_FILE;
+	c->fd = ffd;
+	snprintf(c->uri, sizeof(c->uri), "file://%s#offset=4096", enc);
+	// 15: a size larger than the file
+	c = add_lco(15, 0x1016, a, la, 0x7f2000500000ull);
+	c->storage = HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_FILE;
+	c->fd = ffd;
+	snprintf(c->uri, sizeof(c->uri), "file://%s#offset=4096&size=%zu", enc, lb + 101);
+	// 16: the storage query fails
+	c = add_lco(16, 0x1017, a, la, 0x7f2000600000ull);
+	c->fail_storage = true;
+	snprintf(c->uri, sizeof(c->uri), "memory://%d#offset=0x1000&size=%zu", (int)getpid(), la);
+	// 17: memory that cannot be read (a plain read of it would crash the service)
+	unmapped = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(unmapped != MAP_FAILED);
+	c = add_lco(17, 0x1018, a, la, 0x7f2000700000ull);
+	c->storage = HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_MEMORY;
+	c->mem_base = (uint64_t)(uintptr_t)unmapped;
+	c->mem_size = 4096;
+	snprintf(c->uri, sizeof(c->uri), "memory://%d#offset=0x%llx&size=4096", (int)getpid(),
+		 (unsigned long long)c->mem_base);
+	CHECK_INT(n_esyms, 2 * 7 + 2); // a's and b's two kernels, the embedded object's two
+
+	char dir[] = "/tmp/pvg-witness-hsa-mod.XXXXXX";
+	CHECK(mkdtemp(dir) != nullptr);
+	CHECK_INT(pvg_witness_start(dir), 0);
+	CoreApiTable core;
+	AmdExtTable amd;
+	HsaApiTable table;
+	memset(&core, 0, sizeof(core));
+	memset(&amd, 0, sizeof(amd));
+	memset(&table, 0, sizeof(table));
+	core.hsa_queue_create_fn = stand_in_queue_create;
+	core.hsa_executable_freeze_fn = stand_in_freeze;
+	core.hsa_executable_destroy_fn = stand_in_destroy;
+	core.hsa_executable_iterate_symbols_fn = exec_iterate;
+	core.hsa_executable_symbol_get_info_fn = exec_sym_info;
+	core.hsa_system_get_major_extension_table_fn = stand_in_major_extension_table;
+	amd.hsa_amd_queue_intercept_create_fn = stand_in_intercept_create;
+	amd.hsa_amd_queue_intercept_register_fn = stand_in_register;
+	table.core_ = &core;
+	table.amd_ext_ = &amd;
+	CHECK(OnLoad(&table, 1, 0, nullptr));
+	CHECK(ext_table_calls >= 1);
+	CHECK(core.hsa_executable_destroy_fn != stand_in_destroy);
+	for (uint64_t e = 11; e <= 17; e++)
+		CHECK_INT(core.hsa_executable_freeze_fn(hsa_executable_t{ e }, ""), HSA_STATUS_SUCCESS);
+	hsa_queue_t *q = nullptr;
+	handler = nullptr;
+	CHECK_INT(core.hsa_queue_create_fn(hsa_agent_t{ 1 }, 1024, HSA_QUEUE_TYPE_MULTI, nullptr,
+					   nullptr, 0, 0, &q),
+		  HSA_STATUS_SUCCESS);
+	CHECK(handler != nullptr);
+	if (!handler)
+		return;
+
+	// the same name and grid from 11 and from 12 (the duplicate case), 12's pvg_fill, both
+	// kernels of 13, and a dispatch of each bad executable
+	hsa_kernel_dispatch_packet_t pk[16];
+	size_t np = 0;
+	pk[np++] = dispatch(ko_of(11, "pvg_axpy"), 64, 64 * 7, 1);
+	pk[np++] = dispatch(ko_of(11, "pvg_axpy"), 64, 64 * 7, 1);
+	pk[np++] = dispatch(ko_of(12, "pvg_axpy"), 64, 64 * 7, 1);
+	pk[np++] = dispatch(ko_of(12, "pvg_fill"), 64, 64 * 7, 1);
+	pk[np++] = dispatch(ko_of(13, "wvSplitK"), 64, 64 * 7, 1);
+	pk[np++] = dispatch(ko_of(13, "pvg_fill"), 64, 64 * 7, 1);
+	for (uint64_t e = 14; e <= 17; e++)
+		pk[np++] = dispatch(ko_of(e, "pvg_axpy"), 64, 64 * (uint32_t)e, 1);
+	for (size_t i = 0; i < np; i++)
+		CHECK(pk[i].kernel_object != 0);
+	handler(pk, np, 0, nullptr, writer);
+	CHECK_INT(written_count, np);
+
+	// 11 destroyed; 18 loads b from memory where 11's code was: a dispatch of the same kernel
+	// object and grid is another code's, and makes a record of its own
+	CHECK_INT(core.hsa_executable_destroy_fn(hsa_executable_t{ 11 }), HSA_STATUS_SUCCESS);
+	CHECK(n_destroyed == 1 && destroyed[0] == 11);
+	c = add_lco(18, 0x1019, b, lb, 0x7f2000000000ull);
+	c->storage = HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_MEMORY;
+	c->mem_base = (uint64_t)(uintptr_t)heap_b;
+	c->mem_size = lb;
+	snprintf(c->uri, sizeof(c->uri), "memory://%d#offset=0x%llx&size=%zu", (int)getpid(),
+		 (unsigned long long)c->mem_base, lb);
+	CHECK_INT(core.hsa_executable_freeze_fn(hsa_executable_t{ 18 }, ""), HSA_STATUS_SUCCESS);
+	CHECK(ko_of(18, "pvg_axpy") == ko_of(11, "pvg_axpy"));
+	pk[0] = dispatch(ko_of(18, "pvg_axpy"), 64, 64 * 7, 1);
+	handler(pk, 1, np, nullptr, writer);
+	CHECK_INT(pvg_witness_flush(), 0);
+
+	pvg_witness_file f;
+	char *fb = nullptr;
+	CHECK(read_witness(dir, &f, &fb));
+	CHECK(f.h.flags & PVG_WITNESS_F_MODULES);
+	CHECK_INT(f.n_modules, 9);
+
+	const pvg_witness_mod *m = module_of_handle(f, 0x1011);
+	CHECK(m && m->origin == PVG_WITNESS_ORIGIN_MEMORY && m->size == la && !m->flags &&
+	      memcmp(m->sha256, sha_a, 32) == 0 && m->arch == 0x3f /* gfx90a */ && m->names == 2 &&
+	      m->unload_ns >= m->load_ns && m->unload_ns != 0);
+	char uri[256];
+	snprintf(uri, sizeof(uri), "memory://%d#offset=0x%llx&size=%zu", (int)getpid(),
+		 (unsigned long long)(uintptr_t)heap_a, la);
+	CHECK(path_is(m, uri));
+	uint32_t api_11 = m ? m->api_id : 0;
+
+	m = module_of_handle(f, 0x1012);
+	CHECK(m && m->origin == PVG_WITNESS_ORIGIN_FILE && m->size == lb && !m->flags &&
+	      memcmp(m->sha256, sha_b, 32) == 0 && m->file_offset == 4096 && m->unload_ns == 0 &&
+	      m->api_id != api_11);
+	CHECK(path_is(m, fpath)); // decoded: the spaces back
+
+	m = module_of_handle(f, 0x1013);
+	CHECK(m && m->origin == PVG_WITNESS_ORIGIN_EMBEDDED && m->size == emb_size && !m->flags &&
+	      memcmp(m->sha256, sha_emb, 32) == 0 && m->file_offset == emb_off &&
+	      m->arch == 0x2f /* gfx906 */);
+	CHECK(path_is(m, so));
+	const pvg_witness_mod *m2 = module_of_handle(f, 0x1014);
+	CHECK(m2 && m2->origin == PVG_WITNESS_ORIGIN_MEMORY && memcmp(m2->sha256, sha_b, 32) == 0 &&
+	      m && m2->api_id == m->api_id);
+
+	m = module_of_handle(f, 0x1015);
+	CHECK(m && (m->flags & PVG_WITNESS_M_NOT_HASHED) &&
+	      m->unhashed == PVG_WITNESS_UNHASHED_BAD_URI && m->origin == PVG_WITNESS_ORIGIN_FILE);
+	m = module_of_handle(f, 0x1016);
+	CHECK(m && (m->flags & PVG_WITNESS_M_NOT_HASHED) &&
+	      m->unhashed == PVG_WITNESS_UNHASHED_BAD_RANGE && m->origin == PVG_WITNESS_ORIGIN_FILE &&
+	      path_is(m, fpath));
+	m = module_of_handle(f, 0x1017);
+	CHECK(m && (m->flags & PVG_WITNESS_M_NOT_HASHED) &&
+	      m->unhashed == PVG_WITNESS_UNHASHED_QUERY_FAILED);
+	m = module_of_handle(f, 0x1018);
+	CHECK(m && (m->flags & PVG_WITNESS_M_NOT_HASHED) &&
+	      m->unhashed == PVG_WITNESS_UNHASHED_UNREADABLE &&
+	      m->origin == PVG_WITNESS_ORIGIN_MEMORY);
+	static const uint8_t zero[32] = {};
+	for (uint64_t h = 0x1015; h <= 0x1018; h++) {
+		m = module_of_handle(f, h);
+		CHECK(m && memcmp(m->sha256, zero, 32) == 0);
+	}
+	m = module_of_handle(f, 0x1019);
+	CHECK(m && memcmp(m->sha256, sha_b, 32) == 0 && m->unload_ns == 0);
+
+	// each dispatch names its code object, by its kernel object
+	const pvg_witness_entry *e = record_of(f, "pvg_axpy", 7, 0x1011);
+	CHECK(e && e->count == 2 && e->bind == PVG_WITNESS_BIND_HANDLE);
+	e = record_of(f, "pvg_axpy", 7, 0x1012);
+	CHECK(e && e->count == 1 && e->bind == PVG_WITNESS_BIND_HANDLE);
+	e = record_of(f, "pvg_fill", 7, 0x1012);
+	CHECK(e && e->count == 1 && e->bind == PVG_WITNESS_BIND_HANDLE);
+	e = record_of(f, "wvSplitK", 7, 0x1013);
+	CHECK(e && e->count == 1 && e->bind == PVG_WITNESS_BIND_HANDLE);
+	e = record_of(f, "pvg_fill", 7, 0x1014);
+	CHECK(e && e->count == 1 && e->bind == PVG_WITNESS_BIND_HANDLE);
+	for (uint64_t x = 14; x <= 17; x++) {
+		e = record_of(f, "pvg_axpy", (uint32_t)x, 0x1007 + x); // 0x1015..0x1018
+		CHECK(e && e->count == 1 && e->bind == PVG_WITNESS_BIND_HANDLE);
+	}
+	e = record_of(f, "pvg_axpy", 7, 0x1019);
+	CHECK(e && e->count == 1 && e->bind == PVG_WITNESS_BIND_HANDLE);
+	size_t axpy7 = 0;
+	for (size_t i = 0; i < f.n; i++)
+		axpy7 += f.entries[i].name.n == 8 && memcmp(f.entries[i].name.p, "pvg_axpy", 8) == 0 &&
+			 f.entries[i].grid[0] == 7;
+	CHECK_INT(axpy7, 3); // 11's, 12's and 18's: never merged by name or kernel object
+	free(fb);
+
+	pvg_witness_stop();
+	DIR *d = opendir(dir);
+	for (dirent *de; d && (de = readdir(d));)
+		if (de->d_name[0] != '.') {
+			char p[4200];
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+			unlink(p);
+		}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+	close(ffd);
+	unlink(fpath);
+	rmdir(fdir);
+	free(heap_a);
+	free(heap_b);
+	free(emb_bytes);
+	free(a);
+	free(b);
+	if (dl)
+		dlclose(dl);
+	if (unmapped != MAP_FAILED)
+		munmap(unmapped, 4096);
+}
+
 } // namespace
 
 int main()
 {
 	RUN(hsa_front_end_records_dispatches_by_kernel_name);
+	RUN(hsa_dispatches_name_their_code_objects);
 	TAP_EXIT();
 }

@@ -346,6 +346,78 @@ static void kd_symbols_of_a_hipcc_code_object_resolve_kernel_objects(void)
 	CHECK_INT(pvg_amdgpu_kd_symbols((const uint8_t *)"not an elf", 10, add_kd, NULL), -EINVAL);
 }
 
+/* The URIs ROCr's loader gives a loaded code object (hsa_ven_amd_loader.h's grammar, and what
+ * amd_hsa_loader.cpp writes: file:// %-encoded with a decimal range, memory:// with a hex
+ * offset), and hostile ones. */
+static void hsa_uri_parser_reads_rocr_uris_and_refuses_bad_ones(void)
+{
+	struct pvg_hsa_uri u;
+	const char *why = NULL;
+	const char *s = "file:///dir1/dir2/file1";
+	CHECK_INT(pvg_hsa_uri_parse(s, strlen(s), &u, &why), 0);
+	CHECK(u.scheme == PVG_HSA_URI_FILE && !u.has_range);
+	CHECK_STR(u.path, "/dir1/dir2/file1");
+	s = "file:///dir3/dir4/file2#offset=0x2000&size=3000";
+	CHECK_INT(pvg_hsa_uri_parse(s, strlen(s), &u, &why), 0);
+	CHECK(u.has_range && u.offset == 0x2000 && u.size == 3000);
+	s = "memory://1234#offset=0x20000&size=3000";
+	CHECK_INT(pvg_hsa_uri_parse(s, strlen(s), &u, &why), 0);
+	CHECK(u.scheme == PVG_HSA_URI_MEMORY && u.pid == 1234 && u.offset == 0x20000 &&
+	      u.size == 3000);
+	/* %-escapes decoded, an octal offset, '?' for '#', 0X */
+	s = "file:///opt/my%20lib/libk%2B.so?offset=010&size=0X1f";
+	CHECK_INT(pvg_hsa_uri_parse(s, strlen(s), &u, &why), 0);
+	CHECK_STR(u.path, "/opt/my lib/libk+.so");
+	CHECK(u.offset == 8 && u.size == 31);
+	/* only len bytes are read: the loader's text is not NUL-terminated */
+	s = "memory://7#offset=0x10&size=16XXXX";
+	CHECK_INT(pvg_hsa_uri_parse(s, strlen(s) - 4, &u, &why), 0);
+	CHECK(u.pid == 7 && u.offset == 16 && u.size == 16);
+
+	static const struct {
+		const char *uri;
+		const char *why;
+	} bad[] = {
+		{ "memory://1234", "a memory URI without offset and size" },
+		{ "file:///x#offset=4096", "a range without size=" },
+		{ "memory://1#offset=0x10", "a range without size=" },
+		{ "file:///x#size=10", "a range without offset=" },
+		{ "file:///x#offset=1&size=2junk", "text after the range's size" },
+		{ "file:///x#offset=0x&size=1", "an offset that is not a number" },
+		{ "file:///x#offset=09&size=1", "a range without size=" },
+		{ "file:///x#offset=18446744073709551616&size=1", "an offset that is not a number" },
+		{ "file:///x#offset=1&size=-1", "a size that is not a number" },
+		{ "file:///a%2", "a bad %-escape in the path" },
+		{ "file:///a%zz", "a bad %-escape in the path" },
+		{ "file:///a%00b", "%00 in the path" },
+		{ "file://", "no path" },
+		{ "file://#offset=1&size=1", "no path" },
+		{ "memory://#offset=1&size=1", "no process id" },
+		{ "memory://99999999999999999999#offset=1&size=1", "a process id out of range" },
+		{ "memory://12x#offset=1&size=1", "text after the path or process that is not a range" },
+		{ "http://host/x", "neither file:// nor memory://" },
+		{ "", "neither file:// nor memory://" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		int r = pvg_hsa_uri_parse(bad[i].uri, strlen(bad[i].uri), &u, &why);
+		if (r != -EINVAL || !why || strcmp(why, bad[i].why) != 0)
+			printf("#   %s: %d, %s\n", bad[i].uri, r, why ? why : "(null)");
+		CHECK_INT(r, -EINVAL);
+		CHECK_STR(why, bad[i].why);
+	}
+	/* a NUL inside the given length */
+	static const char nul[] = "file:///a\0b#offset=1&size=1";
+	CHECK_INT(pvg_hsa_uri_parse(nul, sizeof(nul) - 1, &u, &why), -EINVAL);
+	CHECK_STR(why, "a NUL inside the URI");
+	/* a path longer than PATH_MAX */
+	static char longp[PVG_HSA_URI_MAX_PATH + 16];
+	memcpy(longp, "file://", 7);
+	memset(longp + 7, 'a', sizeof(longp) - 8);
+	CHECK_INT(pvg_hsa_uri_parse(longp, sizeof(longp) - 1, &u, &why), -EINVAL);
+	CHECK_STR(why, "a path longer than PATH_MAX");
+}
+
 int main(void)
 {
 	RUN(witness_parses_the_h200_recording);
@@ -354,5 +426,6 @@ int main(void)
 	RUN(witness_attribution);
 	RUN(aql_decodes_packets_laid_out_by_rocr_header);
 	RUN(kd_symbols_of_a_hipcc_code_object_resolve_kernel_objects);
+	RUN(hsa_uri_parser_reads_rocr_uris_and_refuses_bad_ones);
 	TAP_EXIT();
 }
