@@ -187,6 +187,11 @@ class Benchmark:
         self.report: Optional[Report] = None
         self.exit_status: Optional[int] = None
 
+    @property
+    def pid(self) -> Optional[int]:
+        """provgate exec's process id (signals sent to it reach this process)."""
+        return None if self._proc is None else self._proc.pid
+
     def _stderr_text(self) -> str:
         if self._stderr is None:
             return ""
@@ -252,8 +257,10 @@ class Benchmark:
             os.close(status_r)
             os.close(started_w)
         try:
-            with os.fdopen(started_r, "rb") as f:
-                started = f.read() == b"started\n"
+            # a line from the waiter, or the end when provgate exits without running it
+            # (provgate holds the pipe open as long as it runs: no read to the end)
+            with os.fdopen(started_r, "rb", buffering=0) as f:
+                started = f.readline() == b"started\n"
         except BaseException:
             self._proc.terminate()
             self._proc.wait()
