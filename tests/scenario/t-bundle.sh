@@ -23,7 +23,7 @@ NAME=provgate-$VERSION-x86_64-linux
 ROCSPARSE=$(ls /usr/lib/x86_64-linux-gnu/librocsparse.so.0.* 2>/dev/null | head -n1)
 
 # the root file systems (tests/helpers/rootfs.sh; .ci/run starts them before the suite)
-BULLSEYE=(bullseye-python3 bullseye python3)
+BULLSEYE=(bullseye-python3-venv bullseye python3,python3-venv,python3-pip,python3-pytest) # as t-wheel.sh's
 BOOKWORM=(bookworm-python3-man bookworm python3,man-db)
 rootfs() { "$PVG_SRC/tests/helpers/rootfs.sh" "$@"; }
 
