@@ -35,18 +35,25 @@ static void read_one(int dir_fd, struct pvg_witness_read *f,
 	if (f->err < 0)
 		return;
 	struct pvg_witness_entry *e = pvg_xcalloc(PVG_WITNESS_MAX_RECORDS, sizeof(*e));
+	struct pvg_witness_mod *m = pvg_xcalloc(PVG_WITNESS_MAX_MODULES, sizeof(*m));
 	f->file.entries = e;
+	f->file.modules = m;
 	f->perr = pvg_witness_parse((const uint8_t *)buf, len, &f->file, &f->perr_at);
 	if (f->perr == PVG_WITNESS_OK && keep && keep(opaque, &f->file.h)) {
 		f->bytes = (uint8_t *)buf;
 		f->len = len;
 		f->file.entries = pvg_xrealloc(e, f->file.n ? f->file.n : 1, sizeof(*e));
+		f->file.modules = pvg_xrealloc(m, f->file.n_modules ? f->file.n_modules : 1,
+					       sizeof(*m));
 		return;
 	}
 	free(buf);
 	free(e);
+	free(m);
 	f->file.entries = NULL;
+	f->file.modules = NULL;
 	f->file.n = 0;
+	f->file.n_modules = 0;
 }
 
 int pvg_witness_folder_open(const char *dir, struct pvg_witness_folder *out)
@@ -149,6 +156,7 @@ void pvg_witness_dir_clear(struct pvg_witness_dir *d)
 		free(d->files[i].name);
 		free(d->files[i].bytes);
 		free(d->files[i].file.entries);
+		free(d->files[i].file.modules);
 	}
 	free(d->files);
 	memset(d, 0, sizeof(*d));
