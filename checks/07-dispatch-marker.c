@@ -923,13 +923,8 @@ struct pvg_outcome rule_witness_changed_sources(const struct changed_sources *sr
 	for (size_t i = 0; i < srcs->n; i++) {
 		const struct changed_source *c = &srcs->v[i];
 		_cleanup_free_ char *src = pvg_utf8_sanitize(c->path, strlen(c->path));
-		if (c->state == SOURCE_EXEMPT) {
-			_cleanup_free_ char *why = pvg_utf8_sanitize(c->exempt, strlen(c->exempt));
-			pvg_outcome_problem(&o, PVG_PASS, "dispatch-marker.witness-source-exempt", NULL,
-					    "changed source %s is exempt from the witness: %s", src,
-					    why);
-			continue;
-		}
+		/* an exempt source requires nothing: its reason is in the evidence and the
+		 * summary (a gate that passes has no problems) */
 		if (c->state == SOURCE_UNKNOWN) {
 			pvg_outcome_problem(&o, PVG_UNVERIFIABLE,
 					    "dispatch-marker.witness-source-kernels-unknown",
@@ -1161,20 +1156,31 @@ static char *witness_summary(const struct pvg_config *cfg, const struct witness_
 		forbidden += wr->seen[k].seen != NULL;
 	uint64_t launches = wr->tally.launches;
 	size_t src_met = 0, src_req = 0, src_exempt = 0;
+	const struct changed_source *exempt = NULL;
 	for (size_t i = 0; wr->sources && i < wr->sources->n; i++) {
 		const struct changed_source *c = &wr->sources->v[i];
 		src_exempt += c->state == SOURCE_EXEMPT;
+		if (c->state == SOURCE_EXEMPT && !exempt)
+			exempt = c;
 		if (c->state == SOURCE_KERNELS || c->state == SOURCE_UNKNOWN) {
 			src_req++;
 			src_met += c->state == SOURCE_KERNELS && c->count.from_artifact > 0;
 		}
 	}
+	_cleanup_free_ char *ex_path = exempt ? pvg_utf8_sanitize(exempt->path, strlen(exempt->path))
+					      : NULL;
+	_cleanup_free_ char *ex_why = exempt ? pvg_utf8_sanitize(exempt->exempt,
+								 strlen(exempt->exempt))
+					     : NULL;
+	_cleanup_free_ char *ex_text =
+		exempt ? pvg_asprintf(" (%zu exempt: %s: %s%s)", src_exempt, ex_path, ex_why,
+				      src_exempt > 1 ? ", ..." : "")
+		       : pvg_strdup("");
 	_cleanup_free_ char *src_text =
 		src_req || src_exempt
 			? pvg_asprintf("; %zu of %zu changed device source%s launched from the "
 				       "artifact%s",
-				       src_met, src_req, src_req == 1 ? "" : "s",
-				       src_exempt ? " (others exempt)" : "")
+				       src_met, src_req, src_req == 1 ? "" : "s", ex_text)
 			: pvg_strdup("");
 	return pvg_asprintf("witness: %zu of %zu required kernel%s launched by the live service "
 			    "(%zu file%s, %" PRIu64 " launch%s)%s%s",

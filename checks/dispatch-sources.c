@@ -19,26 +19,6 @@
 #include "formats/codeobj/codeobj.h"
 #include "util/untrusted.h"
 
-/* An object file is a build tree's file the config's build.log leads to; still, it is read
- * only as a regular file of a bounded size. */
-#define OBJECT_MAX_SIZE (4ull << 30)
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-	return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-static bool is_device_unit(const char *path)
-{
-	return has_suffix(path, ".cu") || has_suffix(path, ".hip");
-}
-
-static bool is_device_header(const char *path)
-{
-	return has_suffix(path, ".cuh") || has_suffix(path, ".hiph");
-}
-
 void dispatch_sources_clear(struct changed_sources *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
@@ -46,11 +26,7 @@ void dispatch_sources_clear(struct changed_sources *s)
 		free(c->path);
 		free(c->why);
 		pvg_strv_clear(&c->kernels);
-		for (size_t k = 0; k < c->n_objs; k++) {
-			free(c->objs[k].path);
-			free(c->objs[k].why);
-		}
-		free(c->objs);
+		pvg_source_kernels_clear(&c->read);
 	}
 	free(s->v);
 	free(s->why);
@@ -65,162 +41,30 @@ static const struct pvg_witness_source *configured(const struct pvg_config *cfg,
 	return NULL;
 }
 
-/* The name the log compiles rel as: its hipified copy (HIP), else rel. */
-static char *compiled_name(const struct pvg_buildlog *log, const char *rel)
-{
-	const struct pvg_hipify_line *h = pvg_buildlog_find_hipify(log, rel);
-	if (!h || !h->dst || h->status == PVG_HIPIFY_IGNORED)
-		return pvg_strdup(rel);
-	size_t sl = strlen(h->src), rl = strlen(rel);
-	if (strcmp(h->src, rel) == 0)
-		return pvg_strdup(h->dst);
-	if (sl > rl && strncmp(h->dst, h->src, sl - rl) == 0)
-		return pvg_strdup(h->dst + (sl - rl));
-	return pvg_strdup(h->dst);
-}
-
-/* Where an object the log writes lies: absolute, or in its command's folder, a build folder
- * the log names, or the checkout (setup.py builds run there). NULL when not found. */
-static char *find_object(const struct pvg_compile_step *cs, const struct pvg_strv *roots,
-			 const char *workdir)
-{
-	const char *o = cs->object;
-	struct stat st;
-	if (o[0] == '/')
-		return stat(o, &st) == 0 ? pvg_strdup(o) : NULL;
-	const char *dirs[20];
-	size_t nd = 0;
-	if (cs->dir)
-		dirs[nd++] = cs->dir;
-	for (size_t i = 0; i < roots->n && nd < ARRAY_SIZE(dirs) - 1; i++)
-		dirs[nd++] = roots->v[i];
-	if (workdir)
-		dirs[nd++] = workdir;
-	for (size_t k = 0; k < nd; k++) {
-		char *p = pvg_path_join(dirs[k], o);
-		if (stat(p, &st) == 0)
-			return p;
-		free(p);
-	}
-	return NULL;
-}
-
-/* Reads one object's kernels for arch into c. */
-static void read_object(struct changed_source *c, struct changed_object *ob, const char *arch,
-			bool *device_code)
-{
-	const struct pvg_untrusted how = { .root_fd = -1, .max_size = OBJECT_MAX_SIZE };
-	struct pvg_untrusted_file uf;
-	_cleanup_close_ int fd = pvg_open_untrusted(ob->path, &how, &uf);
-	if (fd < 0) {
-		ob->err = fd;
-		ob->why = uf.refused ? pvg_asprintf("refused: %s", pvg_refusal_text(uf.refused))
-				     : pvg_strdup(strerror(-fd));
-		return;
-	}
-	struct pvg_codeobj_opts opts = { .names_arch = arch };
-	struct pvg_codeobj_set *set = NULL;
-	int r = pvg_codeobj_scan_fd(fd, ob->path, &opts, &set);
-	if (r < 0) {
-		ob->err = r;
-		ob->why = pvg_asprintf("cannot be read: %s", strerror(-r));
-		return;
-	}
-	size_t n_dev = 0, n_arch = 0;
-	for (size_t i = 0; i < set->n_objs; i++) {
-		const struct pvg_code_object *co = &set->objs[i];
-		if (co->kind == PVG_CO_HOST)
-			continue;
-		n_dev++;
-		if (!co->arch || !pvg_codeobj_matches_arch(co, arch) || co->error)
-			continue;
-		n_arch++;
-		if (!co->kernels_known) {
-			ob->err = -ENODATA;
-			free(ob->why);
-			ob->why = pvg_asprintf("its code object for %s does not list its kernels%s%s",
-					       arch, co->kernels_why ? ": " : "",
-					       co->kernels_why ? co->kernels_why : "");
-			continue;
-		}
-		for (size_t k = 0; k < co->n_kernels; k++) {
-			pvg_strv_add_unique(&c->kernels, co->kernels[k].name);
-			ob->n_kernels++;
-		}
-	}
-	if (n_dev)
-		*device_code = true;
-	if (n_dev && !n_arch && !ob->why) {
-		ob->err = -ENOENT;
-		ob->why = pvg_asprintf("it holds device code, but none for %s", arch);
-	}
-	if (set->n_issues && !n_arch && !ob->why) {
-		ob->err = -EBADMSG;
-		ob->why = pvg_asprintf("its device code cannot be read: %s",
-				       set->issues[0].message);
-	}
-	pvg_codeobj_set_free(set);
-}
-
-/* The objects the log compiled from rel (the last compile line of each object) and their
- * kernels. */
+/* The objects the log compiled from the source and their kernels. */
 static void read_source(struct changed_source *c, const struct pvg_buildlog *log,
 			const struct pvg_linkgraph *g, const struct pvg_strv *roots,
 			const char *workdir, const char *arch)
 {
-	_cleanup_free_ char *name = compiled_name(log, c->path);
-	struct pvg_strv seen = { 0 };
-	for (size_t i = log->n_commands; i-- > 0;) {
-		const struct pvg_build_command *cmd = &log->commands[i];
-		if (!cmd->compile || !pvg_command_mentions(cmd->text, name))
-			continue;
-		const struct pvg_compile_step *cs = pvg_linkgraph_compile_of(g, i);
-		if (!cs || !cs->object)
-			continue;
-		bool dup = false;
-		for (size_t k = 0; k < seen.n && !dup; k++)
-			dup = strcmp(seen.v[k], cs->object) == 0;
-		if (dup)
-			continue;
-		pvg_strv_add_unique(&seen, cs->object);
-		c->objs = pvg_xrealloc(c->objs, c->n_objs + 1, sizeof(*c->objs));
-		struct changed_object *ob = &c->objs[c->n_objs++];
-		memset(ob, 0, sizeof(*ob));
-		ob->line = cmd->lineno;
-		ob->path = find_object(cs, roots, workdir);
-		if (!ob->path) {
-			ob->path = pvg_strdup(cs->object);
-			ob->err = -ENOENT;
-			ob->why = pvg_strdup("not found in the build folders the log names");
-		}
-	}
-	pvg_strv_clear(&seen);
-	if (c->n_objs == 0) {
+	struct pvg_source_kernels *k = &c->read;
+	pvg_source_kernels_read(log, g, roots, workdir, c->path, arch, k);
+	c->objs = k->objs;
+	c->n_objs = k->n_objs;
+	if (k->err) {
 		c->state = SOURCE_UNKNOWN;
-		c->why = pvg_asprintf("the build log has no compile line writing an object from %s",
-				      name);
+		c->why = pvg_strdup(k->why);
 		return;
 	}
-	bool device_code = false;
-	for (size_t k = 0; k < c->n_objs; k++)
-		if (!c->objs[k].err)
-			read_object(c, &c->objs[k], arch, &device_code);
-	for (size_t k = 0; k < c->n_objs; k++)
-		if (c->objs[k].err) {
-			/* one object unread: the kernels it holds are not known */
-			c->state = SOURCE_UNKNOWN;
-			c->why = pvg_asprintf("object %s (compile line %zu): %s", c->objs[k].path,
-					      c->objs[k].line, c->objs[k].why);
-			return;
-		}
+	for (size_t i = 0; i < k->kernels.n; i++)
+		pvg_strv_add_unique(&c->kernels, k->kernels.v[i]);
 	if (c->kernels.n) {
 		c->state = SOURCE_KERNELS;
 		return;
 	}
 	c->state = SOURCE_NO_KERNELS;
-	c->why = pvg_strdup(device_code ? "its objects define no kernel for the arch (device "
-					  "functions only)"
-					: "its objects hold no device code (host code only)");
+	c->why = pvg_strdup(k->device_code ? "its objects define no kernel for the arch (device "
+					     "functions only)"
+					   : "its objects hold no device code (host code only)");
 }
 
 void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
@@ -245,7 +89,7 @@ void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 	for (size_t i = 0; i < scope->n; i++) {
 		const struct pvg_change *ch = &scope->changes[i];
 		if (ch->kind == 'D' || ch->submodule ||
-		    !(is_device_unit(ch->path) || is_device_header(ch->path)))
+		    !(pvg_is_device_source(ch->path) || pvg_is_device_header(ch->path)))
 			continue;
 		struct changed_source *c = &out->v[out->n++];
 		c->path = pvg_strdup(ch->path);
@@ -259,7 +103,7 @@ void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 			c->from_config = true;
 			for (size_t k = 0; k < ws->kernels.n; k++)
 				pvg_strv_add_unique(&c->kernels, ws->kernels.v[k]);
-		} else if (is_device_header(ch->path)) {
+		} else if (pvg_is_device_header(ch->path)) {
 			c->state = SOURCE_HEADER;
 			c->why = pvg_strdup("a header has no object of its own: its kernels come "
 					    "through the sources that include it (name them in "

@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "facts.h"
 #include "sys/witness.h"
+#include "core/source-kernels.h"
 
 enum changed_source_state {
 	SOURCE_KERNELS,    /* its kernels are known: required */
@@ -22,15 +23,6 @@ enum changed_source_state {
 	SOURCE_EXEMPT,     /* witness.changed_sources exempts it (exempt: why) */
 	SOURCE_HEADER,     /* a header: no object of its own */
 	SOURCE_UNKNOWN,    /* its kernels could not be read (why) */
-};
-
-/* An object the build log compiled from a changed source. */
-struct changed_object {
-	char *path;      /* as found (absolute), or as the log writes it when not found */
-	size_t line;     /* the compile line */
-	int err;         /* opening or scanning it: 0 or -errno */
-	char *why;       /* what is wrong with it (err, or no code object for arch), else NULL */
-	size_t n_kernels;
 };
 
 /* Launches of one source's kernels, counted by dispatch-witness.c over the live files. */
@@ -53,8 +45,9 @@ struct changed_source {
 	char *why;           /* UNKNOWN, NO_KERNELS, HEADER: in words */
 	const char *exempt;  /* EXEMPT: the config's reason (borrowed) */
 	struct pvg_strv kernels;
-	struct changed_object *objs;
+	const struct pvg_source_object *objs; /* read.objs */
 	size_t n_objs;
+	struct pvg_source_kernels read; /* the objects as read */
 	struct source_count count;
 };
 

@@ -933,5 +933,17 @@ void dispatch_witness_chain(struct pvg_ctx *ctx, const struct pvg_config *cfg,
 	cJSON_AddNumberToObject(chain, "required_met", (double)met);
 	cJSON_AddNumberToObject(chain, "required", (double)cfg->witness.n_require);
 	cJSON_AddNumberToObject(chain, "forbidden_seen", (double)forbidden);
+	if (wr->sources && wr->sources->applies) {
+		size_t req = 0, src_met = 0;
+		for (size_t i = 0; i < wr->sources->n; i++) {
+			const struct changed_source *c = &wr->sources->v[i];
+			if (c->state != SOURCE_KERNELS && c->state != SOURCE_UNKNOWN)
+				continue;
+			req++;
+			src_met += c->state == SOURCE_KERNELS && c->count.from_artifact > 0;
+		}
+		cJSON_AddNumberToObject(chain, "changed_sources_met", (double)src_met);
+		cJSON_AddNumberToObject(chain, "changed_sources", (double)req);
+	}
 	pvg_chain_set(ctx, "witness", chain);
 }

@@ -119,7 +119,7 @@ static int dump(const char *path)
 		       x->flags, (unsigned long long)x->count, (unsigned long long)x->first_ns,
 		       (unsigned long long)x->last_ns);
 		if (h->version >= 3)
-			printf("record-module code=%u bind=%u\n", x->code, x->bind);
+			printf("binding code=%u bind=%u\n", x->code, x->bind);
 	}
 	for (size_t i = 0; i < f.n_modules; i++) {
 		printf("module sha256=");
