@@ -217,6 +217,32 @@ record name=$KERNEL grid=1 block=256 count=2 module=1"
 	assert_eq "$(jq -r '.gates[6].evidence.witness.modules[0].origin' r.json)" ptx-jit
 }
 
+test_init_proposes_the_changed_sources_and_their_kernels() {
+	scenario
+	rm provgate.json
+	pg init .
+	assert_eq "$rc" 0 "init ($err)"
+	assert_eq "$(grep -v '^//' provgate.json | jq -c .witness.changed_sources)" "{\"$CHANGED\":{\"kernels\":[\"$KERNEL\"]}}"
+	assert_contains "$(cat provgate.json)" "// guessed: witness.changed_sources $CHANGED: 1 kernel for gfx9"
+	/usr/bin/python3 "$PVG_SRC/tests/validate-config.py" provgate.json || fail "config does not validate"
+}
+
+test_config_refuses_a_source_with_both_or_neither() {
+	need jq
+	printf '{"witness": {"changed_sources": {"csrc/a.cu": {"kernels": ["k"], "exempt": "x"}}}}' >c.json
+	pg run -c c.json --gates 7
+	assert_eq "$rc" 2
+	assert_contains "$err" 'witness.changed_sources."csrc/a.cu": needs exactly one of "kernels"'
+	printf '{"witness": {"changed_sources": {"/abs/a.cu": {"exempt": "x"}}}}' >c.json
+	pg run -c c.json --gates 7
+	assert_eq "$rc" 2
+	assert_contains "$err" 'a source is named by its path in source.repo'
+	printf '{"witness": {"changed_sources": {"csrc/a.cu": {"kernel": ["k"]}}}}' >c.json
+	pg run -c c.json --gates 7
+	assert_eq "$rc" 2
+	assert_contains "$err" 'unknown key "witness.changed_sources."csrc/a.cu".kernel" (known: kernels, exempt)'
+}
+
 test_composed_file_reads_back() {
 	need jq
 	printf 'module sha256=%s size=10 origin=file path=/x/y.so\nrecord name=k grid=2,3 block=64 count=4 module=1 bind=only-name\n' \
