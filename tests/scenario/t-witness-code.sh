@@ -243,6 +243,78 @@ test_config_refuses_a_source_with_both_or_neither() {
 	assert_contains "$err" 'unknown key "witness.changed_sources."csrc/a.cu".kernel" (known: kernels, exempt)'
 }
 
+# ---- CUDA: nvcc objects (a .nv_fatbin); the cubin's digest is that of the file ptxas wrote
+# (nvcc -keep), which fatbinary packs as it is (NVIDIA's cuobjdump, which would cut it out of
+# the object, is not installed here) ----
+
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+
+# cuda_scenario: repo/ with a change to csrc/moe/align.cu, built by nvcc for sm_90 under
+# ninja -v (as t-build-log-cuda-multi.sh), installed; a live process started with the
+# witness variables, and the config for gate 7 with it
+cuda_scenario() {
+	need git jq ninja "$NVCC" sha256sum
+	git init -q -b main repo
+	mkdir -p repo/csrc/moe build inst wdir keep
+	cat >repo/csrc/moe/align.cu <<-'CU'
+	extern "C" __global__ void moe_align_k(int *out, const int *ids, int n)
+	{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = ids[i] & 63; }
+	extern "C" int moe_align_launch(int *out, const int *ids, int n)
+	{ moe_align_k<<<(n + 63) / 64, 64>>>(out, ids, n); return 0; }
+	CU
+	git -C repo add -A
+	git -C repo -c user.name=t -c user.email=t@t commit -qm base
+	git -C repo tag base
+	echo "// tuned" >>repo/csrc/moe/align.cu
+	git -C repo -c user.name=t -c user.email=t@t commit -qam "moe: align"
+	cat >build/build.ninja <<-NINJA
+	rule cuda_compile
+	  command = $NVCC -Xcompiler -fPIC -gencode arch=compute_90,code=sm_90 -keep -keep-dir $PWD/keep -c \$in -o \$out
+	rule link
+	  command = g++ -shared \$in -L/usr/local/cuda/lib64 -lcudart -o \$out
+	build $PWD/build/align.o: cuda_compile $PWD/repo/csrc/moe/align.cu
+	build _moe_C.so: link $PWD/build/align.o
+	NINJA
+	(cd build && ninja -v -j1) >build.log 2>&1 || { cat build.log; fail "nvcc build failed"; }
+	cp build/_moe_C.so inst/
+	CUBIN=$(sha256sum keep/align.cubin | cut -c1-64)
+	PROVGATE_WITNESS_DIR=$PWD/wdir CUDA_INJECTION64_PATH=$PVG_BUILD/lib/witness/libprovgate-witness.so sleep 300 &
+	engine=$!
+	trap 'kill $engine 2>/dev/null || true' EXIT
+	for _ in $(seq 50); do [ "$(readlink /proc/$engine/exe)" != "$(readlink /proc/$$/exe)" ] && break; sleep 0.02; done
+	cat >provgate.json <<JSON
+{ "arch": "sm_90", "build": {"log": "build.log"},
+  "artifacts": [{"name": "_moe_C", "build": "build/_moe_C.so", "install": "inst/_moe_C.so"}],
+  "source": {"repo": "repo", "baseline": "base", "compiled": ["csrc/**"]},
+  "service": {"pid": $engine},
+  "witness": {"dir": "wdir", "answer_ms": 200} }
+JSON
+}
+
+test_cuda_changed_source_kernels_from_the_nvcc_object() {
+	cuda_scenario
+	CHANGED=csrc/moe/align.cu
+	witness "record name=moe_align_k grid=2 block=64 count=4"
+	gate7
+	assert_eq "$(source_ev | jq -c .kernels)" '["moe_align_k"]'
+	assert_eq "$(source_ev | jq -r '.objects[0].path')" "$PWD/build/align.o"
+	# a launch without module identity: a claim
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_eq "$codes" dispatch-marker.witness-name-only
+	# the cubin the object holds, launched: the artifact's bytes
+	witness "module sha256=$CUBIN size=1 origin=embedded path=$PWD/inst/_moe_C.so
+record name=moe_align_k grid=2 block=64 count=4 module=1"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.modules[0].artifact' r.json)" _moe_C
+	# the same cubin compiled by the driver from PTX: never the artifact's bytes
+	witness "module sha256=$CUBIN size=1 origin=ptx-jit
+record name=moe_align_k grid=2 block=64 count=4 module=1"
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_eq "$codes" dispatch-marker.witness-code-unknown
+}
+
 test_composed_file_reads_back() {
 	need jq
 	printf 'module sha256=%s size=10 origin=file path=/x/y.so\nrecord name=k grid=2,3 block=64 count=4 module=1 bind=only-name\n' \
