@@ -11,13 +11,9 @@
  * that cannot be found or read, or that hold no code object for arch, leave the source's
  * kernels unknown: the gate says so, it never passes over them.
  */
-#include <sys/stat.h>
 
 #include "dispatch-sources.h"
-#include "dispatch-witness.h"
 #include "formats/buildlog.h"
-#include "formats/codeobj/codeobj.h"
-#include "util/untrusted.h"
 
 void dispatch_sources_clear(struct changed_sources *s)
 {
@@ -149,26 +145,6 @@ void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 	for (size_t i = 0; i < out->n; i++)
 		out->n_required += out->v[i].state == SOURCE_KERNELS ||
 				   out->v[i].state == SOURCE_UNKNOWN;
-}
-
-static bool name_is(const struct pvg_witness_str *s, const char *want)
-{
-	size_t n = s->n, w = strlen(want);
-	if (n >= 3 && memcmp(s->p + n - 3, ".kd", 3) == 0)
-		n -= 3;
-	if (w >= 3 && strcmp(want + w - 3, ".kd") == 0)
-		w -= 3;
-	return n == w && memcmp(s->p, want, n) == 0;
-}
-
-bool dispatch_source_matches(const struct changed_source *s, const struct pvg_witness_entry *e)
-{
-	for (size_t k = 0; k < s->kernels.n; k++) {
-		const char *want = s->kernels.v[k];
-		if (s->from_config ? dispatch_witness_kernel_matches(want, e) : name_is(&e->name, want))
-			return true;
-	}
-	return false;
 }
 
 char *dispatch_source_kernel_list(const struct changed_source *s)

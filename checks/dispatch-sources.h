@@ -63,10 +63,6 @@ struct changed_sources {
 
 void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out);
 void dispatch_sources_clear(struct changed_sources *s);
-/* Is a record a launch of one of s's kernels? Names read from objects are matched exactly
- * (the record's mangled name, an HSA kernel descriptor's ".kd" aside); names from the config
- * as witness.require's patterns are. */
-bool dispatch_source_matches(const struct changed_source *s, const struct pvg_witness_entry *e);
 /* evidence.witness.changed_sources */
 void dispatch_sources_evidence(cJSON *ev, const struct changed_sources *s);
 /* "a, b, c" (at most 8 names, "and N more"), allocated. */

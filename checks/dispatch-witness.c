@@ -561,6 +561,29 @@ static void count_need(const struct witness_read *wr, struct witness_need *nd)
 	}
 }
 
+/* Is a record a launch of one of s's kernels? Names read from objects are matched exactly
+ * (the record's mangled name, an HSA kernel descriptor's ".kd" aside); names from the config
+ * as witness.require's patterns are. */
+static bool name_is(const struct pvg_witness_str *s, const char *want)
+{
+	size_t n = s->n, w = strlen(want);
+	if (n >= 3 && memcmp(s->p + n - 3, ".kd", 3) == 0)
+		n -= 3;
+	if (w >= 3 && strcmp(want + w - 3, ".kd") == 0)
+		w -= 3;
+	return n == w && memcmp(s->p, want, n) == 0;
+}
+
+static bool source_matches(const struct changed_source *s, const struct pvg_witness_entry *e)
+{
+	for (size_t k = 0; k < s->kernels.n; k++) {
+		const char *want = s->kernels.v[k];
+		if (s->from_config ? dispatch_witness_kernel_matches(want, e) : name_is(&e->name, want))
+			return true;
+	}
+	return false;
+}
+
 /* The launches of each changed source's kernels: any grid, any kind of launch. */
 static void count_sources(const struct witness_read *wr, struct changed_sources *srcs)
 {
@@ -574,7 +597,7 @@ static void count_sources(const struct witness_read *wr, struct changed_sources 
 			const struct pvg_witness_read *f = &dir->files[i];
 			for (size_t j = 0; f->bytes && j < f->file.n; j++) {
 				const struct pvg_witness_entry *e = &f->file.entries[j];
-				if (!dispatch_source_matches(c, e))
+				if (!source_matches(c, e))
 					continue;
 				const struct pvg_witness_mod *m;
 				const struct witness_digest *d;
