@@ -130,6 +130,10 @@ static void read_object(struct pvg_source_kernels *k, struct pvg_source_object *
 	}
 	if (n_dev)
 		k->device_code = true;
+	if (!set->elf && !ob->why) {
+		ob->err = -ENOEXEC;
+		ob->why = pvg_strdup("cannot be read: not an ELF object (or its headers are cut short)");
+	}
 	if (set->n_issues && !n_arch && !ob->why) {
 		ob->err = -EBADMSG;
 		ob->why = pvg_asprintf("its device code cannot be read: %s", set->issues[0].message);
@@ -191,4 +195,12 @@ void pvg_source_kernels_read(const struct pvg_buildlog *log, const struct pvg_li
 						out->objs[k].line, out->objs[k].why);
 			return;
 		}
+	/* a device source whose objects hold no device code at all: a device compile leaves a
+	 * bundle or fatbin even without a kernel, so what was read is not what the log built */
+	if (!out->device_code) {
+		out->err = -ENODATA;
+		out->why = pvg_asprintf("object %s (compile line %zu) holds no device code, though "
+					"it was compiled from a device source",
+					out->objs[0].path, out->objs[0].line);
+	}
 }

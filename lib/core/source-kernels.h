@@ -30,6 +30,8 @@ struct pvg_source_kernels {
 	size_t n_objs;
 	bool device_code;          /* some object holds device code (for any arch) */
 	int err;                   /* 0; -ENOENT: no compile line writes an object from it;
+				    * -ENODATA: its objects hold no device code at all (a device
+				    * compile leaves a bundle or fatbin even without kernels);
 				    * else an object could not be read (why) */
 	char *why;
 };

@@ -162,6 +162,29 @@ test_missing_object_is_unverifiable() {
 	assert_contains "$msgs" "not found in the build folders the log names"
 }
 
+test_corrupt_or_fifo_object_is_unverifiable() {
+	scenario
+	witness "record name=$KERNEL grid=1 block=256 count=3"
+	with_witness '{}'
+	# the object cut short: its section headers (at its end) are gone, and with them the
+	# device code it holds; never taken for a host-only object that requires nothing
+	head -c 6000 "$OBJ" >cut.o && mv cut.o "$OBJ"
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_eq "$codes" dispatch-marker.witness-source-kernels-unknown
+	assert_contains "$(source_ev | jq -r .why)" "holds no device code, though it was compiled from a device source"
+	# garbage where the object was
+	head -c 3000 /dev/urandom >"$OBJ"
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_contains "$(source_ev | jq -r '.objects[0].error')" "cannot be read"
+	# a FIFO where the object was: refused unopened, never waited on
+	rm "$OBJ" && mkfifo "$OBJ"
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_eq "$(source_ev | jq -r '.objects[0].error')" "refused: a FIFO"
+}
+
 test_the_artifacts_copy_launched_passes() {
 	scenario
 	witness "module sha256=$NEW size=4440 origin=embedded path=$W/site/vllm/_moe_C.abi3.so
