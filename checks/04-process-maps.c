@@ -27,7 +27,9 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
 #include "04-process-maps.h"
@@ -253,6 +255,21 @@ static char *not_loaded_hint(const struct pvg_maps_artifact *a, const struct pvg
 			  "and run again");
 }
 
+/* root without CAP_SYS_PTRACE in its effective set (a container's root given only some
+ * capabilities: a Kubernetes sidecar, podman run --cap-drop): the kernel's ptrace check
+ * refuses the maps of a process whose capabilities are not a subset of provgate's */
+static bool root_without_ptrace(void)
+{
+	if (geteuid() != 0)
+		return false;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return !(d[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective & CAP_TO_MASK(CAP_SYS_PTRACE));
+}
+
 static struct pvg_outcome rule_maps_readable(const struct pvg_maps_process *pr)
 {
 	struct pvg_outcome o = { 0 };
@@ -267,7 +284,11 @@ static struct pvg_outcome rule_maps_readable(const struct pvg_maps_process *pr)
 				    p->comm);
 	else if (r == -EACCES || r == -EPERM)
 		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "process-maps.permission-denied",
-				    "run provgate as the service's user or as root",
+				    root_without_ptrace()
+					    ? "provgate runs as root without CAP_SYS_PTRACE: add that "
+					      "capability (Kubernetes: securityContext.capabilities.add: "
+					      "[SYS_PTRACE]; podman/docker: --cap-add SYS_PTRACE)"
+					    : "run provgate as the service's user or as root",
 				    "cannot read /proc/%d/maps (process of uid %u): %s", (int)p->pid,
 				    (unsigned)p->uid, strerror(-r));
 	else

@@ -25,6 +25,12 @@
  *             pvg_stale_rule_no_gpu_holder_outside_tree
  *             pvg_stale_rule_gpu_driver_accounts  in a container: the driver's count
  *             pvg_stale_rule_no_profiler       unless service.allow_profiler
+ *             pvg_stale_rule_no_profiler_traces  no torch-profiler trace written since the
+ *                                              start in the folder the service was started
+ *                                              to write them to (VLLM_TORCH_PROFILER_DIR,
+ *                                              SGLANG_TORCH_PROFILER_DIR), unless
+ *                                              service.allow_profiler; the variable set and
+ *                                              no trace yet is a note in the evidence
  * The functions named *_json write the evidence from the same facts; read_* gather them.
  */
 #include "05-stale-service.h"
@@ -611,6 +617,50 @@ struct pvg_outcome pvg_stale_rule_no_profiler(const struct pvg_strv *attached, b
 	return o;
 }
 
+/* A service started with a torch-profiler folder profiles whenever a client asks
+ * (/start_profile): traces written there since it started say a profile ran, and its overhead
+ * may be in the benchmark's number. The variable alone, with no trace yet, is only noted. */
+struct pvg_outcome pvg_stale_rule_no_profiler_traces(const struct pvg_stale_trace_dirs *td,
+						     bool allow_profiler)
+{
+	struct pvg_outcome o = { 0 };
+	if (allow_profiler)
+		return o;
+	for (size_t i = 0; i < td->n; i++) {
+		const struct pvg_profiler_dir *d = &td->d[i];
+		if (d->err < 0 && d->err != -ENOENT) {
+			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "stale-service.profiler-dir-unreadable",
+					    "make the folder readable by the service's user (it is "
+					    "read with that user's rights, never through a link out of "
+					    "the service's root), or restart the service without the "
+					    "variable",
+					    "pid %d was started with %s=%s, and that folder cannot be "
+					    "listed (%s): profiler traces cannot be ruled out",
+					    (int)d->pid, d->var, d->dir,
+					    d->refused ? pvg_refusal_text(d->refused) : strerror(-d->err));
+			continue;
+		}
+		if (!d->n_since)
+			continue;
+		_cleanup_free_ char *names = pvg_strdup("");
+		for (size_t k = 0; k < d->n_traces && k < 4; k++) {
+			char *n = pvg_asprintf("%s%s%s", names, k ? ", " : "", d->traces[k].name);
+			free(names);
+			names = n;
+		}
+		pvg_outcome_problem(&o, PVG_FAIL, "stale-service.profiler-traces",
+				    "restart the service without the variable (or set "
+				    "service.allow_profiler for a run meant to profile): a profiled "
+				    "service is not a benchmark service",
+				    "pid %d was started with %s=%s, and %zu torch-profiler trace%s %s "
+				    "written there since it started: %s%s",
+				    (int)d->pid, d->var, d->dir, d->n_since, d->n_since == 1 ? "" : "s",
+				    d->n_since == 1 ? "was" : "were", names,
+				    d->n_since > 4 ? ", ..." : "");
+	}
+	return o;
+}
+
 /* ---- live: the evidence ---- */
 
 static void outside_tree_json(cJSON *ev, const struct pvg_targets *t)
@@ -724,6 +774,83 @@ static void strv_json(cJSON *ev, const char *key, const struct pvg_strv *v)
 	cJSON *a = cJSON_AddArrayToObject(ev, key);
 	for (size_t i = 0; i < v->n; i++)
 		cJSON_AddItemToArray(a, pvg_json_string(v->v[i]));
+}
+
+/* Each distinct trace folder of the tree's live processes, listed for traces written since
+ * that process started. */
+static void read_trace_dirs(struct pvg_ctx *ctx, const struct pvg_targets *t,
+			    struct pvg_stale_trace_dirs *td)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pvg_proc *p = &t->procs[i];
+		if (!p->in_tree || p->zombie)
+			continue;
+		for (size_t v = 0; pvg_profiler_dir_vars[v]; v++) {
+			struct pvg_profiler_dir d;
+			if (pvg_profiler_dir_read(ctx->procfs, p->pid, pvg_profiler_dir_vars[v],
+						  &p->start, &d) < 0) {
+				pvg_profiler_dir_clear(&d);
+				continue;
+			}
+			bool again = false;
+			for (size_t k = 0; k < td->n && !again; k++)
+				again = td->d[k].var == d.var && strcmp(td->d[k].dir, d.dir) == 0;
+			if (again) {
+				pvg_profiler_dir_clear(&d);
+				continue;
+			}
+			td->d = pvg_xrealloc(td->d, td->n + 1, sizeof(*td->d));
+			td->d[td->n++] = d;
+		}
+	}
+}
+
+static void trace_dirs_json(cJSON *ev, const struct pvg_stale_trace_dirs *td)
+{
+	cJSON *a = cJSON_AddArrayToObject(ev, "profiler_trace_dirs");
+	for (size_t i = 0; i < td->n; i++) {
+		const struct pvg_profiler_dir *d = &td->d[i];
+		cJSON *o = cJSON_CreateObject();
+		pvg_json_add_int(o, "pid", (int)d->pid);
+		pvg_json_add_str(o, "variable", d->var);
+		pvg_json_add_str(o, "dir", d->dir);
+		if (d->err < 0)
+			pvg_json_add_str(o, "error", d->refused ? pvg_refusal_text(d->refused)
+							       : strerror(-d->err));
+		pvg_json_add_u64(o, "traces_since_start", d->n_since);
+		pvg_json_add_u64(o, "traces_before_start", d->n_before);
+		if (d->truncated)
+			pvg_json_add_bool(o, "truncated", true);
+		cJSON *ta = cJSON_AddArrayToObject(o, "traces");
+		for (size_t k = 0; k < d->n_traces; k++) {
+			cJSON *x = cJSON_CreateObject();
+			char t[48];
+			pvg_json_add_str(x, "name", d->traces[k].name);
+			pvg_json_add_u64(x, "size", d->traces[k].size);
+			pvg_format_time(d->traces[k].mtime.tv_sec, d->traces[k].mtime.tv_nsec, t,
+					sizeof(t));
+			cJSON_AddStringToObject(x, "written_at", t);
+			cJSON_AddItemToArray(ta, x);
+		}
+		if (!d->n_since && (d->err == 0 || d->err == -ENOENT))
+			pvg_json_add_str(o, "note", "the service can be profiled (a client's "
+						    "/start_profile writes traces here), but no "
+						    "trace was written since it started");
+		cJSON_AddItemToArray(a, o);
+	}
+}
+
+static enum pvg_status check_trace_dirs(struct pvg_ctx *ctx, struct pvg_result *res,
+					const struct pvg_targets *t)
+{
+	struct pvg_stale_trace_dirs td = { 0 };
+	read_trace_dirs(ctx, t, &td);
+	trace_dirs_json(res->evidence, &td);
+	struct pvg_outcome o = pvg_stale_rule_no_profiler_traces(&td, ctx->cfg->allow_profiler);
+	for (size_t i = 0; i < td.n; i++)
+		pvg_profiler_dir_clear(&td.d[i]);
+	free(td.d);
+	return pvg_outcome_report(res, &o);
 }
 
 static enum pvg_status check_profilers(struct pvg_ctx *ctx, struct pvg_result *res)
@@ -875,6 +1002,7 @@ static enum pvg_status run_live(struct pvg_ctx *ctx, struct pvg_result *res,
 	pvg_json_add_str(res->evidence, "view", self.in_container ? "container" : "host");
 
 	st = pvg_status_worst(st, check_profilers(ctx, res));
+	st = pvg_status_worst(st, check_trace_dirs(ctx, res, t));
 	live_summary(res, st, t, port, self.in_container, gpu.checked);
 	return st;
 }

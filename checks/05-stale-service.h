@@ -7,6 +7,7 @@
 #include "facts.h"
 #include "sys/gpu-procs.h"
 #include "sys/net-tcp.h"
+#include "sys/profiler-traces.h"
 
 #define PVG_STALE_MAX_LISTED 8 /* problems listed one by one; the rest are counted */
 
@@ -48,6 +49,14 @@ struct pvg_outcome pvg_stale_rule_no_gpu_holder_outside_tree(const struct pvg_ta
 struct pvg_outcome pvg_stale_rule_gpu_driver_accounts(const struct pvg_gpu_view *gv);
 struct pvg_outcome pvg_stale_rule_no_profiler(const struct pvg_strv *attached,
 					      bool allow_profiler);
+/* The torch-profiler trace folders the tree's processes were started with (one entry per
+ * distinct variable and value). */
+struct pvg_stale_trace_dirs {
+	struct pvg_profiler_dir *d;
+	size_t n;
+};
+struct pvg_outcome pvg_stale_rule_no_profiler_traces(const struct pvg_stale_trace_dirs *td,
+						     bool allow_profiler);
 
 /* Appends o's problems to res as pvg_outcome_report does, except that the unread fd tables
  * make one problem: a second "stale-service.permission-denied" names what else it cannot rule

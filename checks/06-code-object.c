@@ -13,8 +13,11 @@
  *                    agrees with itself
  *   device-code      there is device code at all (stops)            .no-device-code
  *   arch-present     a loadable code object for arch (stops)        .arch-missing
+ *   identities-known every code object for arch has its sha256        .identity-unknown
  * then check_kernels_for_arch, check_kernels (require_kernels) and check_node (the arch is
- * what this node's GPUs run).
+ * what this node's GPUs run). The evidence lists each identity for arch (identities_json):
+ * the sha256 of the image the driver or loader receives, which gate 7 matches the witness's
+ * modules against (pvg_artifact_code_objects).
  */
 #include "checks.h"
 #include "facts.h"
@@ -22,7 +25,7 @@
 #include "sys/gpu-procs.h"
 
 /* The installed artifacts' code objects, read once per run (PVG_SLOT_CODE_OBJECTS): one set a
- * artifact, each scanned with the kernel names of its own arch. */
+ * artifact, each scanned with the kernel names and the sha256 of its own arch's objects. */
 struct codeobj_sets {
 	size_t n;
 	struct pvg_codeobj_set *set[];
@@ -50,12 +53,14 @@ static int installed_code_objects(struct pvg_ctx *ctx, size_t ai, const char *pa
 	struct pvg_codeobj_set *set = sets->set[ai];
 	const char *arch = pvg_artifact_arch(ctx->cfg, &ctx->arts[ai].a);
 	if (set && strcmp(set->path, path) == 0 &&
-	    (set->opts.kernel_names || (arch && set->names_arch && strcmp(set->names_arch, arch) == 0))) {
+	    (set->opts.kernel_names || (arch && set->names_arch && strcmp(set->names_arch, arch) == 0)) &&
+	    (set->opts.all_digests || (arch && set->digest_arch && strcmp(set->digest_arch, arch) == 0))) {
 		*out = set;
 		return 0;
 	}
-	/* names only for the objects that matter here: a big library holds ~10^6 kernels */
-	struct pvg_codeobj_opts opts = { .names_arch = arch };
+	/* names and digests only for the objects that matter here: a big library holds ~10^6
+	 * kernels in a gigabyte of code objects */
+	struct pvg_codeobj_opts opts = { .names_arch = arch, .digest_arch = arch };
 	struct pvg_codeobj_set *fresh;
 	int r = pvg_codeobj_scan_path(path, &opts, &fresh);
 	if (r < 0)
@@ -65,6 +70,17 @@ static int installed_code_objects(struct pvg_ctx *ctx, size_t ai, const char *pa
 	sets->set[ai] = fresh;
 	*out = fresh;
 	return 0;
+}
+
+const struct pvg_codeobj_set *pvg_artifact_code_objects(struct pvg_ctx *ctx, size_t ai)
+{
+	const char *path, *why;
+	struct pvg_codeobj_set *set;
+	if (ai >= ctx->n_arts || !pvg_artifact_arch(ctx->cfg, &ctx->arts[ai].a) ||
+	    pvg_ctx_installed_at(ctx, ai, &path, &why) < 0 ||
+	    installed_code_objects(ctx, ai, path, &set) < 0)
+		return NULL;
+	return set;
 }
 
 /* Reads the code objects early (while gate 3 hashes); run() finds them in the slot. */
@@ -459,6 +475,8 @@ struct co_facts {
 	struct pvg_codeobj_set *set;
 	bool *match; /* set->objs[i] is loadable code for arch */
 	size_t n_device, n_match, n_reloc, n_reloc_match;
+	size_t n_identities; /* objects with a digest: those of match, and PTX for arch */
+	size_t n_no_identity; /* objects of match without one */
 	size_t n_unchecked; /* CCOBs decompressed only as far as arch's entries */
 };
 
@@ -601,6 +619,29 @@ static struct pvg_outcome rule_arch_present(const struct co_facts *f)
 	return o;
 }
 
+/* Gate 7 counts a launch for the artifact only when its module's bytes are one of these
+ * identities: a matching object without one could never be matched. */
+static struct pvg_outcome rule_identities_known(const struct co_facts *f)
+{
+	struct pvg_outcome o = { 0 };
+	if (f->n_no_identity == 0)
+		return o;
+	const struct pvg_code_object *first = NULL;
+	for (size_t i = 0; i < f->set->n_objs && !first; i++)
+		if (f->match[i] && !f->set->objs[i].digest_known &&
+		    f->set->objs[i].checksum != PVG_CSUM_FAILED)
+			first = &f->set->objs[i];
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "code-object.identity-unknown",
+			    "rebuild and reinstall the artifact; provgate inspect --digests shows "
+			    "which code object cannot be hashed",
+			    "%zu %s code object%s of %s ha%s no sha256 (first: %s bundle %u entry "
+			    "%u): the code that runs cannot be matched to %s",
+			    f->n_no_identity, f->arch, f->n_no_identity == 1 ? "" : "s", f->path,
+			    f->n_no_identity == 1 ? "s" : "ve", first->section, first->bundle,
+			    first->entry, f->n_no_identity == 1 ? "it" : "them");
+	return o;
+}
+
 /* ---- the facts of the code objects, and their evidence ---- */
 
 /* Which code objects match arch, and how many of each kind there are. */
@@ -618,7 +659,39 @@ static void objects_count(struct co_facts *f)
 		f->n_reloc += relocatable(co) && co->kind != PVG_CO_HOST;
 		f->n_reloc_match += relocatable(co) && !co->error &&
 				    pvg_codeobj_matches_arch(co, f->arch);
+		f->n_identities += co->digest_known;
+		/* a CCOB that does not decompress is already code-object.malformed */
+		f->n_no_identity += f->match[i] && !co->digest_known &&
+				    co->checksum != PVG_CSUM_FAILED;
 	}
+}
+
+/* The identity of each code object for arch: what the driver or loader receives, and where
+ * it lies in the artifact. */
+static cJSON *identities_json(const struct co_facts *f)
+{
+	const struct pvg_codeobj_set *set = f->set;
+	cJSON *list = cJSON_CreateArray();
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		if (!co->digest_known)
+			continue;
+		char hex[65];
+		pvg_hex(co->sha256, 32, hex);
+		cJSON *j = cJSON_CreateObject();
+		pvg_json_add_str(j, "sha256", hex);
+		pvg_json_add_u64(j, "size", co->digest_size);
+		pvg_json_add_str(j, "arch", co->arch);
+		pvg_json_add_str(j, "kind", pvg_co_kind_name(co->kind));
+		pvg_json_add_str(j, "container", co->container);
+		pvg_json_add_str(j, "section", co->section);
+		pvg_json_add_int(j, "bundle", (int)co->bundle);
+		pvg_json_add_int(j, "entry", (int)co->entry);
+		pvg_json_add_str(j, "id", co->id);
+		pvg_json_add_bool(j, "compressed", co->compressed);
+		cJSON_AddItemToArray(list, j);
+	}
+	return list;
 }
 
 static void objects_json(const struct co_facts *f, cJSON *ev)
@@ -637,6 +710,7 @@ static void objects_json(const struct co_facts *f, cJSON *ev)
 	pvg_json_add_int(ev, "device_code_objects", (int)f->n_device);
 	pvg_json_add_int(ev, "matching", (int)f->n_match);
 	pvg_json_add_int(ev, "relocatable", (int)f->n_reloc);
+	cJSON_AddItemToObject(ev, "identities", identities_json(f));
 	if (f->n_unchecked)
 		pvg_json_add_int(ev, "ccob_checksums_not_verified", (int)f->n_unchecked);
 	if (set->n_wrappers) {
@@ -655,10 +729,23 @@ static void summary_passed(const struct co_facts *f, struct pvg_result *res)
 			 "%s checksum%s not verified",
 			 n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? " is" : "s are");
 	_cleanup_free_ char *archs = list_archs(f->set);
-	pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s%s", f->n_match,
+	/* the first identity, short: the evidence lists them all */
+	char ident[64] = "";
+	for (size_t i = 0; i < f->set->n_objs; i++)
+		if (f->match[i] && f->set->objs[i].digest_known) {
+			char hex[65];
+			pvg_hex(f->set->objs[i].sha256, 32, hex);
+			if (f->n_identities > 1)
+				snprintf(ident, sizeof(ident), "; sha256 %.12s and %zu more", hex,
+					 f->n_identities - 1);
+			else
+				snprintf(ident, sizeof(ident), "; sha256 %.12s", hex);
+			break;
+		}
+	pvg_summary(res, "%zu code object%s for %s among %zu%s (%s)%s%s%s", f->n_match,
 		    f->n_match == 1 ? "" : "s", f->arch, f->n_device,
 		    f->n_reloc ? reloc_text(f->n_reloc, reloc_note, sizeof(reloc_note)) : "", archs,
-		    f->require->n ? ", required kernels present" : "", unchecked_note);
+		    f->require->n ? ", required kernels present" : "", ident, unchecked_note);
 }
 
 /* ---- the gate ---- */
@@ -692,6 +779,7 @@ static enum pvg_status code_object_one(struct pvg_ctx *ctx, size_t ai, cJSON *ev
 	enum pvg_status st = pvg_outcome_into(res, rule_objects_sound(&f));
 	if ((o = rule_device_code(&f)).stop || (o = rule_arch_present(&f)).stop)
 		return pvg_status_worst(st, pvg_outcome_final(res, o));
+	st = pvg_status_worst(st, pvg_outcome_into(res, rule_identities_known(&f)));
 	st = pvg_status_worst(st, check_kernels_for_arch(res, ev, f.arch, f.set, match));
 	st = pvg_status_worst(st, check_kernels(res, ev, f.require, f.arch, f.set, match));
 	st = pvg_status_worst(st, check_node(ctx, res, ev, f.set, f.arch));

@@ -38,6 +38,14 @@
  *     forbid-provable        no graph replay hides what a forbid must rule out
  *     forbidden              no witness.forbid kernel launched
  *
+ *   exec's after-check (dispatch-window.c): nothing compiled or loaded while the benchmark ran,
+ *   unless benchmark.allow_loads (then listed all the same). Where the witness does not record
+ *   module loads (a version 1 or 2 file, or an API that cannot say) or no log is read, the
+ *   evidence and the summary say that loads could not be told: a note, not a failure.
+ *     loads-seen             every recording file covers the window's end and kept every load
+ *     no-loads               no module of a live witness file loaded in the window
+ *     no-compiles            no compile line of the live service (vLLM's torch.compile) in it
+ *
  * Each configured source must pass; a failure outranks an unverifiable part.
  */
 #include "07-dispatch-marker.h"
@@ -1035,6 +1043,114 @@ struct pvg_outcome rule_witness_forbidden(const struct pvg_config *cfg,
 	return o;
 }
 
+/* ---- exec's after-check: the benchmark's window ------------------------------------------- */
+
+#define WINDOW_LISTED 8 /* problems listed one by one; the rest are counted in a last one */
+
+/* A file that neither answered the request made after the command nor is final was written
+ * before the command ended: a load since is not in it. A full table dropped loads. */
+struct pvg_outcome rule_window_loads_seen(const struct window_facts *wf)
+{
+	struct pvg_outcome o = { 0 };
+	if (wf->allowed)
+		return o;
+	if (wf->files_not_covering)
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.loads-not-covered",
+				    "the witness answers a request within witness.answer_ms: raise it, "
+				    "or check that the service is not stopped or hung",
+				    "%zu witness file%s of the live service %s written before the "
+				    "benchmark ended and did not answer: modules loaded since are not "
+				    "known", wf->files_not_covering,
+				    wf->files_not_covering == 1 ? "" : "s",
+				    wf->files_not_covering == 1 ? "was" : "were");
+	if (wf->files_table_full)
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.loads-table-full",
+				    "the service loaded more modules than the witness keeps: warm it "
+				    "up fully before the benchmark and restart it between runs",
+				    "the witness's module table was full in %zu file%s of the live "
+				    "service: a module loaded while the benchmark ran may not be recorded",
+				    wf->files_table_full, wf->files_table_full == 1 ? "" : "s");
+	return o;
+}
+
+/* JIT compiles, Triton autotuning, a lazily loaded module (CUDA_MODULE_LOADING=LAZY is the
+ * default): their time is in the benchmark's number. */
+struct pvg_outcome rule_window_no_loads(const struct window_facts *wf)
+{
+	struct pvg_outcome o = { 0 };
+	if (wf->allowed || !wf->loads_total)
+		return o;
+	for (size_t i = 0; i < wf->n_loads && i < WINDOW_LISTED; i++) {
+		_cleanup_free_ char *what = dispatch_window_load_text(&wf->loads[i]);
+		pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.loaded-during-benchmark",
+				    "warm the service up with the benchmark's shapes before the "
+				    "benchmark (or set benchmark.allow_loads for a run that means to "
+				    "measure them): compiling and loading code is in the number",
+				    "code was loaded in the service while the benchmark ran: %s", what);
+	}
+	if (wf->loads_total > WINDOW_LISTED)
+		pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.loaded-during-benchmark",
+				    "see the evidence's benchmark_window.modules.loads",
+				    "%zu more modules were loaded while the benchmark ran",
+				    wf->loads_total - WINDOW_LISTED);
+	return o;
+}
+
+/* A torch.compile graph compiled (or loaded from its cache) while the benchmark ran. A line
+ * whose time can lie on either side of an end of the window is unverifiable. */
+struct pvg_outcome rule_window_no_compiles(const struct window_facts *wf)
+{
+	struct pvg_outcome o = { 0 };
+	if (wf->allowed || !wf->compiles_total)
+		return o;
+	size_t listed = 0;
+	for (size_t i = 0; i < wf->n_compiles && listed < WINDOW_LISTED; i++, listed++) {
+		const struct window_compile *c = &wf->compiles[i];
+		if (c->maybe)
+			pvg_outcome_problem(&o, PVG_UNVERIFIABLE,
+					    "dispatch-marker.compiled-maybe-during-benchmark",
+					    "its time is too coarse to place it (to the second, or "
+					    "its zone unknown): leave a few seconds between the "
+					    "warm-up and the benchmark, or log times with their zone",
+					    "the service logged a compile that may have run while the "
+					    "benchmark ran: %s", c->text);
+		else
+			pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.compiled-during-benchmark",
+					    "warm the service up with the benchmark's shapes before "
+					    "the benchmark (or set benchmark.allow_loads): the compile "
+					    "time is in the number",
+					    "the service compiled while the benchmark ran (%.3f s after "
+					    "it started): %s", (double)c->after_ns / 1e9, c->text);
+	}
+	if (wf->compiles_total > listed)
+		pvg_outcome_problem(&o, wf->compiles_maybe == wf->compiles_total ? PVG_UNVERIFIABLE
+										 : PVG_FAIL,
+				    "dispatch-marker.compiled-during-benchmark",
+				    "see the evidence's benchmark_window.compile_lines",
+				    "%zu more compile lines in the benchmark's window",
+				    wf->compiles_total - listed);
+	return o;
+}
+
+char *window_summary(const struct window_facts *wf)
+{
+	size_t sure = wf->compiles_total - wf->compiles_maybe;
+	_cleanup_free_ char *loads =
+		wf->files_modules ? pvg_asprintf("%zu module%s loaded", wf->loads_total,
+						 wf->loads_total == 1 ? "" : "s")
+				  : pvg_strdup(wf->witness_read ? "module loads not recorded by the "
+								  "witness"
+								: "module loads not recorded (no "
+								  "witness)");
+	_cleanup_free_ char *compiles =
+		wf->log_read ? pvg_asprintf("%zu compile line%s", sure, sure == 1 ? "" : "s")
+			     : pvg_strdup("no log read for compile lines");
+	return pvg_asprintf("while the benchmark ran: %s, %s%s", loads, compiles,
+			    wf->allowed && (wf->loads_total || wf->compiles_total)
+				    ? " (allowed: benchmark.allow_loads)"
+				    : "");
+}
+
 /* ---- the gate ------------------------------------------------------------------------------ */
 
 static const struct markers_rule {
@@ -1088,7 +1204,8 @@ static void marker_read_freep(struct marker_read **m)
 }
 
 /* The markers' part: the log read (by prepare, or now), then the rules in order. */
-static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
+static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res,
+				   struct window_facts *wf)
 {
 	_cleanup_(marker_read_freep) struct marker_read *m = NULL;
 	_cleanup_free_ char *elsewhere = NULL;
@@ -1114,6 +1231,8 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res)
 	free(w.summary);
 	if (m) /* told whatever the markers decided; it leaves their status as it is */
 		take(&w, rule_markers_zone_file(&f));
+	if (m && wf && dispatch_markers_scanned(m))
+		dispatch_window_from_log(&m->scan, wf);
 	return w.status;
 }
 
@@ -1190,7 +1309,8 @@ static char *witness_summary(const struct pvg_config *cfg, const struct witness_
 }
 
 /* The witness's part: its status; *summary its one line. */
-static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, char **summary)
+static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, char **summary,
+				   struct window_facts *wf)
 {
 	const struct pvg_config *cfg = ctx->cfg;
 	cJSON *ev = cJSON_AddObjectToObject(res->evidence, "witness");
@@ -1218,6 +1338,8 @@ static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, 
 	} else {
 		dispatch_sources_evidence(ev, &srcs);
 	}
+	if (wf && wr.files)
+		dispatch_window_from_witness(&wr, wf);
 	dispatch_witness_read_clear(&wr);
 	dispatch_sources_clear(&srcs);
 	*summary = w.summary;
@@ -1226,25 +1348,58 @@ static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, 
 
 /* Markers, the witness, or both (each configured part must pass; a failure outranks an
  * unverifiable part). */
-static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_result *res)
+static enum pvg_status run_parts(struct pvg_ctx *ctx, struct pvg_result *res,
+				 struct window_facts *wf)
 {
 	const struct pvg_config *cfg = ctx->cfg;
 	if (!dispatch_witness_configured(cfg))
-		return run_markers(ctx, res);
+		return run_markers(ctx, res, wf);
 	_cleanup_free_ char *wsum = NULL;
 	if (!dispatch_markers_configured(cfg)) {
-		enum pvg_status st = run_witness(ctx, res, &wsum);
+		enum pvg_status st = run_witness(ctx, res, &wsum, wf);
 		if (st == PVG_PASS || !res->n_problems)
 			pvg_summary(res, "%s", wsum ? wsum : "witness");
 		else
 			pvg_summary(res, "%s", res->problems[0].message);
 		return st;
 	}
-	enum pvg_status ms = run_markers(ctx, res);
+	enum pvg_status ms = run_markers(ctx, res, wf);
 	_cleanup_free_ char *msum = res->summary ? pvg_strdup(res->summary) : NULL;
-	enum pvg_status ws = run_witness(ctx, res, &wsum);
+	enum pvg_status ws = run_witness(ctx, res, &wsum, wf);
 	pvg_summary(res, "markers: %s; %s", msum ? msum : "?", wsum ? wsum : "witness");
 	return pvg_status_worst(ms, ws);
+}
+
+static const struct window_rule {
+	const char *name;
+	struct pvg_outcome (*check)(const struct window_facts *wf);
+} window_rules[] = {
+	{ "loads-seen", rule_window_loads_seen },
+	{ "no-loads", rule_window_no_loads },
+	{ "no-compiles", rule_window_no_compiles },
+};
+
+/* In exec's after-check, the parts read what fell in the benchmark's window as they went;
+ * its rules come last, and its words join the summary. */
+static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_result *res)
+{
+	if (!dispatch_window_active(ctx))
+		return run_parts(ctx, res, NULL);
+	struct window_facts wf;
+	dispatch_window_init(ctx, &wf);
+	enum pvg_status st = run_parts(ctx, res, &wf);
+	size_t first = res->n_problems;
+	for (size_t i = 0; i < ARRAY_SIZE(window_rules); i++)
+		st = pvg_status_worst(st, pvg_outcome_into(res, window_rules[i].check(&wf)));
+	dispatch_window_evidence(res->evidence, &wf);
+	_cleanup_free_ char *ws = window_summary(&wf);
+	_cleanup_free_ char *parts = res->summary ? pvg_strdup(res->summary) : NULL;
+	if (res->n_problems > first && first == 0)
+		pvg_summary(res, "%s", res->problems[first].message);
+	else
+		pvg_summary(res, "%s; %s", parts ? parts : "?", ws);
+	dispatch_window_clear(&wf);
+	return st;
 }
 
 const struct pvg_check pvg_check_dispatch_marker = {

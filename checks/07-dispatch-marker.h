@@ -6,6 +6,7 @@
  */
 #pragma once
 #include "dispatch-markers.h"
+#include "dispatch-window.h"
 #include "dispatch-witness.h"
 #include "facts.h"
 
@@ -63,3 +64,12 @@ struct pvg_outcome rule_witness_forbid_provable(const struct pvg_config *cfg,
 						const struct witness_tally *ta);
 struct pvg_outcome rule_witness_forbidden(const struct pvg_config *cfg,
 					  const struct witness_read *wr);
+
+/* ---- exec's after-check: what the live service compiled or loaded while the benchmark ran
+ * (dispatch-window.c picked it from the witness's module tables and the log's compile
+ * lines) ---- */
+struct pvg_outcome rule_window_loads_seen(const struct window_facts *wf);
+struct pvg_outcome rule_window_no_loads(const struct window_facts *wf);
+struct pvg_outcome rule_window_no_compiles(const struct window_facts *wf);
+/* The part's words for the gate's summary (allocated). */
+char *window_summary(const struct window_facts *wf);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "dispatch-markers.h"
+#include "dispatch-window.h"
 #include "facts.h"
 
 bool dispatch_markers_configured(const struct pvg_config *cfg)
@@ -178,6 +179,11 @@ static void scan_log(const struct pvg_config *cfg, struct pvg_service_view *view
 	scan->forbid = (const char *const *)cfg->markers.forbid.v;
 	scan->n_forbid = cfg->markers.forbid.n;
 	scan->view = view;
+	if (m->events) {
+		scan->events = m->events;
+		while (m->events[scan->n_events])
+			scan->n_events++;
+	}
 	scan->file_after_start = m->after;
 	scan->now = time(NULL);
 	scan->zone = &m->line_zone;
@@ -216,6 +222,8 @@ struct marker_read *dispatch_markers_read(struct pvg_ctx *ctx)
 	struct marker_read *m = pvg_xcalloc(1, sizeof(*m));
 	m->ev = cJSON_CreateObject();
 	pvg_marker_scan_init(&m->scan);
+	if (dispatch_window_active(ctx))
+		m->events = dispatch_window_log_patterns;
 	struct pvg_service_view view;
 	m->view_r = pvg_service_view_get(ctx, &view);
 	if (m->view_r < 0) {

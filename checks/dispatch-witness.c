@@ -404,26 +404,10 @@ char *dispatch_witness_module_text(const struct pvg_witness_mod *m)
 	return pvg_asprintf("%s (%s, sha256 %s…)", where, origin_name(m->origin), h);
 }
 
-/* The code objects of artifact ai for its arch, with their digests (gate 6's reading of the
- * installed file, SPEC §12). NULL with *why when they cannot be read. */
-static struct pvg_codeobj_set *artifact_code_objects(struct pvg_ctx *ctx, size_t ai,
-						     const char *arch, char **why)
-{
-	const char *path, *pwhy;
-	if (pvg_ctx_installed_at(ctx, ai, &path, &pwhy) < 0) {
-		*why = pvg_asprintf("the installed artifact is not known: %s", pwhy ? pwhy : "?");
-		return NULL;
-	}
-	struct pvg_codeobj_opts opts = { .digest_arch = arch };
-	struct pvg_codeobj_set *set = NULL;
-	int r = pvg_codeobj_scan_path(path, &opts, &set);
-	if (r < 0) {
-		*why = pvg_asprintf("%s cannot be read: %s", path, strerror(-r));
-		return NULL;
-	}
-	return set;
-}
-
+/* The artifacts' code objects by digest, as gate 6 reads them (pvg_artifact_code_objects:
+ * the sha256 of each code object for the artifact's arch, as the driver or loader receives
+ * it). A code object whose digest gate 6 wanted but could not take (malformed, unreadable)
+ * may be what ran: launches of other bytes are then undecided, not "other code". */
 static void read_code(struct pvg_ctx *ctx, struct witness_code *code)
 {
 	code->read = true;
@@ -432,29 +416,28 @@ static void read_code(struct pvg_ctx *ctx, struct witness_code *code)
 	if (ctx->n_arts == 0)
 		code->why = pvg_strdup("the config names no artifact");
 	for (size_t ai = 0; ai < ctx->n_arts; ai++) {
-		code->names[ai] = ctx->arts[ai].a.name;
+		const char *name = ctx->arts[ai].a.name;
+		code->names[ai] = name;
 		const char *arch = pvg_artifact_arch(ctx->cfg, &ctx->arts[ai].a);
-		char *why = NULL;
-		struct pvg_codeobj_set *set = arch ? artifact_code_objects(ctx, ai, arch, &why)
-						   : NULL;
-		if (!arch)
-			why = pvg_strdup("arch is not set");
+		const struct pvg_codeobj_set *set = pvg_artifact_code_objects(ctx, ai);
 		if (!set) {
 			if (!code->why)
-				code->why = pvg_asprintf("%s: %s", ctx->arts[ai].a.name, why);
-			free(why);
+				code->why = pvg_asprintf("%s: its code objects cannot be read (%s)", name,
+							 !arch ? "arch is not set"
+							       : "gate 6 says why");
 			continue;
 		}
 		for (size_t k = 0; k < set->n_objs; k++) {
 			const struct pvg_code_object *co = &set->objs[k];
-			if (co->kind == PVG_CO_HOST || !pvg_codeobj_matches_arch(co, arch))
-				continue;
 			if (!co->digest_known) {
+				if (!pvg_co_digest_wanted(set, co))
+					continue;
 				code->n_unknown++;
 				if (!code->why)
-					code->why = pvg_asprintf("%s: the sha256 of its code object "
-								 "%zu for %s is not known",
-								 ctx->arts[ai].a.name, k, arch);
+					code->why = pvg_asprintf("%s: the sha256 of its code object %zu "
+								 "for %s is not known%s%s",
+								 name, k, arch, co->error ? ": " : "",
+								 co->error ? co->error : "");
 				continue;
 			}
 			code->d = pvg_xrealloc(code->d, code->n + 1, sizeof(*code->d));
@@ -463,7 +446,6 @@ static void read_code(struct pvg_ctx *ctx, struct witness_code *code)
 			d->art = ai;
 			d->obj = k;
 		}
-		pvg_codeobj_set_free(set);
 	}
 }
 

@@ -118,3 +118,14 @@ enum pvg_status pvg_outcome_into(struct pvg_result *res, struct pvg_outcome o);
  * res's, then as pvg_outcome_into. */
 enum pvg_status pvg_outcome_final(struct pvg_result *res, struct pvg_outcome o);
 void pvg_outcome_clear(struct pvg_outcome *o);
+
+/* ---- code identity (gate 6's reading of the artifacts, shared with gate 7) ---- */
+
+struct pvg_codeobj_set;
+/* The code objects of artifact ai's installed file, as gate 6 reads them (once a run,
+ * PVG_SLOT_CODE_OBJECTS): kernel names and sha256 of the objects for the artifact's arch
+ * (pvg_codeobj_has_digest in formats/codeobj/codeobj.h asks whether a module's digest is
+ * one of them; PTX the driver could compile for the arch has one too, of its text). NULL
+ * when they cannot be known: no arch, the installed artifact not located, or unreadable
+ * (gate 6 says why). Owned by the context. */
+const struct pvg_codeobj_set *pvg_artifact_code_objects(struct pvg_ctx *ctx, size_t ai);

@@ -25,6 +25,7 @@ static void print_clean(FILE *f, const char *prefix, const char *text)
 
 static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels)
 {
+	bool digests = set->opts.all_digests;
 	fprintf(f, "%s:\n", set->path);
 	for (size_t i = 0; i < set->n_sections; i++)
 		fprintf(f, "  section %s: offset 0x%" PRIx64 ", %" PRIu64 " bytes, %u container%s\n",
@@ -61,6 +62,13 @@ static void print_table(FILE *f, const struct pvg_codeobj_set *set, bool kernels
 				fprintf(f, "      e_flags 0x%x: processor 0x%x is not in the public "
 					   "EF_AMDGPU_MACH table; target taken from the metadata note\n",
 					co->e_flags, co->mach);
+			if (co->digest_known) {
+				char hex[65];
+				pvg_hex(co->sha256, 32, hex);
+				fprintf(f, "      sha256 %s\n", hex);
+			} else if (digests && pvg_co_loadable(co) && !co->error) {
+				fprintf(f, "      sha256 unknown\n");
+			}
 			if (co->error)
 				print_clean(f, "      error: ", co->error);
 			if (co->mismatch)
@@ -139,15 +147,17 @@ static int inspect_main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "kernels", no_argument, NULL, 'k' },
+		{ "digests", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	bool json = false, kernels = false;
+	bool json = false, kernels = false, digests = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "jkh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jkdh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 'k': kernels = true; break;
+		case 'd': digests = true; break;
 		case 'h':
 			printf("Usage: provgate %s\n%s", verb_inspect.synopsis, verb_inspect.help);
 			return EXIT_OK;
@@ -163,7 +173,7 @@ static int inspect_main(int argc, char **argv)
 	cJSON *files = json ? cJSON_AddArrayToObject(all, "files") : NULL;
 	for (int i = optind; i < argc; i++) {
 		struct pvg_codeobj_set *set = NULL;
-		struct pvg_codeobj_opts opts = { .kernel_names = kernels };
+		struct pvg_codeobj_opts opts = { .kernel_names = kernels, .all_digests = digests };
 		int r = pvg_codeobj_scan_path(argv[i], &opts, &set);
 		if (r < 0) {
 			fprintf(stderr, "provgate inspect: %s: %s\n", argv[i],
@@ -195,7 +205,7 @@ static int inspect_main(int argc, char **argv)
 const struct cli_verb verb_inspect = {
 	.name = "inspect",
 	.main = inspect_main,
-	.synopsis = "inspect [--json] [--kernels] FILE...",
+	.synopsis = "inspect [--json] [--kernels] [--digests] FILE...",
 	.help = "Lists every device code object in each FILE: HIP offload bundles in .hip_fatbin\n"
 		"(plain or CCOB-compressed, every bundle of the section), CUDA fatbins in\n"
 		".nv_fatbin / __nv_relfatbin. Columns: SECTION, BUNDLE (container index in the\n"
@@ -206,5 +216,9 @@ const struct cli_verb verb_inspect = {
 		"  --json      one JSON document\n"
 		"  --kernels   list kernel names too (decodes every compressed entry whole, and\n"
 		"              checks each CCOB bundle's checksum)\n"
+		"  --digests   the sha256 of every loadable device code object as the driver\n"
+		"              receives it: a bundle entry's bytes, a cubin's ELF, a PTX text,\n"
+		"              decompressed where the container compresses it (gate 6's identity;\n"
+		"              none for relocatable __nv_relfatbin cubins)\n"
 		"Exit: 0 device code found and readable, 1 none found or damaged, 2 usage.\n",
 };

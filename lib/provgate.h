@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -109,6 +110,11 @@ PVG_EXPORT int pvg_run_pin(struct pvg_run *run);
  * then has an "after" part, and certification needs it to pass too. Returns 0 when every
  * re-checked gate passed, 1 when one did not, negative errno on an internal error. */
 PVG_EXPORT int pvg_run_recheck(struct pvg_run *run);
+/* exec: when the command ran, CLOCK_REALTIME nanoseconds of its start and of its end. Call it
+ * before pvg_run_recheck: the re-check then fails for code compiled or loaded in the service
+ * while the command ran (unless benchmark.allow_loads), from the witness's module table and
+ * the compile lines of the service's log. */
+PVG_EXPORT void pvg_run_set_window(struct pvg_run *run, uint64_t start_ns, uint64_t end_ns);
 PVG_EXPORT pvg_gate_mask pvg_recheck_gates(void);
 /* The report as JSON text (caller frees). */
 PVG_EXPORT char *pvg_run_report_json(const struct pvg_run *run);

@@ -117,6 +117,7 @@ static const struct field witness_fields[] = {
 
 static const struct field benchmark_fields[] = {
 	CF("inputs", F_PATHV, benchmark.inputs),
+	CF("allow_loads", F_BOOL, benchmark.allow_loads),
 	END,
 };
 

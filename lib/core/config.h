@@ -100,6 +100,9 @@ struct pvg_config {
 	} witness;
 	struct {
 		struct pvg_strv inputs; /* dataset and prompt files, hashed into the report */
+		/* code compiled or loaded in the service while exec's command ran does not fail
+		 * the after-check (it is still listed) */
+		bool allow_loads;
 	} benchmark;
 	/* "artifacts": empty when the config uses the single form (see pvg_config_artifacts) */
 	struct pvg_artifact *artifacts;

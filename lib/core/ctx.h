@@ -62,6 +62,8 @@ struct pvg_ctx {
 	bool pinned;
 	pid_t pinned_pid;
 	uint64_t pinned_start_ticks; /* since boot: exact, unlike an epoch conversion */
+	/* exec's after-check: when the command ran (CLOCK_REALTIME ns); 0, 0 outside it */
+	uint64_t window_start_ns, window_end_ns;
 
 	void *slot[PVG_SLOT__MAX];
 	void (*slot_free[PVG_SLOT__MAX])(void *);

@@ -187,6 +187,12 @@ int pvg_run_recheck(struct pvg_run *run)
 	return n > 0 ? 1 : 0;
 }
 
+void pvg_run_set_window(struct pvg_run *run, uint64_t start_ns, uint64_t end_ns)
+{
+	run->ctx.window_start_ns = start_ns;
+	run->ctx.window_end_ns = end_ns < start_ns ? start_ns : end_ns;
+}
+
 cJSON *pvg_run_exec_info(struct pvg_run *run)
 {
 	if (!run->exec_info)

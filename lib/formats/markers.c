@@ -716,6 +716,10 @@ void pvg_marker_scan_done(struct pvg_marker_scan *s)
 	sample_clear(&s->forbidden);
 	sample_clear(&s->unmatched);
 	sample_clear(&s->unattributed);
+	for (size_t i = 0; i < PVG_MARKER_EVENTS; i++) {
+		free(s->event[i].text);
+		s->event[i].text = NULL;
+	}
 }
 
 static void prepare(struct pvg_marker_scan *s)
@@ -743,6 +747,9 @@ static void prepare(struct pvg_marker_scan *s)
 	for (size_t i = 0; i < s->n_forbid; i++)
 		if (strlen(s->forbid[i]) > s->max_pattern)
 			s->max_pattern = strlen(s->forbid[i]);
+	for (size_t i = 0; i < s->n_events; i++)
+		if (strlen(s->events[i]) > s->max_pattern)
+			s->max_pattern = strlen(s->events[i]);
 	if (s->max_pattern > PVG_MARKER_BUF / 4)
 		s->max_pattern = PVG_MARKER_BUF / 4;
 }
@@ -831,8 +838,8 @@ static void marker_line(struct pvg_marker_scan *s, const char *line, size_t len,
 
 /* The line's head, at offset off of the text scanned: in a runtime's log the service's own
  * head gives the pid, the runtime's record the time. */
-static enum pvg_attribution line_attr(struct pvg_marker_scan *s, const char *ls, const char *le,
-				      uint64_t off)
+static enum pvg_attribution line_attr_head(struct pvg_marker_scan *s, const char *ls,
+					   const char *le, uint64_t off, struct pvg_line_head *out)
 {
 	struct pvg_line_head h;
 	pvg_line_head_parse_in(s->format, s->zone, ls, (size_t)(le - ls), s->now, &h);
@@ -847,7 +854,71 @@ static enum pvg_attribution line_attr(struct pvg_marker_scan *s, const char *ls,
 	s->line_recent = h.has_time && (h.runtime_time
 		? h.time_ns >= (int64_t)s->view->start.tv_sec * 1000000000 + s->view->start.tv_nsec
 		: h.time >= s->view->start.tv_sec);
+	if (out)
+		*out = h;
 	return pvg_attribute(&h, s->view, s->file_after_start);
+}
+
+static enum pvg_attribution line_attr(struct pvg_marker_scan *s, const char *ls, const char *le,
+				      uint64_t off)
+{
+	return line_attr_head(s, ls, le, off, NULL);
+}
+
+/* "takes 28.96 s" / "took 0.512 s" after the pattern: how long the work it reports ran. */
+static double line_took(const char *p, const char *le)
+{
+	static const char *const words[] = { "takes ", "took " };
+	for (size_t w = 0; w < ARRAY_SIZE(words); w++) {
+		size_t k = strlen(words[w]);
+		const char *q = p < le ? memmem(p, (size_t)(le - p), words[w], k) : NULL;
+		if (!q)
+			continue;
+		q += k;
+		char num[32];
+		size_t n = 0;
+		while (q + n < le && n < sizeof(num) - 1 && (is_digit(q[n]) || q[n] == '.'))
+			n++;
+		if (!n || q + n >= le || q[n] != ' ' || q + n + 1 >= le || q[n + 1] != 's')
+			continue;
+		memcpy(num, q, n);
+		num[n] = '\0';
+		char *end;
+		double d = strtod(num, &end);
+		if (*end == '\0' && d >= 0 && d < 1e7)
+			return d;
+	}
+	return -1;
+}
+
+/* A live event line into the ring of the last PVG_MARKER_EVENTS. */
+static void event_line(struct pvg_marker_scan *s, size_t pattern, const char *ls, const char *hit,
+		       const char *le, const struct pvg_line_head *h, uint64_t off)
+{
+	s->events_live++;
+	size_t at = (s->events_first + s->events_kept) % PVG_MARKER_EVENTS;
+	if (s->events_kept == PVG_MARKER_EVENTS)
+		s->events_first = (s->events_first + 1) % PVG_MARKER_EVENTS;
+	else
+		s->events_kept++;
+	struct pvg_log_event *e = &s->event[at];
+	free(e->text);
+	memset(e, 0, sizeof(*e));
+	size_t len = (size_t)(le - ls);
+	while (len && (ls[len - 1] == '\r' || ls[len - 1] == '\n'))
+		len--;
+	_cleanup_free_ char *t = pvg_utf8_sanitize(ls, len > PVG_MARKER_SAMPLE ? PVG_MARKER_SAMPLE : len);
+	e->text = len > PVG_MARKER_SAMPLE ? pvg_asprintf("%s…", t) : TAKE_PTR(t);
+	e->pattern = pattern;
+	e->offset = off;
+	e->took_s = line_took(hit, le);
+	e->has_time = h->has_time;
+	if (h->runtime_time) {
+		e->lo_ns = e->hi_ns = h->time_ns;
+	} else if (h->has_time) {
+		e->lo_ns = (int64_t)h->time * 1000000000;
+		e->hi_ns = ((int64_t)h->time_hi + 1) * 1000000000 - 1;
+	}
 }
 
 /* The log file's offset of the line at offset off of the text scanned. */
@@ -864,10 +935,14 @@ static uint64_t file_offset(const struct pvg_marker_scan *s, uint64_t off)
 static void scan_region(struct pvg_marker_scan *s, const char *start, const char *end,
 			bool cont, uint64_t base)
 {
-	for (int kind = 0; kind < 3; kind++) {
-		size_t n = kind == 0 ? (s->prefix ? 1 : 0) : kind == 1 ? s->n_facts : s->n_forbid;
+	for (int kind = 0; kind < 4; kind++) {
+		size_t n = kind == 0 ? (s->prefix ? 1 : 0) : kind == 1 ? s->n_facts
+							 : kind == 2 ? s->n_forbid
+								     : s->n_events;
 		for (size_t i = 0; i < n; i++) {
-			const char *pat = kind == 0 ? s->prefix : kind == 1 ? s->facts[i] : s->forbid[i];
+			const char *pat = kind == 0 ? s->prefix : kind == 1 ? s->facts[i]
+							 : kind == 2 ? s->forbid[i]
+								     : s->events[i];
 			size_t plen = strlen(pat);
 			if (plen == 0 || (kind == 1 && s->fact_live[i]))
 				continue;
@@ -884,10 +959,18 @@ static void scan_region(struct pvg_marker_scan *s, const char *start, const char
 				/* the head is what precedes the pattern: a pid or time after it is
 				 * the message's own text */
 				uint64_t at = base + (uint64_t)(ls - start);
+				struct pvg_line_head head = { 0 };
 				enum pvg_attribution a = in_cont ? s->cont_attr
-								 : line_attr(s, ls, hit, at);
+								 : line_attr_head(s, ls, hit, at, &head);
 				bool live = a == PVG_ATTR_LIVE;
-				if (kind == 0) {
+				if (kind == 3) {
+					/* the tail of an overlong line: its head (and time) was
+					 * in an earlier block, and the event was counted there */
+					if (!in_cont && live)
+						event_line(s, i, ls, hit, le, &head, file_offset(s, at));
+					else if (!in_cont)
+						s->events_unattributed++;
+				} else if (kind == 0) {
 					if (in_cont) {
 						/* its fields began in an earlier block: unreadable */
 						if (!s->cont_marker_seen) {

@@ -139,8 +139,24 @@ struct pvg_marker_sample {
 	enum pvg_attribution attr;
 };
 
+/* A line that holds one of the scan's event patterns (a compile line), written by the live
+ * service, with when it was written. */
+#define PVG_MARKER_EVENTS 64 /* the last ones kept; the rest counted */
+struct pvg_log_event {
+	size_t pattern;  /* index into events */
+	char *text;      /* sanitized, cut at PVG_MARKER_SAMPLE */
+	uint64_t offset; /* of the line in the log file */
+	bool has_time;
+	/* the instants its time can mean, CLOCK_REALTIME ns: a time to the second spans that
+	 * second (and an unknown zone every zone's); a runtime's record time is exact */
+	int64_t lo_ns, hi_ns;
+	double took_s;   /* "takes N s" / "took N s" in the line: how long it had run; -1 none */
+};
+
 struct pvg_marker_scan {
 	/* inputs */
+	const char *const *events; /* lines to note with their time (compile lines); may be 0 */
+	size_t n_events;
 	const char *prefix;
 	const struct pvg_require *require;
 	size_t n_require;
@@ -180,6 +196,10 @@ struct pvg_marker_scan {
 	 * another process writes this log now (another container, a second service) */
 	size_t markers_foreign_recent;
 	struct pvg_marker_sample not_selected, forbidden, unmatched, unattributed;
+	/* event lines of the live service: the last PVG_MARKER_EVENTS of them, oldest first
+	 * from events_first (a ring); events_live counts them all */
+	struct pvg_log_event event[PVG_MARKER_EVENTS];
+	size_t events_live, events_unattributed, events_first, events_kept;
 
 	/* streaming state of an overlong line */
 	bool cont;

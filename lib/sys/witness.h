@@ -18,7 +18,7 @@ struct pvg_witness_read {
 	size_t perr_at;
 	uint8_t *bytes; /* kept only for files the caller keeps */
 	size_t len;
-	struct pvg_witness_file file; /* entries allocated when kept */
+	struct pvg_witness_file file; /* entries and modules allocated when kept */
 };
 
 struct pvg_witness_dir {

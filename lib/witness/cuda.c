@@ -32,11 +32,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cupti.h>
 
@@ -140,6 +142,429 @@ static void capture_event(int kind, const CUpti_CallbackData *cb)
 		atomic_fetch_sub(&captures_open, 1);
 }
 
+/* ---- code modules -------------------------------------------------------------------------------
+ * CUPTI's resource callback CUPTI_CBID_RESOURCE_MODULE_LOADED gives each module's image as the
+ * driver holds it (pCubin, cubinSize) and an id (moduleId), on the loading thread, inside the
+ * call that loaded it; MODULE_UNLOAD_STARTING the same at unload. The image is hashed once,
+ * there; its ELF symbol table gives the entry functions (STT_FUNC with STO_CUDA_ENTRY) and
+ * e_flags the SM. Where it came from: the load call this thread is inside (cuModuleLoad*,
+ * cuLibraryLoad*, whose entries and exits are followed), and the mapped file the image lies in
+ * (dl_iterate_phdr), if any.
+ *
+ * A launch's module is learnt when the launch makes a new record (code_of), in this order:
+ *  1. HANDLE: cuFuncGetModule(f) is a CUmodule that a followed call returned together with
+ *     the module it loaded (the exits of cuModuleLoad*, of cuLibraryLoad* through
+ *     cuLibraryGetModule, of cuKernelGetFunction / cuLibraryGetModule / cuModuleGetFunction
+ *     that loaded one);
+ *  2. LOADED_IN_CALL: exactly one module was loaded on this thread inside this launch call
+ *     (lazy loading) and it defines the kernel's name: its CUmodule is noted for later launches;
+ *  3. by name: the loaded modules that define the name (writer.c: ONLY_NAME when they hold the
+ *     same bytes, AMBIGUOUS otherwise); none: unknown. */
+
+#define LOAD_NONE 0
+#define LOAD_MODULE_FILE 1   /* cuModuleLoad */
+#define LOAD_MODULE_DATA 2   /* cuModuleLoadData, cuModuleLoadDataEx, cuModuleLoadFatBinary */
+#define LOAD_LIBRARY_FILE 3  /* cuLibraryLoadFromFile */
+#define LOAD_LIBRARY_DATA 4  /* cuLibraryLoadData */
+#define LOAD_GET 5           /* cuKernelGetFunction, cuLibraryGetModule, cuModuleGetFunction,
+			      * cuLibraryGetKernel: a lazy load may happen inside */
+
+static CUresult (*p_func_get_module)(CUmodule *, CUfunction);
+static CUresult (*p_library_get_module)(CUmodule *, CUlibrary);
+static int modules_on;
+
+/* the followed call this thread is inside, and the modules loaded inside it */
+static __thread struct {
+	int kind, depth;
+	const void *image;  /* the call's image (data loads) */
+	const char *fname;  /* the call's file (file loads) */
+	int first, n;       /* index of the first module loaded inside it, how many */
+} load_call;
+static __thread uint64_t loads_here;  /* modules loaded on this thread */
+static __thread uint64_t loads_at_launch; /* at the entry of this thread's last launch call */
+static __thread int last_loaded = -1; /* index of the last one */
+static __thread int own_call; /* a driver call this file makes: its callbacks are ignored */
+static CUresult (*p_kernel_get_library)(CUlibrary *, CUkernel);
+
+/* the CUmodule of a library (loaded: asking loads nothing new), through a call of our own */
+static uint64_t library_module(CUlibrary lib)
+{
+	CUmodule mod = NULL;
+	if (!lib || !p_library_get_module)
+		return 0;
+	own_call++;
+	CUresult r = p_library_get_module(&mod, lib);
+	own_call--;
+	return r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)mod : 0;
+}
+
+#ifdef PVG_WITNESS_BENCH
+static FILE *modlog;
+#define MODLOG(...) do { if (modlog) { fprintf(modlog, __VA_ARGS__); fflush(modlog); } } while (0)
+#else
+#define MODLOG(...) do { } while (0)
+#endif
+
+static uint16_t le16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint32_t le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t le64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* A cubin's SM and entry function names (NUL-separated, malloc'd into *names). 0, or -1 when
+ * p is not a little-endian ELF64 CUDA image whose tables lie inside its n bytes. */
+static int cubin_names(const uint8_t *p, size_t n, uint32_t *arch, char **names, size_t *len,
+		       uint32_t *count)
+{
+	*names = NULL;
+	*len = 0;
+	*count = 0;
+	if (n < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 || p[5] != 1 || le16(p + 18) != 190)
+		return -1;
+	uint32_t flags = le32(p + 48);
+	*arch = p[8] >= 8 ? (flags >> 8) & 0xff : flags & 0xff;
+	uint64_t shoff = le64(p + 40);
+	uint16_t shentsize = le16(p + 58), shnum = le16(p + 60);
+	if (shentsize < 64 || shoff > n || (uint64_t)shnum * shentsize > n - shoff)
+		return -1;
+	size_t cap = 0;
+	for (uint16_t i = 0; i < shnum; i++) {
+		const uint8_t *sh = p + shoff + (uint64_t)i * shentsize;
+		if (le32(sh + 4) != 2 /* SHT_SYMTAB */)
+			continue;
+		uint64_t off = le64(sh + 24), size = le64(sh + 32), ent = le64(sh + 56);
+		uint32_t link = le32(sh + 40);
+		if (ent < 24 || off > n || size > n - off || link >= shnum)
+			return -1;
+		const uint8_t *st = p + shoff + (uint64_t)link * shentsize;
+		uint64_t stoff = le64(st + 24), stsize = le64(st + 32);
+		if (stoff > n || stsize > n - stoff)
+			return -1;
+		for (uint64_t s = 0; s + ent <= size; s += ent) {
+			const uint8_t *sym = p + off + s;
+			uint32_t name = le32(sym);
+			if ((sym[4] & 0xf) != 2 /* STT_FUNC */ || !(sym[5] & 0x10) /* STO_CUDA_ENTRY */ ||
+			    name >= stsize)
+				continue;
+			const char *nm = (const char *)p + stoff + name;
+			size_t nl = strnlen(nm, stsize - name);
+			if (nl == 0 || nl == stsize - name)
+				continue; /* empty, or not terminated inside the table */
+			if (*len + nl + 1 > cap) {
+				size_t c = cap ? 2 * cap : 4096;
+				while (c < *len + nl + 1)
+					c *= 2;
+				char *g = realloc(*names, c);
+				if (!g)
+					return 0;
+				*names = g;
+				cap = c;
+			}
+			memcpy(*names + *len, nm, nl + 1);
+			*len += nl + 1;
+			(*count)++;
+		}
+	}
+	return 0;
+}
+
+/* Where in a mapped file addr lies (the loaded object whose segment holds it): path into buf
+ * and file offset. 0, or -1 when in none. */
+struct where {
+	uintptr_t addr;
+	char *buf;
+	size_t size;
+	uint64_t off;
+	int found;
+};
+
+static int where_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+	(void)sz;
+	struct where *w = arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		if (w->addr < start || w->addr - start >= ph->p_filesz)
+			continue;
+		w->off = ph->p_offset + (w->addr - start);
+		const char *name = info->dlpi_name;
+		if (name && name[0]) {
+			snprintf(w->buf, w->size, "%s", name);
+		} else {
+			ssize_t n = readlink("/proc/self/exe", w->buf, w->size - 1);
+			w->buf[n > 0 ? n : 0] = '\0';
+		}
+		w->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int mapped_file_of(const void *p, char *buf, size_t size, uint64_t *off)
+{
+	struct where w = { .addr = (uintptr_t)p, .buf = buf, .size = size };
+	dl_iterate_phdr(where_cb, &w);
+	*off = w.off;
+	return w.found ? 0 : -1;
+}
+
+/* PTX text: what cuModuleLoadData takes besides a cubin or a fatbin */
+static int looks_ptx(const void *image)
+{
+	const unsigned char *p = image;
+	if (!p || le32(p) == 0xBA55ED50u || memcmp(p, "\177ELF", 4) == 0)
+		return 0;
+	for (int i = 0; i < 8; i++)
+		if (p[i] && (p[i] < 0x09 || p[i] > 0x7e))
+			return 0;
+	return 1;
+}
+
+static void module_loaded(const CUpti_ModuleResourceData *md)
+{
+	if (!md || !modules_on)
+		return;
+	const uint8_t *img = (const uint8_t *)md->pCubin;
+	struct pvg_module_load m = { .image = img, .size = md->cubinSize, .api_id = md->moduleId };
+	char path[4096] = "";
+	uint64_t off = 0;
+	int in_file = img && mapped_file_of(img, path, sizeof(path), &off) == 0;
+	switch (load_call.depth ? load_call.kind : LOAD_NONE) {
+	case LOAD_MODULE_FILE:
+	case LOAD_LIBRARY_FILE:
+		m.origin = PVG_WITNESS_ORIGIN_FILE;
+		if (!in_file && load_call.fname)
+			snprintf(path, sizeof(path), "%s", load_call.fname);
+		break;
+	case LOAD_MODULE_DATA:
+	case LOAD_LIBRARY_DATA:
+		m.origin = looks_ptx(load_call.image) ? PVG_WITNESS_ORIGIN_PTX_JIT
+			   : in_file ? PVG_WITNESS_ORIGIN_FILE : PVG_WITNESS_ORIGIN_MEMORY;
+		break;
+	default:
+		/* loaded by no call that loads: the runtime's registered fatbins, loaded at
+		 * registration or lazily at first use */
+		m.origin = PVG_WITNESS_ORIGIN_EMBEDDED;
+		break;
+	}
+	if (in_file) {
+		m.path = path;
+		m.file_offset = off;
+	} else if (m.origin == PVG_WITNESS_ORIGIN_FILE && path[0]) {
+		m.path = path;
+	}
+	char *names = NULL;
+	size_t len = 0;
+	uint32_t count = 0;
+	if (img && cubin_names(img, md->cubinSize, &m.arch, &names, &len, &count) == 0) {
+		m.names = names;
+		m.names_len = len;
+		m.n_names = count;
+	}
+	int idx = pvg_witness_module_add(&m);
+	MODLOG("loaded id=%u idx=%d size=%zu magic=%08x origin=%u call=%d/%d image=%p pcubin=%p "
+	       "path=%s off=%llu names=%u arch=%u thread_loads=%llu\n",
+	       md->moduleId, idx, md->cubinSize, img && md->cubinSize >= 4 ? le32(img) : 0,
+	       m.origin, load_call.kind, load_call.depth, load_call.image, (const void *)img,
+	       in_file ? path : "-", (unsigned long long)off, count, m.arch,
+	       (unsigned long long)loads_here + 1);
+	free(names);
+	if (idx < 0)
+		return;
+	loads_here++;
+	last_loaded = idx;
+	if (load_call.depth) {
+		if (!load_call.n++)
+			load_call.first = idx;
+	}
+}
+
+static void module_unloading(const CUpti_ModuleResourceData *md)
+{
+	if (!md || !modules_on)
+		return;
+	int idx = pvg_witness_module_by_api_id(md->moduleId);
+	MODLOG("unload id=%u idx=%d\n", md->moduleId, idx);
+	if (idx >= 0)
+		pvg_witness_module_unload(idx);
+}
+
+/* the one module loaded inside the current call gets handle h */
+static void call_module_handle(uint64_t h)
+{
+	if (load_call.n == 1 && h)
+		pvg_witness_module_set_handle(load_call.first, h);
+	MODLOG("call kind=%d loaded=%d handle=0x%llx\n", load_call.kind, load_call.n,
+	       (unsigned long long)h);
+}
+
+static const CUpti_CallbackId driver_load_ids[] = {
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoad,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary,
+	CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData,
+	CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile,
+	CUPTI_DRIVER_TRACE_CBID_cuLibraryGetModule,
+	CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel,
+	CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction,
+	CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction,
+};
+
+static const CUpti_CallbackId resource_module_ids[] = {
+	CUPTI_CBID_RESOURCE_MODULE_LOADED,
+	CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+};
+
+/* 1: cbid is one of the load calls above (handled here) */
+static int on_driver_load(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	int kind;
+	const void *a = cb->functionParams;
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
+		kind = LOAD_MODULE_FILE;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary:
+		kind = LOAD_MODULE_DATA;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+		kind = LOAD_LIBRARY_DATA;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile:
+		kind = LOAD_LIBRARY_FILE;
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetModule:
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction:
+		kind = LOAD_GET;
+		break;
+	default:
+		return 0;
+	}
+	if (own_call)
+		return 1;
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (load_call.depth++ == 0) {
+			memset(&load_call, 0, sizeof(load_call));
+			load_call.depth = 1;
+			load_call.kind = kind;
+			if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoad)
+				load_call.fname = ((const cuModuleLoad_params *)a)->fname;
+			else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile)
+				load_call.fname = ((const cuLibraryLoadFromFile_params *)a)->fileName;
+			else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData)
+				load_call.image = ((const cuModuleLoadData_params *)a)->image;
+			else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx)
+				load_call.image = ((const cuModuleLoadDataEx_params *)a)->image;
+			else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary)
+				load_call.image = ((const cuModuleLoadFatBinary_params *)a)->fatCubin;
+			else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData)
+				load_call.image = ((const cuLibraryLoadData_params *)a)->code;
+		}
+		return 1;
+	}
+	if (--load_call.depth > 0)
+		return 1;
+	load_call.depth = 0;
+	int ok = !cb->functionReturnValue || *(const CUresult *)cb->functionReturnValue == CUDA_SUCCESS;
+	if (!ok || load_call.n == 0)
+		return 1;
+	uint64_t h = 0;
+	CUmodule mod = NULL;
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary: {
+		/* the four params structs start with CUmodule *module */
+		CUmodule *pm = ((const cuModuleLoad_params *)a)->module;
+		h = pm ? (uint64_t)(uintptr_t)*pm : 0;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData:
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile: {
+		CUlibrary *pl = ((const cuLibraryLoadData_params *)a)->library;
+		/* loaded already (eager loading): asking for its module loads nothing */
+		h = pl ? library_module(*pl) : 0;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetModule: {
+		CUmodule *pm = ((const cuLibraryGetModule_params *)a)->pMod;
+		h = pm ? (uint64_t)(uintptr_t)*pm : 0;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction:
+	case CUPTI_DRIVER_TRACE_CBID_cuModuleGetFunction: {
+		/* both params structs start with CUfunction *pFunc / *hfunc */
+		CUfunction *pf = ((const cuKernelGetFunction_params *)a)->pFunc;
+		if (pf && *pf && p_func_get_module && p_func_get_module(&mod, *pf) == CUDA_SUCCESS)
+			h = (uint64_t)(uintptr_t)mod;
+		break;
+	}
+	default:
+		break;
+	}
+	call_module_handle(h);
+	return 1;
+}
+
+/* code_of for driver launches (handle: CUfunction; in_launch: asked at a launch's exit) and
+ * graph kernel nodes */
+static uint32_t function_code_at(uint64_t handle, const char *name, uint32_t *bind, int in_launch)
+{
+	*bind = PVG_WITNESS_BIND_NONE;
+	CUmodule mod = NULL;
+	uint64_t h = 0;
+	if (handle && p_func_get_module &&
+	    p_func_get_module(&mod, (CUfunction)(uintptr_t)handle) == CUDA_SUCCESS)
+		h = (uint64_t)(uintptr_t)mod;
+	/* the runtime (CUDA 12+) launches a CUkernel through cuLaunchKernel: no function's
+	 * module, but its library's (measured on the H200: cuFuncGetModule fails there) */
+	CUlibrary lib = NULL;
+	if (!h && handle && p_kernel_get_library &&
+	    p_kernel_get_library(&lib, (CUkernel)(uintptr_t)handle) == CUDA_SUCCESS)
+		h = library_module(lib);
+	int idx = pvg_witness_module_by_handle(h);
+	if (idx >= 0) {
+		*bind = PVG_WITNESS_BIND_HANDLE;
+		MODLOG("bind f=0x%llx mod=0x%llx idx=%d by=handle name=%s\n", (unsigned long long)handle,
+		       (unsigned long long)h, idx, name ? name : "-");
+		return (uint32_t)idx + 1;
+	}
+	/* loaded inside this very launch call on this thread, and defining the name */
+	if (in_launch && loads_here == loads_at_launch + 1 && last_loaded >= 0 &&
+	    pvg_witness_module_defines(last_loaded, name) == 1) {
+		if (h)
+			pvg_witness_module_set_handle(last_loaded, h);
+		*bind = PVG_WITNESS_BIND_LOADED_IN_CALL;
+		MODLOG("bind f=0x%llx mod=0x%llx idx=%d by=in-call name=%s\n",
+		       (unsigned long long)handle, (unsigned long long)h, last_loaded,
+		       name ? name : "-");
+		return (uint32_t)last_loaded + 1;
+	}
+	uint32_t code = pvg_witness_module_by_name(name, bind);
+	MODLOG("bind f=0x%llx mod=0x%llx idx=%d by=name(%u) name=%s\n", (unsigned long long)handle,
+	       (unsigned long long)h, (int)code - 1, *bind, name ? name : "-");
+	return code;
+}
+
+static uint32_t function_code(uint64_t handle, const char *name, uint32_t *bind)
+{
+	return function_code_at(handle, name, bind, 1);
+}
+
+/* code_of for runtime launches (a host stub or a cudaKernel_t: no CUfunction) */
+static uint32_t name_code(uint64_t handle, const char *name, uint32_t *bind)
+{
+	(void)handle;
+	return pvg_witness_module_by_name(name, bind);
+}
+
 /* ---- graphs ------------------------------------------------------------------------------------ */
 
 #define GRAPH_MAX_DEPTH 8
@@ -200,6 +625,12 @@ static void kernel_entry(struct pvg_graph_kernel *k, uint64_t node, uint64_t par
 	memcpy(k->grid, g, sizeof(k->grid));
 	memcpy(k->block, b, sizeof(k->block));
 	k->name = kernel_name(func, kern);
+	if (!modules_on)
+		return;
+	if (func)
+		k->code = function_code_at((uint64_t)(uintptr_t)func, k->name, &k->bind, 0);
+	else
+		k->code = pvg_witness_module_by_name(k->name, &k->bind);
 }
 
 #define KPARAMS_DIMS(p, g, b)                                                                    \
@@ -570,6 +1001,14 @@ static int on_driver_graph(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 
 static void on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *rd)
 {
+	if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+		module_loaded(rd ? rd->resourceDescriptor : NULL);
+		return;
+	}
+	if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+		module_unloading(rd ? rd->resourceDescriptor : NULL);
+		return;
+	}
 	const CUpti_GraphData *gd = rd ? rd->resourceDescriptor : NULL;
 	if (!gd || !gd->graphExec)
 		return;
@@ -627,6 +1066,7 @@ static void record(uint64_t handle, const unsigned grid[3], const unsigned block
 		.via = via,
 		.name = name,
 		.module_of = host_stub ? host_module : NULL,
+		.code_of = !modules_on ? NULL : via == PVG_WITNESS_VIA_DRIVER ? function_code : name_code,
 	};
 	pvg_witness_record(&l);
 }
@@ -640,8 +1080,12 @@ static void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	}
 	if (on_driver_graph(cbid, cb))
 		return;
-	if (cb->callbackSite != CUPTI_API_EXIT)
+	if (on_driver_load(cbid, cb))
 		return;
+	if (cb->callbackSite != CUPTI_API_EXIT) {
+		loads_at_launch = loads_here; /* a module loaded before the exit: in this call */
+		return;
+	}
 	if (cb->functionReturnValue && *(const CUresult *)cb->functionReturnValue != CUDA_SUCCESS)
 		return;
 	unsigned g[3], b[3];
@@ -917,6 +1361,8 @@ static unsigned set_callbacks(uint32_t on, int runtime, int graphs)
 		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_capture_end),
 		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_graph_ids),
 		SET(CUPTI_CB_DOMAIN_RESOURCE, resource_graph_ids),
+		SET(CUPTI_CB_DOMAIN_DRIVER_API, driver_load_ids),
+		SET(CUPTI_CB_DOMAIN_RESOURCE, resource_module_ids),
 		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids),
 		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_capture_begin),
 		SET(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_capture_end),
@@ -927,6 +1373,8 @@ static unsigned set_callbacks(uint32_t on, int runtime, int graphs)
 		if (sets[k].domain == CUPTI_CB_DOMAIN_RUNTIME_API && !runtime)
 			continue;
 		if (!graphs && (sets[k].ids == driver_graph_ids || sets[k].ids == resource_graph_ids))
+			continue;
+		if (!modules_on && (sets[k].ids == driver_load_ids || sets[k].ids == resource_module_ids))
 			continue;
 		for (size_t i = 0; i < sets[k].n; i++)
 			failed += p_enable(on, subscriber, sets[k].domain, sets[k].ids[i]) != CUPTI_SUCCESS;
@@ -969,6 +1417,24 @@ PVG_WITNESS_EXPORT int pvg_witness_bench_callbacks(int on)
 	return set_callbacks(on ? 1 : 0, runtime_enabled, 1) ? -1 : 0;
 }
 
+/* Module recording on (1, as installed) or off (0: the module load callbacks disabled and no
+ * record asks for its code, as before modules were recorded), for the cost of recording them
+ * inside one process. 0 when done, -1 otherwise. */
+PVG_WITNESS_EXPORT int pvg_witness_bench_modules(int on)
+{
+	if (!p_enable || !subscriber)
+		return -1;
+	modules_on = on ? 1 : 0;
+	unsigned failed = 0;
+	for (size_t i = 0; i < sizeof(driver_load_ids) / sizeof(driver_load_ids[0]); i++)
+		failed += p_enable(modules_on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+				   driver_load_ids[i]) != CUPTI_SUCCESS;
+	for (size_t i = 0; i < sizeof(resource_module_ids) / sizeof(resource_module_ids[0]); i++)
+		failed += p_enable(modules_on, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+				   resource_module_ids[i]) != CUPTI_SUCCESS;
+	return failed ? -1 : 0;
+}
+
 /* 1: each cuGraphLaunch counts a replay of its exec (the installed library); 0: it is
  * counted in the header only, as before graphs were read. Returns the previous setting. The
  * other bits of the setting (writer.c) are kept. */
@@ -1005,7 +1471,22 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 		p_is_capturing = (CUresult(*)(CUstream, CUstreamCaptureStatus *))dlsym(
 			cuda, "cuStreamIsCapturing");
 		open_graph_queries(cuda);
+		p_func_get_module = (CUresult(*)(CUmodule *, CUfunction))dlsym(cuda, "cuFuncGetModule");
+		p_library_get_module = (CUresult(*)(CUmodule *, CUlibrary))dlsym(cuda, "cuLibraryGetModule");
+		p_kernel_get_library = (CUresult(*)(CUlibrary *, CUkernel))dlsym(cuda, "cuKernelGetLibrary");
 	}
+	modules_on = 1;
+#ifdef PVG_WITNESS_BENCH
+	/* the witness as it was before it recorded code modules, for the cost of doing so */
+	const char *bm = getenv("PVG_WITNESS_BENCH_MODULES");
+	if (bm && strcmp(bm, "0") == 0)
+		modules_on = 0;
+	const char *ml = getenv("PVG_WITNESS_BENCH_MODLOG");
+	if (ml && ml[0])
+		modlog = fopen(ml, "we");
+#endif
+	if (modules_on)
+		pvg_witness_modules_recording();
 	CUptiResult r = p_subscribe(&subscriber, WITNESS_CALLBACK, NULL);
 	if (r != CUPTI_SUCCESS) {
 		const char *s = NULL;

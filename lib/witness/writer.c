@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "witness/sha256.h"
 #include "witness/witness.h"
 
 #define SLOTS (2 * PVG_WITNESS_MAX_RECORDS) /* half full at most: probes stay short */
@@ -33,6 +34,7 @@ struct slot {
 	uint32_t grid[3], block[3];
 	uint64_t handle;
 	uint32_t name_off, name_len, module_off, module_len;
+	uint32_t code, bind; /* the code module (code_of's answer) */
 	_Atomic uint64_t count, first_ns, last_ns;
 	/* owned by the writer (under write_lock): the demangled name, once looked up */
 	int demangled_done;
@@ -176,6 +178,16 @@ static void fill_slot(struct slot *s, const struct pvg_launch *l)
 		if (m)
 			arena_put(m, strnlen(m, sizeof(buf) - 1), &s->module_off, &s->module_len);
 	}
+	s->code = 0;
+	s->bind = PVG_WITNESS_BIND_NONE;
+	if (l->code_of) {
+		uint32_t bind = PVG_WITNESS_BIND_NONE;
+		uint32_t code = l->code_of(l->handle, l->name, &bind);
+		if (code && bind != PVG_WITNESS_BIND_NONE && bind <= PVG_WITNESS_BIND_AMBIGUOUS) {
+			s->code = code;
+			s->bind = bind;
+		}
+	}
 }
 
 void pvg_witness_record(const struct pvg_launch *l)
@@ -218,6 +230,327 @@ void pvg_witness_record(const struct pvg_launch *l)
 	}
 	atomic_fetch_add_explicit(&W.dropped, 1, memory_order_relaxed);
 	atomic_fetch_or_explicit(&W.flags, PVG_WITNESS_F_TABLE_FULL, memory_order_relaxed);
+}
+
+/* ---- code modules (see witness.h) ------------------------------------------------------------- */
+
+#define MOD_KEYS (2u * PVG_WITNESS_MAX_MODULES) /* each key table half full at most */
+
+struct wmod {
+	struct pvg_witness_module m; /* path_off, path_len set when written */
+	char *path;
+	uint32_t path_len;
+	int live;
+};
+
+/* handle -> module and api_id -> module: a key stays once set; idx -1 once unloaded */
+struct mkey {
+	uint64_t key;
+	int32_t idx;
+	uint32_t used;
+};
+
+/* one kernel name a module defines: a 64-bit prefix of the name's sha256 (never 0) */
+struct mname {
+	uint64_t h;
+	uint32_t mod;
+};
+
+static struct {
+	pthread_mutex_t lock; /* every field; the launch path takes it only for a new record */
+	struct wmod *v;
+	uint32_t n, cap;
+	struct mkey by_handle[MOD_KEYS], by_api[MOD_KEYS];
+	struct mname *names; /* open addressing, names_cap a power of two, half full at most */
+	size_t names_cap, names_used;
+	uint64_t loaded, dropped;
+} M = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t name_key(const char *p, size_t n)
+{
+	uint8_t d[32];
+	pvg_wsha256(p, n, d);
+	uint64_t h = 0;
+	for (int i = 0; i < 8; i++)
+		h = h << 8 | d[i];
+	return h ? h : 1;
+}
+
+/* under M.lock */
+static struct mkey *mkey_find(struct mkey *t, uint64_t key, int claim)
+{
+	uint64_t h = mix(key);
+	for (uint32_t i = 0; i < MOD_KEYS; i++) {
+		struct mkey *k = &t[(h + i) & (MOD_KEYS - 1)];
+		if (k->used && k->key == key)
+			return k;
+		if (!k->used) {
+			if (!claim)
+				return NULL;
+			k->used = 1;
+			k->key = key;
+			k->idx = -1;
+			return k;
+		}
+	}
+	return NULL;
+}
+
+/* under M.lock: room for more names (a table twice as large; the names of unloaded modules
+ * are left behind). 0 or -ENOMEM. */
+static int names_grow(size_t more)
+{
+	if (2 * (M.names_used + more) <= M.names_cap)
+		return 0;
+	size_t cap = M.names_cap ? M.names_cap : 1024;
+	while (2 * (M.names_used + more) > cap)
+		cap *= 2;
+	struct mname *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	size_t used = 0;
+	for (size_t i = 0; i < M.names_cap; i++) {
+		const struct mname *e = &M.names[i];
+		if (!e->h || !M.v[e->mod].live)
+			continue;
+		for (size_t j = 0;; j++) {
+			struct mname *d = &t[(e->h + j) & (cap - 1)];
+			if (!d->h) {
+				*d = *e;
+				used++;
+				break;
+			}
+		}
+	}
+	free(M.names);
+	M.names = t;
+	M.names_cap = cap;
+	M.names_used = used;
+	return 0;
+}
+
+/* under M.lock */
+static void names_put(uint64_t h, uint32_t mod)
+{
+	for (size_t j = 0;; j++) {
+		struct mname *d = &M.names[(h + j) & (M.names_cap - 1)];
+		if (!d->h) {
+			d->h = h;
+			d->mod = mod;
+			M.names_used++;
+			return;
+		}
+		if (d->h == h && d->mod == mod)
+			return; /* a name the image defines twice */
+	}
+}
+
+int pvg_witness_module_add(const struct pvg_module_load *in)
+{
+	if (!W.active)
+		return -ENOTCONN;
+	struct wmod w;
+	memset(&w, 0, sizeof(w));
+	w.m.size = in->size;
+	w.m.load_ns = pvg_witness_now_ns();
+	w.m.handle = in->handle;
+	w.m.file_offset = in->file_offset;
+	w.m.api_id = in->api_id;
+	w.m.origin = in->origin;
+	w.m.flags = in->flags & (PVG_WITNESS_M_NOT_HASHED | PVG_WITNESS_M_COMPRESSED);
+	w.m.arch = in->arch;
+	w.live = 1;
+	/* the expensive part, outside the lock: the image's digest and the names' keys */
+	if (in->sha256)
+		memcpy(w.m.sha256, in->sha256, 32);
+	else if (in->image && in->size <= PVG_WITNESS_MODULE_MAX_HASH)
+		pvg_wsha256(in->image, (size_t)in->size, w.m.sha256);
+	else
+		w.m.flags |= PVG_WITNESS_M_NOT_HASHED;
+	if (w.m.flags & PVG_WITNESS_M_NOT_HASHED)
+		memset(w.m.sha256, 0, 32);
+	if (in->path && in->path[0]) {
+		size_t n = strnlen(in->path, PVG_WITNESS_MAX_NAME + 1);
+		if (n > PVG_WITNESS_MAX_NAME) {
+			n = PVG_WITNESS_MAX_NAME;
+			w.m.flags |= PVG_WITNESS_M_PATH_CUT;
+		}
+		w.path = malloc(n);
+		if (w.path) {
+			memcpy(w.path, in->path, n);
+			w.path_len = (uint32_t)n;
+		}
+	}
+	uint64_t *keys = NULL;
+	uint32_t nk = 0;
+	if (in->names && in->n_names) {
+		keys = malloc(in->n_names * sizeof(*keys));
+		for (size_t at = 0; keys && nk < in->n_names && at < in->names_len; nk++) {
+			size_t n = strnlen(in->names + at, in->names_len - at);
+			keys[nk] = name_key(in->names + at, n);
+			at += n + 1;
+		}
+	}
+	w.m.names = nk;
+
+	pthread_mutex_lock(&M.lock);
+	M.loaded++;
+	int idx = -ENOSPC;
+	if (M.n < PVG_WITNESS_MAX_MODULES) {
+		if (M.n == M.cap) {
+			uint32_t cap = M.cap ? 2 * M.cap : 64;
+			struct wmod *v = realloc(M.v, cap * sizeof(*v));
+			if (v) {
+				M.v = v;
+				M.cap = cap;
+			}
+		}
+		if (M.n < M.cap)
+			idx = (int)M.n++;
+	}
+	if (idx < 0) {
+		M.dropped++;
+		atomic_fetch_or(&W.flags, PVG_WITNESS_F_MODULE_TABLE_FULL);
+		pthread_mutex_unlock(&M.lock);
+		free(w.path);
+		free(keys);
+		return -ENOSPC;
+	}
+	if (nk && names_grow(nk) < 0) {
+		w.m.names = 0; /* no name binds to it: launches of its kernels stay unknown */
+		nk = 0;
+	}
+	M.v[idx] = w;
+	for (uint32_t i = 0; i < nk; i++)
+		names_put(keys[i], (uint32_t)idx);
+	struct mkey *k = mkey_find(M.by_api, in->api_id, 1);
+	if (k)
+		k->idx = idx;
+	if (in->handle && (k = mkey_find(M.by_handle, in->handle, 1)))
+		k->idx = idx;
+	pthread_mutex_unlock(&M.lock);
+	free(keys);
+	return idx;
+}
+
+void pvg_witness_module_set_handle(int index, uint64_t handle)
+{
+	pthread_mutex_lock(&M.lock);
+	if (index >= 0 && (uint32_t)index < M.n && handle && M.v[index].live) {
+		M.v[index].m.handle = handle;
+		struct mkey *k = mkey_find(M.by_handle, handle, 1);
+		if (k)
+			k->idx = index;
+	}
+	pthread_mutex_unlock(&M.lock);
+}
+
+void pvg_witness_module_unload(int index)
+{
+	pthread_mutex_lock(&M.lock);
+	if (index >= 0 && (uint32_t)index < M.n && M.v[index].live) {
+		struct wmod *w = &M.v[index];
+		w->live = 0;
+		w->m.unload_ns = pvg_witness_now_ns();
+		struct mkey *k = mkey_find(M.by_api, w->m.api_id, 0);
+		if (k && k->idx == index)
+			k->idx = -1;
+		k = w->m.handle ? mkey_find(M.by_handle, w->m.handle, 0) : NULL;
+		if (k && k->idx == index)
+			k->idx = -1;
+	}
+	pthread_mutex_unlock(&M.lock);
+}
+
+static int by_key(struct mkey *t, uint64_t key)
+{
+	pthread_mutex_lock(&M.lock);
+	struct mkey *k = mkey_find(t, key, 0);
+	int idx = k && k->idx >= 0 ? k->idx : -ENOENT;
+	pthread_mutex_unlock(&M.lock);
+	return idx;
+}
+
+int pvg_witness_module_by_handle(uint64_t handle)
+{
+	return handle ? by_key(M.by_handle, handle) : -ENOENT;
+}
+
+int pvg_witness_module_by_api_id(uint32_t api_id)
+{
+	return by_key(M.by_api, api_id);
+}
+
+static int same_bytes(const struct wmod *a, const struct wmod *b)
+{
+	return !(a->m.flags & PVG_WITNESS_M_NOT_HASHED) && !(b->m.flags & PVG_WITNESS_M_NOT_HASHED) &&
+	       a->m.size == b->m.size && memcmp(a->m.sha256, b->m.sha256, 32) == 0;
+}
+
+uint32_t pvg_witness_module_by_name(const char *name, uint32_t *bind)
+{
+	*bind = PVG_WITNESS_BIND_NONE;
+	if (!name || !name[0])
+		return 0;
+	uint64_t h = name_key(name, strnlen(name, PVG_WITNESS_MAX_NAME));
+	pthread_mutex_lock(&M.lock);
+	int64_t first = -1, seen = -1;
+	int differ = 0;
+	for (size_t j = 0; M.names_cap && j < M.names_cap; j++) {
+		const struct mname *e = &M.names[(h + j) & (M.names_cap - 1)];
+		if (!e->h)
+			break;
+		if (e->h != h || !M.v[e->mod].live)
+			continue;
+		if (seen < 0)
+			seen = e->mod;
+		else if (!same_bytes(&M.v[seen], &M.v[e->mod]))
+			differ = 1;
+		if (first < 0 || e->mod < first)
+			first = e->mod;
+	}
+	pthread_mutex_unlock(&M.lock);
+	if (first < 0)
+		return 0;
+	*bind = differ ? PVG_WITNESS_BIND_AMBIGUOUS : PVG_WITNESS_BIND_ONLY_NAME;
+	return (uint32_t)first + 1;
+}
+
+void pvg_witness_modules_recording(void)
+{
+	atomic_fetch_or(&W.flags, PVG_WITNESS_F_MODULES);
+}
+
+int pvg_witness_module_defines(int index, const char *name)
+{
+	if (!name || !name[0])
+		return 0;
+	uint64_t h = name_key(name, strnlen(name, PVG_WITNESS_MAX_NAME));
+	int r = 0;
+	pthread_mutex_lock(&M.lock);
+	for (size_t j = 0; M.names_cap && j < M.names_cap; j++) {
+		const struct mname *e = &M.names[(h + j) & (M.names_cap - 1)];
+		if (!e->h)
+			break;
+		if (e->h == h && e->mod == (uint32_t)index) {
+			r = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&M.lock);
+	return r;
+}
+
+int pvg_witness_module_digest(int index, uint8_t sha256[32])
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&M.lock);
+	if (index >= 0 && (uint32_t)index < M.n && !(M.v[index].m.flags & PVG_WITNESS_M_NOT_HASHED)) {
+		memcpy(sha256, M.v[index].m.sha256, 32);
+		r = 0;
+	}
+	pthread_mutex_unlock(&M.lock);
+	return r;
 }
 
 /* ---- CUDA graph execs (see witness.h) ---------------------------------------------------------- */
@@ -777,6 +1110,7 @@ struct gagg {
 	uint32_t grid[3], block[3];
 	const char *name;
 	uint64_t count, first_ns, last_ns;
+	uint32_t code, bind;
 	int used;
 };
 
@@ -838,6 +1172,8 @@ static void graph_records(struct pvg_witness_record *recs, uint32_t *n, uint32_t
 					memcpy(c->grid, k->grid, sizeof(c->grid));
 					memcpy(c->block, k->block, sizeof(c->block));
 					c->name = k->name;
+					c->code = k->code;
+					c->bind = k->code ? k->bind : PVG_WITNESS_BIND_NONE;
 					c->first_ns = first;
 					distinct++;
 					a = c;
@@ -883,6 +1219,8 @@ static void graph_records(struct pvg_witness_record *recs, uint32_t *n, uint32_t
 		memcpy(r->grid, a->grid, sizeof(r->grid));
 		memcpy(r->block, a->block, sizeof(r->block));
 		r->via = PVG_WITNESS_VIA_GRAPH;
+		r->module = a->code;
+		r->bind = a->bind;
 		r->count = a->count;
 		r->first_ns = a->first_ns;
 		r->last_ns = a->last_ns;
@@ -930,6 +1268,8 @@ static int write_file(int final)
 		memcpy(r->block, s->block, sizeof(r->block));
 		r->via = s->via;
 		r->flags = s->flags;
+		r->module = s->code;
+		r->bind = s->bind;
 		r->count = atomic_load_explicit(&s->count, memory_order_relaxed);
 		r->first_ns = atomic_load_explicit(&s->first_ns, memory_order_relaxed);
 		r->last_ns = atomic_load_explicit(&s->last_ns, memory_order_relaxed);
@@ -946,12 +1286,33 @@ static int write_file(int final)
 	pthread_mutex_lock(&G.lock);
 	graph_records(recs, &n, PVG_WITNESS_MAX_RECORDS, &str, &gt);
 	pthread_mutex_unlock(&G.lock);
+	/* the modules, after the records: every module a record names was added before the
+	 * record was made, so it is in this table */
+	pthread_mutex_lock(&M.lock);
+	uint32_t n_mods = M.n;
+	uint64_t mods_loaded = M.loaded, mods_dropped = M.dropped;
+	struct pvg_witness_module *mods = n_mods ? malloc(n_mods * sizeof(*mods)) : NULL;
+	if (n_mods && !mods)
+		n_mods = 0;
+	for (uint32_t i = 0; i < n_mods; i++) {
+		mods[i] = M.v[i].m;
+		str_put(&str, M.v[i].path, M.v[i].path_len, &mods[i].path_off, &mods[i].path_len);
+	}
+	pthread_mutex_unlock(&M.lock);
+	/* a record whose module could not be written (no memory for the table) is unknown */
+	for (uint32_t i = 0; i < n; i++)
+		if (recs[i].module > n_mods) {
+			recs[i].module = 0;
+			recs[i].bind = PVG_WITNESS_BIND_NONE;
+		}
 	memcpy(h.magic, PVG_WITNESS_MAGIC, 8);
 	h.version = PVG_WITNESS_VERSION;
 	h.header_size = sizeof(h);
 	h.record_size = sizeof(struct pvg_witness_record);
 	h.module_size = sizeof(struct pvg_witness_module);
-	h.n_modules = 0;
+	h.n_modules = n_mods;
+	h.modules_loaded = mods_loaded;
+	h.modules_dropped = mods_dropped;
 	h.n_records = n;
 	h.strings_size = (uint32_t)str.n;
 	h.api = atomic_load(&W.api);
@@ -975,15 +1336,20 @@ static int write_file(int final)
 	snprintf(h.note, sizeof(h.note), "%s", W.note);
 	memcpy(buf, &h, sizeof(h));
 	size_t head = sizeof(h) + (size_t)n * sizeof(struct pvg_witness_record);
-	uint8_t *img = realloc(buf, head + str.n);
+	size_t mbytes = (size_t)n_mods * sizeof(struct pvg_witness_module);
+	uint8_t *img = realloc(buf, head + mbytes + str.n);
 	if (!img) {
 		free(buf);
 		free(str.p);
+		free(mods);
 		return -ENOMEM;
 	}
-	memcpy(img + head, str.p, str.n);
-	size_t total = head + str.n;
+	if (mbytes)
+		memcpy(img + head, mods, mbytes);
+	memcpy(img + head + mbytes, str.p, str.n);
+	size_t total = head + mbytes + str.n;
 	free(str.p);
+	free(mods);
 	int r = pvg_witness_seal(img, total);
 
 	char tmp[sizeof(W.dir) + sizeof(W.file) + 8];
@@ -1225,6 +1591,8 @@ static void after_fork_child(void)
 	/* the parent's watch and wake-up are the parent's: this process makes its own */
 	close_watch();
 	graph_reset_after_fork();
+	/* the modules the parent loaded are mapped in the child too: the table is kept */
+	pthread_mutex_init(&M.lock, NULL);
 	memset(W.slots, 0, sizeof(W.slots));
 	atomic_store(&W.used, 0);
 	atomic_store(&W.names_used, 0);

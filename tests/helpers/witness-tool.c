@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Test helper for the dispatch witness (never installed):
- *   witness-tool dump FILE             parse FILE with the gate's parser, print header and records
+ *   witness-tool dump FILE             parse FILE with the gate's parser, print header, records
+ *                                      (with their code module and how it was bound) and, for
+ *                                      version 3, the module table
  *   witness-tool drive LIB DIR N [S]   as a process of its own: dlopen LIB with
  *                                      PROVGATE_WITNESS_DIR=DIR (its constructor starts the
  *                                      witness), count N distinct launches (kernel i, grid i)
@@ -21,10 +23,24 @@
  *                                      prints the path
  *   witness-tool request DIR           makes a request file in DIR as gate 7 does (prints its
  *                                      name)
- *   witness-tool compose DESC OUT      a sealed witness file written from a text description
+ *   witness-tool compose DIR PID NSPID LEVELS TICKS BOOT SPEC
+ *                                      a sealed file of that writer's identity, answering every
+ *                                      request, written now, from SPEC's lines:
+ *                                        version 2|3        (default 3)
+ *                                        flags N            header flags (default recording
+ *                                                           and modules: 0x12)
+ *                                        kernel NAME COUNT  a driver launch record, grid 1
+ *                                        module ORIGIN LOAD SIZE PATH
+ *                                            ORIGIN file|memory|ptx-jit|embedded; LOAD
+ *                                            nanoseconds, or now, now-S, now+S (seconds);
+ *                                            PATH - for none; its sha256 is made up from PATH
+ *                                            and LOAD (version 3 only)
+ *                                      prints the path
+ *   witness-tool build DESC OUT        a sealed witness file written from a text description
  *                                      (recording, api cuda; its writer's identity is the
- *                                      composer's: give it a live process's with restamp).
- *                                      One item a line, fields KEY=VALUE separated by blanks,
+ *                                      builder's: give it a live process's with restamp), with
+ *                                      module digests given (compose makes them up):
+ *                                      one item a line, fields KEY=VALUE separated by blanks,
  *                                      '#' starts a comment:
  *                                        version 2|3       (default 3; 2: no modules, every
  *                                                           record's module unknown)
@@ -55,6 +71,7 @@
 #include "witness/witness.h"
 
 static struct pvg_witness_entry entries[PVG_WITNESS_MAX_RECORDS];
+static struct pvg_witness_mod modules[PVG_WITNESS_MAX_MODULES];
 
 static void put(const char *key, struct pvg_witness_str s)
 {
@@ -82,8 +99,7 @@ static int dump(const char *path)
 	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) > 0)
 		n += (size_t)r;
 	close(fd);
-	static struct pvg_witness_mod mods[PVG_WITNESS_MAX_MODULES];
-	struct pvg_witness_file f = { .entries = entries, .modules = mods };
+	struct pvg_witness_file f = { .entries = entries, .modules = modules };
 	size_t at;
 	enum pvg_witness_error e = pvg_witness_parse(buf, n, &f, &at);
 	if (e != PVG_WITNESS_OK) {
@@ -114,20 +130,29 @@ static int dump(const char *path)
 		put("demangled", x->demangled);
 		put("module", x->module);
 		printf(" grid=%u,%u,%u block=%u,%u,%u via=%u flags=%u count=%llu first_ns=%llu "
-		       "last_ns=%llu\n",
+		       "last_ns=%llu",
 		       x->grid[0], x->grid[1], x->grid[2], x->block[0], x->block[1], x->block[2], x->via,
 		       x->flags, (unsigned long long)x->count, (unsigned long long)x->first_ns,
 		       (unsigned long long)x->last_ns);
+		/* version 3: the code module (1 + index into the module lines; 0 unknown) */
 		if (h->version >= 3)
-			printf("binding code=%u bind=%u\n", x->code, x->bind);
+			printf(" code=%u bind=%u", x->code, x->bind);
+		putchar('\n');
 	}
+	if (h->version >= 3)
+		printf("modules n=%u loaded=%llu dropped=%llu\n", h->n_modules,
+		       (unsigned long long)h->modules_loaded, (unsigned long long)h->modules_dropped);
 	for (size_t i = 0; i < f.n_modules; i++) {
-		printf("module sha256=");
-		for (int k = 0; k < 32; k++)
-			printf("%02x", mods[i].sha256[k]);
-		printf(" size=%llu origin=%u flags=%u", (unsigned long long)mods[i].size,
-		       mods[i].origin, mods[i].flags);
-		put("path", mods[i].path);
+		const struct pvg_witness_mod *m = &f.modules[i];
+		printf("module index=%zu sha256=", i + 1);
+		for (int b = 0; b < 32; b++)
+			printf("%02x", m->sha256[b]);
+		printf(" size=%llu origin=%u flags=%u arch=%u api_id=%u names=%u handle=0x%llx "
+		       "file_offset=%llu load_ns=%llu unload_ns=%llu",
+		       (unsigned long long)m->size, m->origin, m->flags, m->arch, m->api_id, m->names,
+		       (unsigned long long)m->handle, (unsigned long long)m->file_offset,
+		       (unsigned long long)m->load_ns, (unsigned long long)m->unload_ns);
+		put("path", m->path);
 		putchar('\n');
 	}
 	return 0;
@@ -245,6 +270,123 @@ write:;
 	return 0;
 }
 
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t load_time(const char *s)
+{
+	if (strncmp(s, "now", 3) != 0)
+		return strtoull(s, NULL, 10);
+	double off = s[3] ? strtod(s + 3, NULL) : 0;
+	return (uint64_t)((double)realtime_ns() + off * 1e9);
+}
+
+static int compose(char **a)
+{
+	static uint8_t out[PVG_WITNESS_MAX_FILE];
+	static struct pvg_witness_record recs[64];
+	static struct pvg_witness_module mods[64];
+	static char strings[65536];
+	size_t n_recs = 0, n_mods = 0, slen = 0;
+	unsigned version = 3, flags = PVG_WITNESS_F_RECORDING | PVG_WITNESS_F_MODULES;
+	FILE *spec = fopen(a[6], "r");
+	if (!spec)
+		return 2;
+	char line[1024];
+	while (fgets(line, sizeof(line), spec)) {
+		char w[5][512];
+		int n = sscanf(line, "%511s %511s %511s %511s %511s", w[0], w[1], w[2], w[3], w[4]);
+		if (n >= 2 && strcmp(w[0], "version") == 0) {
+			version = (unsigned)atoi(w[1]);
+		} else if (n >= 2 && strcmp(w[0], "flags") == 0) {
+			flags = (unsigned)strtoul(w[1], NULL, 0);
+		} else if (n >= 3 && strcmp(w[0], "kernel") == 0 && n_recs < 64) {
+			struct pvg_witness_record *r = &recs[n_recs++];
+			size_t l = strlen(w[1]);
+			r->name_off = (uint32_t)slen;
+			r->name_len = (uint32_t)l;
+			memcpy(strings + slen, w[1], l);
+			slen += l;
+			r->grid[0] = r->grid[1] = r->grid[2] = 1;
+			r->block[0] = r->block[1] = r->block[2] = 1;
+			r->via = PVG_WITNESS_VIA_DRIVER;
+			r->count = strtoull(w[2], NULL, 10);
+			r->first_ns = r->last_ns = realtime_ns() - 1000000000ull;
+		} else if (n >= 5 && strcmp(w[0], "module") == 0 && n_mods < 64) {
+			static const char *const origins[] = { "unknown", "file", "memory", "ptx-jit",
+							       "embedded" };
+			struct pvg_witness_module *m = &mods[n_mods++];
+			for (uint32_t o = 0; o < 5; o++)
+				if (strcmp(w[1], origins[o]) == 0)
+					m->origin = o;
+			m->load_ns = load_time(w[2]);
+			m->size = strtoull(w[3], NULL, 10);
+			if (strcmp(w[4], "-") != 0) {
+				size_t l = strlen(w[4]);
+				m->path_off = (uint32_t)slen;
+				m->path_len = (uint32_t)l;
+				memcpy(strings + slen, w[4], l);
+				slen += l;
+			}
+			uint64_t h = pvg_witness_fnv(PVG_FNV_INIT, w[4], strlen(w[4]));
+			h = pvg_witness_fnv(h, &m->load_ns, sizeof(m->load_ns));
+			for (size_t i = 0; i < sizeof(m->sha256); i++)
+				m->sha256[i] = (uint8_t)(h >> (8 * (i % 8))) ^ (uint8_t)i;
+		}
+	}
+	fclose(spec);
+	struct pvg_witness_header h = { 0 };
+	memcpy(h.magic, PVG_WITNESS_MAGIC, 8);
+	h.version = version;
+	h.header_size = version >= 3 ? sizeof(h) : PVG_WITNESS_V2_HEADER_SIZE;
+	h.record_size = version >= 3 ? sizeof(struct pvg_witness_record) : PVG_WITNESS_V2_RECORD_SIZE;
+	h.n_records = (uint32_t)n_recs;
+	h.strings_size = (uint32_t)slen;
+	h.api = PVG_WITNESS_API_CUDA;
+	h.flags = flags;
+	h.pid = atoi(a[1]);
+	h.nspid = atoi(a[2]);
+	h.nspid_levels = (uint32_t)atoi(a[3]);
+	h.start_ticks = strtoull(a[4], NULL, 10);
+	snprintf(h.boot_id, sizeof(h.boot_id), "%.39s", a[5]);
+	snprintf(h.note, sizeof(h.note), "composed by witness-tool");
+	h.written_ns = realtime_ns();
+	h.init_ns = h.written_ns - 1000000000ull;
+	h.answered = UINT64_MAX;
+	for (size_t i = 0; i < n_recs; i++)
+		h.launches += recs[i].count;
+	if (version >= 3) {
+		h.n_modules = (uint32_t)n_mods;
+		h.module_size = sizeof(struct pvg_witness_module);
+		h.modules_loaded = n_mods;
+	}
+	size_t len = 0;
+	memcpy(out, &h, h.header_size);
+	len += h.header_size;
+	for (size_t i = 0; i < n_recs; i++, len += h.record_size)
+		memcpy(out + len, &recs[i], h.record_size);
+	for (size_t i = 0; version >= 3 && i < n_mods; i++, len += sizeof(mods[i]))
+		memcpy(out + len, &mods[i], sizeof(mods[i]));
+	memcpy(out + len, strings, slen);
+	len += slen;
+	if (pvg_witness_seal(out, len) < 0)
+		return 2;
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/witness-%d-%llu-%.8s%s", a[0], h.nspid,
+		 (unsigned long long)h.start_ticks, h.boot_id, PVG_WITNESS_SUFFIX);
+	/* replaced by rename, as the library does: a reader sees the old file or the new one */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "wb");
+	if (!f || fwrite(out, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0)
+		return 2;
+	printf("%s\n", path);
+	return 0;
+}
+
 static int request(const char *dir)
 {
 	struct timespec ts;
@@ -260,24 +402,24 @@ static int request(const char *dir)
 	return 0;
 }
 
-/* ---- compose ---- */
+/* ---- build: a file from a text description ---- */
 
-static uint8_t strings[1u << 20];
-static size_t n_strings;
+static uint8_t b_strings[1u << 20];
+static size_t b_n_strings;
 
-static uint32_t add_string(const char *v, uint32_t *len)
+static uint32_t b_add_string(const char *v, uint32_t *len)
 {
 	size_t n = strlen(v);
-	if (n_strings + n > sizeof(strings))
+	if (b_n_strings + n > sizeof(b_strings))
 		exit(2);
-	memcpy(strings + n_strings, v, n);
+	memcpy(b_strings + b_n_strings, v, n);
 	*len = (uint32_t)n;
-	n_strings += n;
-	return (uint32_t)(n_strings - n);
+	b_n_strings += n;
+	return (uint32_t)(b_n_strings - n);
 }
 
 /* The value of KEY=VALUE in a line's fields (NULL: absent). */
-static const char *field(char **f, int n, const char *key)
+static const char *b_field(char **f, int n, const char *key)
 {
 	size_t k = strlen(key);
 	for (int i = 1; i < n; i++)
@@ -286,14 +428,14 @@ static const char *field(char **f, int n, const char *key)
 	return NULL;
 }
 
-static void dims(const char *v, uint32_t d[3])
+static void b_dims(const char *v, uint32_t d[3])
 {
 	d[0] = d[1] = d[2] = 1;
 	if (v && sscanf(v, "%u,%u,%u", &d[0], &d[1], &d[2]) < 1)
 		exit(2);
 }
 
-static int compose(const char *desc, const char *outp)
+static int build(const char *desc, const char *outp)
 {
 	FILE *in = fopen(desc, "r");
 	if (!in)
@@ -331,7 +473,7 @@ static int compose(const char *desc, const char *outp)
 			flags_set = true;
 		} else if (strcmp(f[0], "module") == 0 && n_mods < 1024) {
 			struct pvg_witness_module *m = &mods[n_mods++];
-			const char *sha = field(f, n, "sha256"), *o = field(f, n, "origin"), *v;
+			const char *sha = b_field(f, n, "sha256"), *o = b_field(f, n, "origin"), *v;
 			if (!sha || strlen(sha) != 64 || !o)
 				return 2;
 			for (int i = 0; i < 32; i++) {
@@ -345,29 +487,29 @@ static int compose(const char *desc, const char *outp)
 				    : strcmp(o, "ptx-jit") == 0	     ? PVG_WITNESS_ORIGIN_PTX_JIT
 				    : strcmp(o, "embedded") == 0     ? PVG_WITNESS_ORIGIN_EMBEDDED
 								     : PVG_WITNESS_ORIGIN_UNKNOWN;
-			m->size = (v = field(f, n, "size")) ? strtoull(v, NULL, 0) : 0;
-			m->load_ns = (v = field(f, n, "load_ns")) ? strtoull(v, NULL, 0) : now_ns;
-			m->unload_ns = (v = field(f, n, "unload_ns")) ? strtoull(v, NULL, 0) : 0;
-			m->flags = (v = field(f, n, "flags")) ? (uint32_t)strtoul(v, NULL, 0) : 0;
-			m->arch = (v = field(f, n, "arch")) ? (uint32_t)strtoul(v, NULL, 0) : 0;
+			m->size = (v = b_field(f, n, "size")) ? strtoull(v, NULL, 0) : 0;
+			m->load_ns = (v = b_field(f, n, "load_ns")) ? strtoull(v, NULL, 0) : now_ns;
+			m->unload_ns = (v = b_field(f, n, "unload_ns")) ? strtoull(v, NULL, 0) : 0;
+			m->flags = (v = b_field(f, n, "flags")) ? (uint32_t)strtoul(v, NULL, 0) : 0;
+			m->arch = (v = b_field(f, n, "arch")) ? (uint32_t)strtoul(v, NULL, 0) : 0;
 			m->handle = 0x7000 + n_mods;
 			m->api_id = (uint32_t)n_mods;
-			if ((v = field(f, n, "path")))
-				m->path_off = add_string(v, &m->path_len);
+			if ((v = b_field(f, n, "path")))
+				m->path_off = b_add_string(v, &m->path_len);
 		} else if (strcmp(f[0], "record") == 0 && n_recs < PVG_WITNESS_MAX_RECORDS) {
 			struct pvg_witness_record *r = &recs[n_recs++];
-			const char *v = field(f, n, "name");
+			const char *v = b_field(f, n, "name");
 			if (!v)
 				return 2;
-			r->name_off = add_string(v, &r->name_len);
-			if ((v = field(f, n, "demangled")))
-				r->demangled_off = add_string(v, &r->demangled_len);
-			dims(field(f, n, "grid"), r->grid);
-			dims(field(f, n, "block"), r->block);
-			r->count = (v = field(f, n, "count")) ? strtoull(v, NULL, 0) : 1;
-			r->via = (v = field(f, n, "via")) ? (uint32_t)atoi(v) : PVG_WITNESS_VIA_DRIVER;
-			r->module = (v = field(f, n, "module")) ? (uint32_t)atoi(v) : 0;
-			v = field(f, n, "bind");
+			r->name_off = b_add_string(v, &r->name_len);
+			if ((v = b_field(f, n, "demangled")))
+				r->demangled_off = b_add_string(v, &r->demangled_len);
+			b_dims(b_field(f, n, "grid"), r->grid);
+			b_dims(b_field(f, n, "block"), r->block);
+			r->count = (v = b_field(f, n, "count")) ? strtoull(v, NULL, 0) : 1;
+			r->via = (v = b_field(f, n, "via")) ? (uint32_t)atoi(v) : PVG_WITNESS_VIA_DRIVER;
+			r->module = (v = b_field(f, n, "module")) ? (uint32_t)atoi(v) : 0;
+			v = b_field(f, n, "bind");
 			r->bind = !v ? (r->module ? PVG_WITNESS_BIND_HANDLE : PVG_WITNESS_BIND_NONE)
 				  : strcmp(v, "handle") == 0	     ? PVG_WITNESS_BIND_HANDLE
 				  : strcmp(v, "loaded-in-call") == 0 ? PVG_WITNESS_BIND_LOADED_IN_CALL
@@ -378,7 +520,7 @@ static int compose(const char *desc, const char *outp)
 			r->last_ns = now_ns;
 			launches += r->count;
 		} else {
-			fprintf(stderr, "compose: cannot read: %s\n", f[0]);
+			fprintf(stderr, "build: cannot read: %s\n", f[0]);
 			return 2;
 		}
 	}
@@ -392,7 +534,7 @@ static int compose(const char *desc, const char *outp)
 	h.header_size = version == 2 ? PVG_WITNESS_V2_HEADER_SIZE : sizeof(h);
 	h.record_size = version == 2 ? PVG_WITNESS_V2_RECORD_SIZE : sizeof(struct pvg_witness_record);
 	h.n_records = (uint32_t)n_recs;
-	h.strings_size = (uint32_t)n_strings;
+	h.strings_size = (uint32_t)b_n_strings;
 	h.api = api;
 	h.flags = flags_set ? flags
 			    : PVG_WITNESS_F_RECORDING | (version >= 3 ? PVG_WITNESS_F_MODULES : 0);
@@ -419,8 +561,8 @@ static int compose(const char *desc, const char *outp)
 		memcpy(out + len, &mods[i], sizeof(mods[i]));
 		len += sizeof(mods[i]);
 	}
-	memcpy(out + len, strings, n_strings);
-	len += n_strings;
+	memcpy(out + len, b_strings, b_n_strings);
+	len += b_n_strings;
 	if (pvg_witness_seal(out, len) < 0)
 		return 2;
 	FILE *o = fopen(outp, "wb");
@@ -431,10 +573,12 @@ static int compose(const char *desc, const char *outp)
 
 int main(int argc, char **argv)
 {
-	if (argc == 4 && strcmp(argv[1], "compose") == 0)
-		return compose(argv[2], argv[3]);
 	if (argc >= 9 && argc <= 11 && strcmp(argv[1], "restamp") == 0)
 		return restamp(argv + 2, argc - 2);
+	if (argc == 4 && strcmp(argv[1], "build") == 0)
+		return build(argv[2], argv[3]);
+	if (argc == 9 && strcmp(argv[1], "compose") == 0)
+		return compose(argv + 2);
 	if (argc == 3 && strcmp(argv[1], "request") == 0)
 		return request(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "dump") == 0)

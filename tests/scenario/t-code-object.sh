@@ -734,4 +734,142 @@ test_agrees_with_llvm_readelf_notes() {
 	agree_notes /usr/lib/x86_64-linux-gnu/librocsparse.so.0.1 97
 }
 
+
+# --- code identity: the sha256 of each code object against the reference tools ----------
+
+# agree_digests LIB [EVERY]: each AMDGPU entry's sha256 (inspect --digests) equals sha256sum of
+# what clang-offload-bundler-15 --unbundle writes for its id from the bundle cut out of the
+# section (every EVERY-th bundle)
+agree_digests() {
+	local lib=$1 every=${2:-1}
+	pg inspect --json --digests "$lib"
+	assert_eq "$rc" 0 "inspect --digests $lib"
+	jq -r '.files[0].code_objects[] | select(.kind == "amdgpu") |
+		"\(.bundle)\t\(.container_offset)\t\(.container_size)\t\(.id)\t\(.sha256)"' \
+		<<<"$out" >digests.tsv
+	local n=0 b off size id sha last=
+	while IFS=$'\t' read -r b off size id sha; do
+		[ $((b % every)) -eq 0 ] || continue
+		[ "$last" = "$b" ] || dd if="$lib" of=cut.bin bs=1M iflag=skip_bytes,count_bytes \
+			skip="$off" count="$size" status=none
+		last=$b
+		clang-offload-bundler-15 --unbundle --type=o --input=cut.bin --targets="$id" --output=co.elf
+		assert_eq "$sha" "$(sha256sum co.elf | cut -d' ' -f1)" "bundle $b $id of $lib"
+		n=$((n + 1))
+	done <digests.tsv
+	[ "$n" -gt 0 ] || fail "no entry compared"
+	echo "compared $n entries of $lib"
+}
+
+test_digests_agree_with_clang_offload_bundler_unbundle() {
+	need clang-offload-bundler-15 jq
+	agree_digests "$CO/hip-multi.so"
+	agree_digests "$CO/hip-two-tu.so"
+	agree_digests "$CO/hip-any.so"
+	need_lib /usr/lib/x86_64-linux-gnu/librocrand.so.1.1
+	agree_digests /usr/lib/x86_64-linux-gnu/librocrand.so.1.1
+	need_lib /usr/lib/x86_64-linux-gnu/librocsparse.so.0.1
+	agree_digests /usr/lib/x86_64-linux-gnu/librocsparse.so.0.1 "${PVG_ROCSPARSE_EVERY:-10}"
+}
+
+# decompress_ccob FILE OUT: the bundle inside a CCOB, by zstd(1) or Python's zlib, not by us
+decompress_ccob() {
+	$PY - "$1" "$2" <<'PY'
+import struct, subprocess, sys, zlib
+d = open(sys.argv[1], "rb").read()
+assert d[:4] == b"CCOB", "no CCOB"
+version, method = struct.unpack_from("<HH", d, 4)
+head = {1: 20, 2: 24, 3: 32}[version]
+end = {1: len(d), 2: struct.unpack_from("<I", d, 8)[0], 3: struct.unpack_from("<Q", d, 8)[0]}[version]
+stream = d[head:end]
+if method == 0:
+    out = zlib.decompressobj().decompress(stream)
+else:
+    out = subprocess.run(["zstd", "-dc"], input=stream, stdout=subprocess.PIPE, check=True).stdout
+open(sys.argv[2], "wb").write(out)
+PY
+}
+
+# A CCOB entry's identity is of its bytes after decompression: what clang-offload-bundler-15
+# unbundles from the bundle that zstd(1) or zlib get out of the CCOB. Every version and codec,
+# and 40 CCOBs in one library, where gate 6 decompresses only as far as its arch's entries.
+test_ccob_digests_agree_with_decompressed_unbundle() {
+	need clang-offload-bundler-15 jq zstd
+	local f
+	for f in ccob-v1-zlib ccob-v1-zstd ccob-v2-zlib ccob-v2-zstd ccob-v3-zlib ccob-v3-zstd; do
+		decompress_ccob "$CO/$f.bin" plain.bin
+		clang-offload-bundler-15 --unbundle --type=o --input=plain.bin \
+			--targets=hipv4-amdgcn-amd-amdhsa--gfx906 --output=co.elf
+		pg inspect --json --digests "$CO/$f.bin"
+		assert_eq "$(jq -r '.files[0].code_objects[] | select(.arch == "gfx906") | .sha256' <<<"$out")" \
+			"$(sha256sum co.elf | cut -d' ' -f1)" "$f"
+	done
+	gate6 "$CO/hip-ccob-many.so" gfx906
+	assert_eq "$(gate_status report.json 6)" pass "gate 6 ($(problem_codes report.json 6))"
+	jq -r '.gates[5].evidence.identities[] | "\(.bundle)\t\(.id)\t\(.sha256)\t\(.compressed)"' \
+		report.json >ids.tsv
+	jq -r '.gates[5].evidence.code_objects[] | select(.entry == 0) | "\(.bundle)\t\(.container_offset)\t\(.container_size)"' \
+		report.json >ccobs.tsv
+	local n=0 b id sha z off size
+	while IFS=$'\t' read -r b id sha z; do
+		read -r off size < <(awk -F '\t' -v b="$b" '$1 == b { print $2, $3 }' ccobs.tsv)
+		dd if="$CO/hip-ccob-many.so" of=cut.bin bs=1M iflag=skip_bytes,count_bytes \
+			skip="$off" count="$size" status=none
+		decompress_ccob cut.bin plain.bin
+		clang-offload-bundler-15 --unbundle --type=o --input=plain.bin --targets="$id" --output=co.elf
+		assert_eq "$sha" "$(sha256sum co.elf | cut -d' ' -f1)" "CCOB $b $id"
+		assert_eq "$z" true "CCOB $b compressed"
+		n=$((n + 1))
+	done <ids.tsv
+	assert_eq "$n" 40 "gfx906 identities of hip-ccob-many.so"
+}
+
+# CUDA: each cubin's identity is the cubin ptxas wrote (nvcc -keep), which fatbinary packs as
+# it is or compressed (zstd by default in CUDA 13, LZ4 with --compress-mode=speed); no other
+# cubin is listed. (NVIDIA's cuobjdump -xelf extracts the same bytes; it is not installed here.)
+test_cuda_digests_are_the_cubins_nvcc_wrote() {
+	local NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+	need jq "$NVCC"
+	local gen="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]"
+	local mode
+	for mode in "-Xfatbin=-compress=false" "-Xfatbin=-compress-all" \
+		"-Xfatbin=-compress-all --compress-mode=speed"; do
+		rm -rf keep && mkdir keep
+		# shellcheck disable=SC2086
+		"$NVCC" -O2 -Xcompiler -fPIC -shared -cudart none $gen $mode -keep -keep-dir keep \
+			"$CO/kernels.cu" -o k.so 2>nvcc.err || { cat nvcc.err; fail "nvcc $mode"; }
+		local c80 c90
+		c80=$(sha256sum keep/kernels.compute_80.cubin | cut -d' ' -f1)
+		c90=$(sha256sum keep/kernels.compute_90.sm_90.cubin | cut -d' ' -f1)
+		gate6 "$PWD/k.so" sm_90
+		assert_eq "$(gate_status report.json 6)" pass "gate 6, $mode"
+		assert_eq "$(jq -r '[.gates[5].evidence.identities[] | select(.kind == "cubin") | .sha256] | join(" ")' report.json)" \
+			"$c90" "sm_90 identity, $mode"
+		assert_eq "$(jq -r '.gates[5].evidence.identities[] | select(.kind == "cubin") | .size' report.json)" \
+			"$(stat -c %s keep/kernels.compute_90.sm_90.cubin)" "sm_90 size, $mode"
+		# compute_90 PTX is listed (kind ptx): the driver of an sm_90 GPU could compile it
+		assert_eq "$(jq -r '[.gates[5].evidence.identities[] | .kind] | sort | join(" ")' report.json)" \
+			"cubin ptx" "kinds, $mode"
+		gate6 "$PWD/k.so" sm_80
+		assert_eq "$(jq -r '[.gates[5].evidence.identities[] | .sha256] | join(" ")' report.json)" \
+			"$c80" "sm_80 identity, $mode"
+		pg inspect --json --digests k.so
+		assert_eq "$(jq -r '[.files[0].code_objects[] | select(.kind == "cubin") | .sha256] | sort | join(" ")' <<<"$out")" \
+			"$(printf '%s\n' "$c80" "$c90" | sort | paste -sd' ')" "inspect --digests, $mode"
+	done
+	assert_contains "$(jq -r '.gates[5].evidence.identities[0].compressed' report.json)" true
+}
+
+# The summary names the first identity; a relocatable cubin has none
+test_gate_summary_and_relocatable_code() {
+	gate6 "$CO/hip-gfx906.so" gfx906
+	local sha
+	sha=$(jq -r '.gates[5].evidence.identities[0].sha256' report.json)
+	assert_eq "$(jq -r '.gates[5].evidence.identities | length' report.json)" 1
+	assert_contains "$(jq -r '.gates[5].summary' report.json)" "sha256 ${sha:0:12}"
+	gate6 "$FIXTURES/cuda-rdc/rdc-both.so" sm_90
+	assert_eq "$(jq -r '[.gates[5].evidence.code_objects[] | select(.relocatable and .sha256)] | length' report.json)" 0
+	assert_eq "$(jq -r '[.gates[5].evidence.identities[] | .section] | unique | join(" ")' report.json)" .nv_fatbin
+}
+
 run_tests

@@ -5,7 +5,7 @@
 # _C, _moe_C and _rocm_C), installed, and a live service that dlopens them. The code objects'
 # digests are those of the real objects: each .hip_fatbin is cut out with objcopy, unbundled
 # with clang-offload-bundler-15 and sha256sum'd here; the witness files naming them are
-# composed (witness-tool compose) and given the identity of the live engine (restamp).
+# built from a description (witness-tool build) and given the identity of the live engine (restamp).
 source "$PVG_SRC/tests/lib.sh"
 source "$PVG_SRC/tests/scenario/multi-ext.sh"
 TOOL=$PVG_BUILD/tests/helpers/witness-tool
@@ -62,10 +62,10 @@ digest_old() {
 	fail "no code object of the baseline's _moe_C defines $KERNEL"
 }
 
-# witness DESC: a composed witness file of the live engine in wdir
+# witness DESC: a witness file of the live engine in wdir, built from DESC
 witness() {
 	printf '%s\n' "$1" >w.txt
-	"$TOOL" compose w.txt w.pvgw || fail "compose failed"
+	"$TOOL" build w.txt w.pvgw || fail "witness-tool build failed"
 	rm -f wdir/*.pvgw
 	"$TOOL" restamp w.pvgw wdir "$engine" "$engine" 1 "$(ticks_of "$engine")" "$BOOT" >/dev/null ||
 		fail "restamp failed"
@@ -338,15 +338,16 @@ record name=moe_align_k grid=2 block=64 count=4 module=1"
 	assert_eq "$codes" dispatch-marker.witness-code-unknown
 }
 
-test_composed_file_reads_back() {
+test_built_file_reads_back() {
 	need jq
 	printf 'module sha256=%s size=10 origin=file path=/x/y.so\nrecord name=k grid=2,3 block=64 count=4 module=1 bind=only-name\n' \
 		"$(printf '%064d' 7)" >w.txt
-	"$TOOL" compose w.txt w.pvgw
+	"$TOOL" build w.txt w.pvgw
 	out=$("$TOOL" dump w.pvgw)
 	assert_contains "$out" 'record name="k" demangled="" module="" grid=2,3,1 block=64,1,1 via=1 flags=0 count=4'
-	assert_contains "$out" 'binding code=1 bind=3'
-	assert_contains "$out" "module sha256=$(printf '%064d' 7) size=10 origin=1 flags=0 path=\"/x/y.so\""
+	assert_contains "$out" ' code=1 bind=3'
+	assert_contains "$out" "module index=1 sha256=$(printf '%064d' 7) size=10 origin=1 flags=0"
+	assert_contains "$out" 'path="/x/y.so"'
 }
 
 run_tests

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The code-object parsers on hand-made bytes: every length is checked, every rule named. */
+#include <openssl/evp.h>
 #include <zlib.h>
 
 #include "formats/codeobj/codeobj.h"
@@ -598,6 +599,201 @@ static void arch_validation_uses_the_strict_target_parser(void)
 	CHECK(pvg_target_id_problem("gfx942:sramecc+:xnack-") == NULL);
 }
 
+
+/* ---- identities: the sha256 of each code object as the driver receives it ---- */
+
+static void sha256_of(const uint8_t *p, size_t n, uint8_t out[32])
+{
+	unsigned int l = 0;
+	EVP_Digest(p, n, out, &l, EVP_sha256(), NULL);
+}
+
+static const struct pvg_code_object *first_of_arch(const struct pvg_codeobj_set *set,
+						    const char *arch)
+{
+	for (size_t i = 0; i < set->n_objs; i++)
+		if (set->objs[i].arch && strcmp(set->objs[i].arch, arch) == 0)
+			return &set->objs[i];
+	return NULL;
+}
+
+static size_t n_digests(const struct pvg_codeobj_set *set)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < set->n_objs; i++)
+		n += set->objs[i].digest_known;
+	return n;
+}
+
+static void digests_are_of_the_objects_asked_for(void)
+{
+	size_t len;
+	_cleanup_free_ uint8_t *lib = fixture("hip-multi.so", &len);
+	if (!lib)
+		return;
+	struct pvg_codeobj_set *none, *one, *all, *file;
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "hip-multi.so", NULL, &none), 0);
+	CHECK_INT(n_digests(none), 0);
+	struct pvg_codeobj_opts o1 = { .digest_arch = "gfx906" }, oa = { .all_digests = true };
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "hip-multi.so", &o1, &one), 0);
+	CHECK_INT(n_digests(one), 1);
+	const struct pvg_code_object *co = first_of_arch(one, "gfx906");
+	CHECK(co && co->digest_known && co->digest_size == co->size && co->size > 0);
+	/* the entry's bytes in the file, hashed here in one piece */
+	uint8_t want[32];
+	sha256_of(lib + co->offset, co->size, want);
+	CHECK(memcmp(co->sha256, want, 32) == 0);
+	const struct pvg_code_object *which = NULL;
+	CHECK(pvg_codeobj_has_digest(one, want, &which) && which == co);
+	want[31] ^= 1;
+	CHECK(!pvg_codeobj_has_digest(one, want, &which) && which == NULL);
+	CHECK(!pvg_codeobj_has_digest(NULL, want, NULL));
+	want[31] ^= 1;
+	/* every device code object, not the host entry; the same through the file (pread) */
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "hip-multi.so", &oa, &all), 0);
+	CHECK_INT(n_digests(all), 5);
+	CHECK_INT(all->n_by_digest, 5);
+	const char *src = getenv("PVG_SRC");
+	_cleanup_free_ char *path = pvg_asprintf("%s/tests/fixtures/codeobj/hip-multi.so",
+						 src ? src : ".");
+	CHECK_INT(pvg_codeobj_scan_path(path, &oa, &file), 0);
+	for (size_t i = 0; i < all->n_objs; i++) {
+		CHECK(all->objs[i].digest_known == (all->objs[i].kind == PVG_CO_AMDGPU));
+		CHECK(memcmp(all->objs[i].sha256, file->objs[i].sha256, 32) == 0);
+		CHECK(pvg_codeobj_has_digest(file, all->objs[i].sha256, &which) ==
+		      all->objs[i].digest_known);
+	}
+	CHECK(pvg_codeobj_has_digest(all, want, &which) && which->arch &&
+	      strcmp(which->arch, "gfx906") == 0);
+	/* digest_arch belongs to the set, not to the caller's string */
+	char arch[16] = "gfx906";
+	struct pvg_codeobj_opts oc = { .digest_arch = arch };
+	struct pvg_codeobj_set *copy;
+	CHECK_INT(pvg_codeobj_scan_mem(lib, len, "hip-multi.so", &oc, &copy), 0);
+	memcpy(arch, "gfx908", 6);
+	CHECK_STR(copy->opts.digest_arch, "gfx906");
+	pvg_codeobj_set_free(copy);
+	pvg_codeobj_set_free(none);
+	pvg_codeobj_set_free(one);
+	pvg_codeobj_set_free(all);
+	pvg_codeobj_set_free(file);
+}
+
+/* A CCOB entry's digest is of its decompressed bytes: the plain bundle's, whatever the
+ * version and codec; the whole bundle need not be decompressed for it. */
+static void ccob_digests_equal_the_plain_bundle(void)
+{
+	size_t bl;
+	_cleanup_free_ uint8_t *bundle = fixture("bundle-gfx906.bin", &bl);
+	if (!bundle)
+		return;
+	struct pvg_codeobj_opts o = { .digest_arch = "gfx906" };
+	struct pvg_codeobj_set *plain;
+	CHECK_INT(pvg_codeobj_scan_mem(bundle, bl, "bundle", &o, &plain), 0);
+	const struct pvg_code_object *ref = first_of_arch(plain, "gfx906");
+	CHECK(ref && ref->digest_known && !ref->compressed);
+	const char *names[] = { "ccob-v1-zlib.bin", "ccob-v1-zstd.bin", "ccob-v2-zlib.bin",
+				"ccob-v2-zstd.bin", "ccob-v3-zlib.bin", "ccob-v3-zstd.bin" };
+	for (size_t i = 0; ref && i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t cl;
+		_cleanup_free_ uint8_t *c = fixture(names[i], &cl);
+		struct pvg_codeobj_set *set;
+		CHECK_INT(pvg_codeobj_scan_mem(c, cl, names[i], &o, &set), 0);
+		const struct pvg_code_object *co = first_of_arch(set, "gfx906");
+		CHECK(co && co->compressed && co->digest_known);
+		CHECK(co && memcmp(co->sha256, ref->sha256, 32) == 0);
+		CHECK(co && co->digest_size == ref->digest_size);
+		pvg_codeobj_set_free(set);
+	}
+	pvg_codeobj_set_free(plain);
+	/* 40 CCOBs: every gfx906 entry hashed, no other; decompressed only as far as those */
+	size_t ml;
+	_cleanup_free_ uint8_t *many = fixture("hip-ccob-many.so", &ml);
+	struct pvg_codeobj_set *set;
+	CHECK_INT(pvg_codeobj_scan_mem(many, ml, "many", &o, &set), 0);
+	size_t n906 = 0;
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		bool is906 = co->arch && strcmp(co->arch, "gfx906") == 0;
+		n906 += is906;
+		CHECK(co->digest_known == is906);
+	}
+	CHECK_INT(n906, 40);
+	pvg_codeobj_set_free(set);
+}
+
+/* CUDA: a compressed entry's digest is of the cubin (or PTX text) it decodes to; PTX is
+ * hashed for the sm_NN whose driver could compile it, relocatable cubins never. */
+static void cuda_digests_of_plain_and_compressed_entries(void)
+{
+	const char *names[] = { "cuda.fatbin", "cuda-z.fatbin", "cuda-lz4.fatbin" };
+	uint8_t sm90[32], ptx[32];
+	struct pvg_codeobj_opts o90 = { .digest_arch = "sm_90" }, o80 = { .digest_arch = "sm_80" };
+	for (size_t i = 0; i < 3; i++) {
+		size_t l;
+		_cleanup_free_ uint8_t *f = fixture(names[i], &l);
+		if (!f)
+			return;
+		struct pvg_codeobj_set *set, *set80;
+		CHECK_INT(pvg_codeobj_scan_mem(f, l, names[i], &o90, &set), 0);
+		const struct pvg_code_object *c = first_of_arch(set, "sm_90"),
+					     *p = first_of_arch(set, "compute_90"),
+					     *c80 = first_of_arch(set, "sm_80");
+		CHECK(c && p && c80 && c->digest_known && p->digest_known && !c80->digest_known);
+		if (!c || !p)
+			return;
+		CHECK(c->compressed == (i > 0));
+		CHECK_INT(c->digest_size, c->size);
+		if (i == 0) {
+			memcpy(sm90, c->sha256, 32);
+			memcpy(ptx, p->sha256, 32);
+			/* the cubin is the payload itself; PTX text ends at its NUL */
+			uint8_t want[32];
+			sha256_of(f + c->offset, c->size, want);
+			CHECK(memcmp(want, sm90, 32) == 0);
+			size_t tl = strnlen((const char *)f + p->offset, p->size);
+			CHECK(tl < p->size);
+			CHECK_INT(p->digest_size, tl);
+			sha256_of(f + p->offset, tl, want);
+			CHECK(memcmp(want, ptx, 32) == 0);
+		} else {
+			CHECK(memcmp(c->sha256, sm90, 32) == 0);
+			CHECK(memcmp(p->sha256, ptx, 32) == 0);
+		}
+		/* sm_80: its cubin, not compute_90 PTX (an sm_80 driver cannot compile it) */
+		CHECK_INT(pvg_codeobj_scan_mem(f, l, names[i], &o80, &set80), 0);
+		CHECK_INT(n_digests(set80), 1);
+		CHECK(first_of_arch(set80, "sm_80")->digest_known);
+		pvg_codeobj_set_free(set);
+		pvg_codeobj_set_free(set80);
+	}
+	/* a damaged LZ4 entry: malformed, no identity */
+	size_t l;
+	_cleanup_free_ uint8_t *bad = fixture("cuda-lz4-bad.fatbin", &l);
+	struct pvg_codeobj_set *set;
+	CHECK_INT(pvg_codeobj_scan_mem(bad, l, "bad", &o90, &set), 0);
+	const struct pvg_code_object *c = first_of_arch(set, "sm_90");
+	CHECK(c && c->error && !c->digest_known);
+	CHECK(!pvg_codeobj_has_digest(set, sm90, NULL));
+	pvg_codeobj_set_free(set);
+	/* -rdc: the cubins of __nv_relfatbin are not loadable, those of .nv_fatbin are */
+	const char *src = getenv("PVG_SRC");
+	_cleanup_free_ char *rdc = pvg_asprintf("%s/tests/fixtures/cuda-rdc/rdc-both.so",
+						src ? src : ".");
+	struct pvg_codeobj_opts oa = { .all_digests = true };
+	CHECK_INT(pvg_codeobj_scan_path(rdc, &oa, &set), 0);
+	size_t n = 0;
+	for (size_t i = 0; i < set->n_objs; i++) {
+		const struct pvg_code_object *co = &set->objs[i];
+		bool reloc = strcmp(co->section, "__nv_relfatbin") == 0;
+		CHECK(co->digest_known == !reloc);
+		CHECK(pvg_co_loadable(co) == !reloc);
+		n += co->digest_known;
+	}
+	CHECK_INT(n, 2);
+	pvg_codeobj_set_free(set);
+}
+
 int main(void)
 {
 	RUN(gfx_names_of_versions);
@@ -614,5 +810,8 @@ int main(void)
 	RUN(many_ccobs_decompressed_as_far_as_asked);
 	RUN(ptx_entries_are_kernels);
 	RUN(scan_of_garbage_finds_nothing);
+	RUN(digests_are_of_the_objects_asked_for);
+	RUN(ccob_digests_equal_the_plain_bundle);
+	RUN(cuda_digests_of_plain_and_compressed_entries);
 	TAP_EXIT();
 }

@@ -518,6 +518,60 @@ static void stale_profiler_fails_unless_allowed(void)
 	pvg_strv_clear(&attached);
 }
 
+/* a folder named by VLLM_TORCH_PROFILER_DIR with n traces since the start */
+static struct pvg_profiler_dir trace_dir(size_t n_since, int err)
+{
+	struct pvg_profiler_dir d = { .pid = 77, .var = "VLLM_TORCH_PROFILER_DIR",
+				      .dir = (char *)"/traces", .err = err, .n_since = n_since,
+				      .n_before = 3 };
+	static char names[2][64] = { "dp0_pp0_tp0_dcp0_ep0_rank0.1733.pt.trace.json.gz",
+				     "dp0_pp0_tp1_dcp0_ep1_rank1.1734.pt.trace.json.gz" };
+	for (size_t i = 0; i < n_since && i < 2; i++)
+		d.traces[d.n_traces++].name = names[i];
+	return d;
+}
+
+static void stale_profiler_traces_fail_unless_allowed(void)
+{
+	struct pvg_profiler_dir d = trace_dir(2, 0);
+	struct pvg_stale_trace_dirs td = { &d, 1 };
+	struct pvg_outcome o = pvg_stale_rule_no_profiler_traces(&td, false);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_INT(o.n_problems, 1);
+	CHECK_STR(code_of(&o, 0), "stale-service.profiler-traces");
+	CHECK(message_has(&o, 0, "pid 77 was started with VLLM_TORCH_PROFILER_DIR=/traces, and 2 "
+			  "torch-profiler traces were written there since it started: "
+			  "dp0_pp0_tp0_dcp0_ep0_rank0.1733.pt.trace.json.gz, "
+			  "dp0_pp0_tp1_dcp0_ep1_rank1.1734.pt.trace.json.gz"));
+	pvg_outcome_clear(&o);
+	o = pvg_stale_rule_no_profiler_traces(&td, true);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+}
+
+/* set, but no trace since the start (only older ones), or no folder yet: noted, not failed */
+static void stale_profiler_dir_without_traces_passes(void)
+{
+	struct pvg_profiler_dir d[2] = { trace_dir(0, 0), trace_dir(0, -ENOENT) };
+	struct pvg_stale_trace_dirs td = { d, 2 };
+	struct pvg_outcome o = pvg_stale_rule_no_profiler_traces(&td, false);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+}
+
+/* a folder that cannot be listed (a link out of the root, another user's folder) proves
+ * nothing either way */
+static void stale_profiler_dir_unreadable_is_unverifiable(void)
+{
+	struct pvg_profiler_dir d = trace_dir(0, -ELOOP);
+	d.refused = PVG_REFUSED_LINK;
+	struct pvg_stale_trace_dirs td = { &d, 1 };
+	struct pvg_outcome o = pvg_stale_rule_no_profiler_traces(&td, false);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "stale-service.profiler-dir-unreadable");
+	pvg_outcome_clear(&o);
+}
+
 int main(void)
 {
 	RUN(maps_passes_the_installed_build);
@@ -535,5 +589,8 @@ int main(void)
 	RUN(stale_unread_fds_make_one_problem);
 	RUN(stale_gpu_driver_counts_what_a_container_cannot_see);
 	RUN(stale_profiler_fails_unless_allowed);
+	RUN(stale_profiler_traces_fail_unless_allowed);
+	RUN(stale_profiler_dir_without_traces_passes);
+	RUN(stale_profiler_dir_unreadable_is_unverifiable);
 	TAP_EXIT();
 }

@@ -2,9 +2,12 @@
 /*
  * The witness library's writer (lib/witness/writer.c, compiled in with the sanitizers):
  * launches counted from many threads at once while the helper thread rewrites the file every
- * 10 ms, and a reader that keeps parsing the file meanwhile never sees a torn one.
+ * 10 ms, and a reader that keeps parsing the file meanwhile never sees a torn one. The module
+ * table: its own SHA-256 against libcrypto's, modules bound by handle and by name (ambiguous
+ * when loaded copies differ), the records' code asked once per new key, the table's bound.
  */
 #include <dirent.h>
+#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -13,6 +16,7 @@
 #include "formats/witness.h"
 #include "tap.h"
 #include "util/util.h"
+#include "witness/sha256.h"
 #include "witness/witness.h"
 
 #define THREADS 8
@@ -270,9 +274,250 @@ static void graph_replays_counted_while_lists_change(void)
 	rmdir(gdir);
 }
 
+/* The library's SHA-256 (it links no libcrypto) gives libcrypto's digests: every length
+ * around the block and padding edges, a large buffer, and updates split at odd places. */
+static void sha256_matches_libcrypto(void)
+{
+	static uint8_t data[1 << 20];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < sizeof(data); i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		data[i] = (uint8_t)x;
+	}
+	int bad = 0;
+	for (size_t n = 0; n <= 300; n++) {
+		uint8_t a[32], b[32];
+		pvg_wsha256(data, n, a);
+		SHA256(data, n, b);
+		bad += memcmp(a, b, 32) != 0;
+	}
+	CHECK_INT(bad, 0);
+	uint8_t a[32], b[32];
+	SHA256(data, sizeof(data), b);
+	pvg_wsha256(data, sizeof(data), a);
+	CHECK(memcmp(a, b, 32) == 0);
+	const size_t cuts[] = { 1, 63, 64, 65, 127, 1000, 4097 };
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		struct pvg_wsha256 ctx;
+		pvg_wsha256_init(&ctx);
+		for (size_t at = 0; at < sizeof(data); at += cuts[c])
+			pvg_wsha256_update(&ctx, data + at,
+					   sizeof(data) - at < cuts[c] ? sizeof(data) - at : cuts[c]);
+		pvg_wsha256_final(&ctx, a);
+		CHECK(memcmp(a, b, 32) == 0);
+	}
+	/* FIPS 180-4's "abc" */
+	pvg_wsha256("abc", 3, a);
+	static const uint8_t abc[4] = { 0xba, 0x78, 0x16, 0xbf };
+	CHECK(memcmp(a, abc, 4) == 0);
+}
+
+static atomic_int code_of_calls;
+
+/* a front end's code_of: the handle's module, else the one by name */
+static uint32_t code_of(uint64_t handle, const char *name, uint32_t *bind)
+{
+	atomic_fetch_add(&code_of_calls, 1);
+	int idx = pvg_witness_module_by_handle(handle);
+	if (idx >= 0) {
+		*bind = PVG_WITNESS_BIND_HANDLE;
+		return (uint32_t)idx + 1;
+	}
+	return pvg_witness_module_by_name(name, bind);
+}
+
+static void launch(uint64_t handle, const char *name, uint32_t grid)
+{
+	struct pvg_launch l = { .handle = handle, .grid = { grid, 1, 1 }, .block = { 32, 1, 1 },
+				.via = PVG_WITNESS_VIA_DRIVER, .name = name, .code_of = code_of };
+	pvg_witness_record(&l);
+}
+
+static const struct pvg_witness_entry *find_grid(const struct pvg_witness_file *f, const char *name,
+						  uint32_t grid)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->entries[i].grid[0] == grid && f->entries[i].name.n == strlen(name) &&
+		    memcmp(f->entries[i].name.p, name, f->entries[i].name.n) == 0)
+			return &f->entries[i];
+	return NULL;
+}
+
+static int read_witness(const char *wdir, char **buf, struct pvg_witness_file *f)
+{
+	char path[4300] = "";
+	DIR *d = opendir(wdir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			snprintf(path, sizeof(path), "%s/%s", wdir, de->d_name);
+	if (d)
+		closedir(d);
+	size_t len = 0;
+	if (pvg_read_file(path, PVG_WITNESS_MAX_FILE, buf, &len) != 0)
+		return -1;
+	size_t at = 0;
+	enum pvg_witness_error e = pvg_witness_parse((uint8_t *)*buf, len, f, &at);
+	if (e != PVG_WITNESS_OK)
+		printf("#   parse: %s at %zu\n", pvg_witness_strerror(e), at);
+	return e == PVG_WITNESS_OK ? 0 : -1;
+}
+
+static struct pvg_witness_mod mods[PVG_WITNESS_MAX_MODULES];
+
+/* Three images define a kernel "dup": the artifact's, a vendor's older copy (other bytes) and
+ * a second load of the artifact's bytes. A launch binds by its handle where the front end
+ * knows it, else by name: one module or copies of the same bytes bind (ONLY_NAME), differing
+ * copies are AMBIGUOUS; an unloaded module binds no more. code_of is asked once a new key. */
+static void modules_bound_by_handle_and_name(void)
+{
+	char mdir[] = "/tmp/pvg-witness-modules.XXXXXX";
+	CHECK(mkdtemp(mdir) != NULL);
+	setenv("PROVGATE_WITNESS_INTERVAL_MS", "60000", 1);
+	CHECK_INT(pvg_witness_start(mdir), 0);
+	pvg_witness_set_api(PVG_WITNESS_API_CUDA, "test", 1);
+	static const char art[] = "artifact image bytes", ven[] = "vendor image, older";
+	static const char art_names[] = "dup\0only_art\0", ven_names[] = "dup\0";
+	struct pvg_module_load a = { .image = art, .size = sizeof(art), .handle = 0xa0, .api_id = 1,
+				     .origin = PVG_WITNESS_ORIGIN_EMBEDDED, .arch = 90,
+				     .path = "/opt/x/libpvgdup.so", .file_offset = 4096,
+				     .names = art_names, .names_len = sizeof(art_names) - 1,
+				     .n_names = 2 };
+	int ia = pvg_witness_module_add(&a);
+	CHECK_INT(ia, 0);
+	uint32_t bind = 99;
+	CHECK_INT(pvg_witness_module_by_name("dup", &bind), ia + 1);
+	CHECK_INT(bind, PVG_WITNESS_BIND_ONLY_NAME);
+	CHECK_INT(pvg_witness_module_by_name("du", &bind), 0);
+	CHECK_INT(bind, PVG_WITNESS_BIND_NONE);
+	launch(0x111, "dup", 1); /* before the vendor's copy: the one module by name */
+
+	struct pvg_module_load v = { .image = ven, .size = sizeof(ven), .api_id = 2,
+				     .origin = PVG_WITNESS_ORIGIN_FILE, .arch = 90,
+				     .path = "/opt/v/libvendor_ops.so", .names = ven_names,
+				     .names_len = sizeof(ven_names) - 1, .n_names = 1 };
+	int iv = pvg_witness_module_add(&v);
+	CHECK_INT(iv, 1);
+	CHECK_INT(pvg_witness_module_by_handle(0xb0), -ENOENT);
+	pvg_witness_module_set_handle(iv, 0xb0);
+	CHECK_INT(pvg_witness_module_by_handle(0xb0), iv);
+	CHECK_INT(pvg_witness_module_by_api_id(2), iv);
+	CHECK_INT(pvg_witness_module_by_name("dup", &bind), ia + 1);
+	CHECK_INT(bind, PVG_WITNESS_BIND_AMBIGUOUS);
+	CHECK_INT(pvg_witness_module_by_name("only_art", &bind), ia + 1);
+	CHECK_INT(bind, PVG_WITNESS_BIND_ONLY_NAME);
+
+	atomic_store(&code_of_calls, 0);
+	for (int i = 0; i < 12; i++)
+		launch(0xb0, "dup", 2); /* the front end knows the vendor's handle */
+	for (int i = 0; i < 3; i++)
+		launch(0x222, "dup", 3); /* no handle known: two differing copies by name */
+	CHECK_INT(atomic_load(&code_of_calls), 2);
+
+	/* the vendor's copy unloaded: the name binds to the artifact alone again */
+	pvg_witness_module_unload(iv);
+	CHECK_INT(pvg_witness_module_by_handle(0xb0), -ENOENT);
+	CHECK_INT(pvg_witness_module_by_api_id(2), -ENOENT);
+	launch(0x333, "dup", 4);
+	/* a second load of the artifact's bytes: the same code, so not ambiguous */
+	struct pvg_module_load a2 = a;
+	a2.handle = 0xa2;
+	a2.api_id = 3;
+	int ia2 = pvg_witness_module_add(&a2);
+	CHECK_INT(pvg_witness_module_by_name("dup", &bind), ia + 1);
+	CHECK_INT(bind, PVG_WITNESS_BIND_ONLY_NAME);
+	launch(0x444, "nobody_defines_me", 5);
+	/* an image given by digest, and one with no bytes at all */
+	uint8_t given[32];
+	memset(given, 0x5a, sizeof(given));
+	struct pvg_module_load g = { .sha256 = given, .size = 1234, .api_id = 4,
+				     .origin = PVG_WITNESS_ORIGIN_PTX_JIT };
+	int ig = pvg_witness_module_add(&g);
+	struct pvg_module_load none = { .size = 77, .api_id = 5, .origin = PVG_WITNESS_ORIGIN_MEMORY };
+	int in = pvg_witness_module_add(&none);
+	CHECK(ig == 3 && in == 4);
+	uint8_t d[32];
+	CHECK_INT(pvg_witness_module_digest(in, d), -ENOENT);
+	CHECK_INT(pvg_witness_module_digest(ig, d), 0);
+
+	CHECK_INT(pvg_witness_flush(), 0);
+	char *buf = NULL;
+	struct pvg_witness_file f = { .entries = entries, .modules = mods };
+	CHECK_INT(read_witness(mdir, &buf, &f), 0);
+	CHECK_INT(f.n_modules, 5);
+	CHECK_INT(f.h.modules_loaded, 5);
+	CHECK_INT(f.h.modules_dropped, 0);
+	CHECK(!(f.h.flags & PVG_WITNESS_F_MODULE_TABLE_FULL));
+	if (f.n_modules == 5) {
+		uint8_t want[32];
+		SHA256((const uint8_t *)art, sizeof(art), want);
+		CHECK(memcmp(f.modules[ia].sha256, want, 32) == 0);
+		CHECK(memcmp(f.modules[ia2].sha256, want, 32) == 0);
+		SHA256((const uint8_t *)ven, sizeof(ven), want);
+		CHECK(memcmp(f.modules[iv].sha256, want, 32) == 0);
+		CHECK(memcmp(f.modules[ig].sha256, given, 32) == 0);
+		CHECK(f.modules[in].flags & PVG_WITNESS_M_NOT_HASHED);
+		CHECK_INT(f.modules[ia].size, sizeof(art));
+		CHECK_INT(f.modules[ia].names, 2);
+		CHECK_INT(f.modules[ia].arch, 90);
+		CHECK_INT(f.modules[ia].file_offset, 4096);
+		CHECK_INT(f.modules[ia].origin, PVG_WITNESS_ORIGIN_EMBEDDED);
+		CHECK_INT(f.modules[ia].handle, 0xa0);
+		CHECK_INT(f.modules[iv].handle, 0xb0);
+		CHECK(f.modules[ia].path.n == strlen(a.path) &&
+		      memcmp(f.modules[ia].path.p, a.path, f.modules[ia].path.n) == 0);
+		CHECK(f.modules[iv].unload_ns >= f.modules[iv].load_ns && f.modules[iv].unload_ns);
+		CHECK_INT(f.modules[ia].unload_ns, 0);
+		CHECK_INT(f.modules[ig].path.n, 0);
+	}
+	const struct pvg_witness_entry *e1 = find_grid(&f, "dup", 1), *e2 = find_grid(&f, "dup", 2),
+				       *e3 = find_grid(&f, "dup", 3), *e4 = find_grid(&f, "dup", 4),
+				       *e5 = find_grid(&f, "nobody_defines_me", 5);
+	CHECK(e1 && e2 && e3 && e4 && e5);
+	if (e1 && e2 && e3 && e4 && e5) {
+		CHECK(e1->code == (uint32_t)ia + 1 && e1->bind == PVG_WITNESS_BIND_ONLY_NAME);
+		CHECK(e2->code == (uint32_t)iv + 1 && e2->bind == PVG_WITNESS_BIND_HANDLE);
+		CHECK_INT(e2->count, 12);
+		CHECK(e3->code == (uint32_t)ia + 1 && e3->bind == PVG_WITNESS_BIND_AMBIGUOUS);
+		CHECK(e4->code == (uint32_t)ia + 1 && e4->bind == PVG_WITNESS_BIND_ONLY_NAME);
+		CHECK(e5->code == 0 && e5->bind == PVG_WITNESS_BIND_NONE);
+	}
+	free(buf);
+
+	/* the table's bound: loads past it are counted and dropped, and said so */
+	int last = 0;
+	for (uint32_t i = (uint32_t)f.n_modules; i < PVG_WITNESS_MAX_MODULES + 3; i++) {
+		struct pvg_module_load m = { .image = &i, .size = sizeof(i), .api_id = 100 + i };
+		last = pvg_witness_module_add(&m);
+	}
+	CHECK_INT(last, -ENOSPC);
+	CHECK_INT(pvg_witness_flush(), 0);
+	buf = NULL;
+	CHECK_INT(read_witness(mdir, &buf, &f), 0);
+	CHECK_INT(f.n_modules, PVG_WITNESS_MAX_MODULES);
+	CHECK_INT(f.h.modules_loaded, PVG_WITNESS_MAX_MODULES + 3);
+	CHECK_INT(f.h.modules_dropped, 3);
+	CHECK(f.h.flags & PVG_WITNESS_F_MODULE_TABLE_FULL);
+	free(buf);
+	pvg_witness_stop();
+	DIR *dd = opendir(mdir);
+	struct dirent *de;
+	char p[4300];
+	while (dd && (de = readdir(dd)))
+		if (de->d_name[0] != '.' || strlen(de->d_name) > 2) {
+			snprintf(p, sizeof(p), "%s/%s", mdir, de->d_name);
+			unlink(p);
+		}
+	if (dd)
+		closedir(dd);
+	rmdir(mdir);
+}
+
 int main(void)
 {
+	RUN(sha256_matches_libcrypto);
 	RUN(writer_counts_concurrent_launches_and_never_tears);
 	RUN(graph_replays_counted_while_lists_change);
+	RUN(modules_bound_by_handle_and_name);
 	TAP_EXIT();
 }

@@ -113,6 +113,7 @@ struct pvg_code_object {
 	 * scan's digest_arch (pvg_codeobj_opts), or of every loadable object with all_digests. */
 	bool digest_known;
 	uint8_t sha256[32];
+	uint64_t digest_size; /* bytes hashed: size, or the length of a PTX text */
 	char *error;        /* the object is malformed: what is wrong */
 	char *mismatch;     /* bundle id, note and e_flags disagree: how */
 };
@@ -175,6 +176,9 @@ struct pvg_codeobj_set {
 	size_t n_deferred;
 	struct pvg_ccob_deferred *ccobs;
 	size_t n_ccobs;
+	char *digest_arch;           /* the options' digest_arch, owned */
+	size_t *by_digest;           /* the objects with a digest, in the order of their sha256 */
+	size_t n_by_digest;
 	unsigned n_wrappers;         /* .hipFatBinSegment / .nvFatBinSegment records */
 	unsigned n_wrappers_located; /* whose pointer names a container that was found */
 };
@@ -197,6 +201,28 @@ char *pvg_co_strndup(const void *p, size_t n);
 void pvg_co_set_error(struct pvg_code_object *co, const char *fmt, ...) PVG_PRINTF(2, 3);
 void pvg_co_add_kernel(struct pvg_code_object *co, const char *name, size_t name_len,
 		       const char *symbol, size_t symbol_len, int wavefront_size);
+
+/* ---- digest.c: code identity ---------------------------------------------------------------- */
+
+/* Device code the runtime can load: an AMDGPU code object, a cubin or PTX, not held in
+ * __nv_relfatbin (relocatable code, which only a device link makes loadable). */
+bool pvg_co_loadable(const struct pvg_code_object *co);
+/* Do the options ask for co's sha256? Loadable, not malformed, and all_digests, or of
+ * digest_arch: a code object pvg_codeobj_matches_arch accepts, or (sm_NN) PTX the driver
+ * could compile for it (compute_MM, MM <= NN). */
+bool pvg_co_digest_wanted(const struct pvg_codeobj_set *set, const struct pvg_code_object *co);
+/* Sets co's sha256 from its image in memory (a decoder's buffer; PTX: up to its NUL). */
+void pvg_co_digest_mem(struct pvg_code_object *co, const uint8_t *p, size_t n);
+/* Hashes the wanted objects that lie uncompressed in src ([offset, offset+size)), with pread
+ * in chunks, on a thread per CPU; an object whose bytes cannot be read gets an error. */
+void pvg_co_digest_plain(struct pvg_codeobj_set *set, const struct pvg_src *src);
+/* Builds set->by_digest once every digest is known (the scan's last step). */
+void pvg_co_index_digests(struct pvg_codeobj_set *set);
+/* Is sha256 the identity of one of set's code objects (digest_known)? *which (when not NULL):
+ * the first such object in the file, or NULL. Any kind: a PTX entry's digest is of its text,
+ * which no cubin module has. NULL set: false. O(log n). */
+bool pvg_codeobj_has_digest(const struct pvg_codeobj_set *set, const uint8_t sha256[32],
+			    const struct pvg_code_object **which);
 
 /* ---- elf-sections.c: the host file --------------------------------------------------------- */
 

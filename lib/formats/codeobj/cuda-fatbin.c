@@ -431,7 +431,8 @@ static void decode_one(struct decode_pool *p, const struct pvg_co_deferred *d)
 		    cubin_header(eh, d->usize, co) < 0)
 			return;
 	}
-	if (!pvg_co_names_wanted(p->set, co)) {
+	bool digest = pvg_co_digest_wanted(p->set, co);
+	if (!digest && !pvg_co_names_wanted(p->set, co)) {
 		co->not_decoded = true;
 		co->kernels_why = pvg_asprintf("%s-compressed entry: kernel names are decoded only "
 					       "when asked for (provgate inspect --kernels, or the "
@@ -448,6 +449,8 @@ static void decode_one(struct decode_pool *p, const struct pvg_co_deferred *d)
 	} else if (decode_whole(comp, d->clen, plain, d, co) == 0) {
 		free(comp);
 		comp = NULL;
+		if (digest)
+			pvg_co_digest_mem(co, plain, d->usize);
 		if (co->kind == PVG_CO_CUBIN) {
 			struct pvg_src mem = { .mem = plain, .fd = -1, .size = d->usize };
 			cubin_kernels(&mem, 0, d->usize, eh, co);

@@ -234,6 +234,8 @@ static int scan_src(const struct pvg_src *src, const char *name,
 	}
 	pvg_cuda_decode_deferred(set, src);
 	pvg_hip_decode_deferred(set, src);
+	pvg_co_digest_plain(set, src);
+	pvg_co_index_digests(set);
 	*out = set;
 	return 0;
 }

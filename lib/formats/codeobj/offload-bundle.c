@@ -174,6 +174,9 @@ static int add_bundle(struct pvg_codeobj_set *set, const struct pvg_src *src, ui
 		co->compressed = compressed;
 		if (parse)
 			parse_entry(set, src, off + be->offset, be->size, co);
+		/* a plain entry is hashed from the file after the walk (pvg_co_digest_plain) */
+		if (compressed && src->mem && pvg_co_digest_wanted(set, co))
+			pvg_co_digest_mem(co, src->mem + off + be->offset, be->size);
 	}
 	*end = b.end;
 	pvg_bundle_clear(&b);
@@ -271,7 +274,7 @@ static int add_ccob_deferred(struct pvg_codeobj_set *set, const struct pvg_src *
 					       "for (provgate inspect --kernels, or the configured "
 					       "arch)",
 					       pvg_ccob_method_name(h->method));
-		if (!co->arch || pvg_co_names_wanted(set, co)) {
+		if (!co->arch || pvg_co_names_wanted(set, co) || pvg_co_digest_wanted(set, co)) {
 			if (be->offset + be->size > need)
 				need = be->offset + be->size;
 		}
@@ -395,8 +398,11 @@ static void ccob_decode_one(struct ccob_pool *p, struct pvg_ccob_deferred *d)
 		co->checksum = whole ? PVG_CSUM_VERIFIED : PVG_CSUM_UNCHECKED;
 		co->ccob_decoded = d->want;
 		if (co->kind == PVG_CO_AMDGPU && !co->error && co->not_decoded && eo <= d->want &&
-		    es <= d->want - eo)
+		    es <= d->want - eo) {
 			parse_entry(set, &mem, eo, es, co);
+			if (pvg_co_digest_wanted(set, co))
+				pvg_co_digest_mem(co, plain + eo, es);
+		}
 	}
 	free(plain);
 	pvg_co_budget_give(&p->budget, held);

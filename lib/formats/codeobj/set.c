@@ -91,6 +91,9 @@ struct pvg_codeobj_set *pvg_codeobj_set_new(const char *path, const struct pvg_c
 		if (opts->names_arch)
 			set->names_arch = pvg_strdup(opts->names_arch);
 		set->opts.names_arch = set->names_arch;
+		if (opts->digest_arch)
+			set->digest_arch = pvg_strdup(opts->digest_arch);
+		set->opts.digest_arch = set->digest_arch;
 	}
 	return set;
 }
@@ -158,6 +161,8 @@ void pvg_codeobj_set_free(struct pvg_codeobj_set *set)
 	free(set->sections);
 	free(set->path);
 	free(set->names_arch);
+	free(set->digest_arch);
+	free(set->by_digest);
 	free(set);
 }
 
@@ -324,6 +329,12 @@ cJSON *pvg_codeobj_json(const struct pvg_code_object *co, bool with_kernels)
 	pvg_json_add_u64(o, "container_offset", co->container_offset);
 	pvg_json_add_u64(o, "container_size", co->container_size);
 	pvg_json_add_bool(o, "compressed", co->compressed);
+	if (co->digest_known) {
+		char hex[65];
+		pvg_hex(co->sha256, 32, hex);
+		pvg_json_add_str(o, "sha256", hex);
+		pvg_json_add_u64(o, "sha256_size", co->digest_size);
+	}
 	if (co->checksum != PVG_CSUM_NONE) {
 		pvg_json_add_str(o, "container_checksum",
 				 co->checksum == PVG_CSUM_VERIFIED    ? "verified"

@@ -8,7 +8,9 @@
 //                   with libprovgate-witness-bench.so as CUDA_INJECTION64_PATH: B blocks of N
 //                   launches each with the witness's callbacks off, B with them on, alternating
 //                   (off, on, on, off, ...); prints "tight-off NS..." and "tight-on NS...";
-//                   with PVG_OVH_TOGGLE=detach, off detaches CUPTI from the process
+//                   with PVG_OVH_TOGGLE=detach, off detaches CUPTI from the process; with
+//                   PVG_OVH_TOGGLE=modules, off and on are the witness without and with its
+//                   module recording (pvg_witness_bench_modules)
 //   demo graph-bench NODES LAUNCHES BLOCKS
 //                   with libprovgate-witness-bench.so: a graph of NODES empty kernel nodes
 //                   (independent, built with cudaGraphAddKernelNode), instantiated once; then
@@ -107,8 +109,11 @@ static int bench_toggle(long n, int blocks)
 	pvg_wit_empty<<<1, 32>>>(); // the injection library is loaded by the first CUDA call
 	CK(cudaDeviceSynchronize());
 	void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
-	int (*toggle)(int) = h ? (int (*)(int))dlsym(h, "pvg_witness_bench_callbacks") : NULL;
 	const char *mode = getenv("PVG_OVH_TOGGLE");
+	const int modules = mode && strcmp(mode, "modules") == 0;
+	int (*toggle)(int) = h ? (int (*)(int))dlsym(h, modules ? "pvg_witness_bench_modules"
+							       : "pvg_witness_bench_callbacks")
+			       : NULL;
 	const int off_arg = mode && strcmp(mode, "detach") == 0 ? -1 : 0;
 	if (!toggle || toggle(1) != 0) {
 		fprintf(stderr, "bench-toggle: no pvg_witness_bench_callbacks in CUDA_INJECTION64_PATH\n");

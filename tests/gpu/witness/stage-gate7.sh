@@ -9,6 +9,6 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/../stage.sh" "$1" "$2"
 bash "$here/make-stage.sh" "$2"
-cp "$here/run-gate7.sh" "$2/"
+cp "$here/run-gate7.sh" "$here/common.sh" "$2/"
 git -C "$here" log -1 --format='provgate source %H %s' >"$2/provgate-source.txt"
 git -C "$here" status --short >>"$2/provgate-source.txt"
