@@ -1171,7 +1171,7 @@ static void ninja_root_above(struct pvg_strv *roots, struct pvg_strv *tried, con
 
 /* The build folders the log names: "Entering directory" lines, "cd DIR &&" of its commands,
  * and the ninja roots above the absolute paths of its hipify lines and commands. */
-static void build_roots(const struct pvg_buildlog *log, const struct pvg_linkgraph *g,
+void pvg_build_roots(const struct pvg_buildlog *log, const struct pvg_linkgraph *g,
 			struct pvg_strv *roots)
 {
 	for (size_t i = 0; i < log->dirs.n; i++)
@@ -1624,7 +1624,7 @@ static struct pvg_outcome rule_log_readable(const struct pvg_ctx *ctx, struct bu
 		return pvg_outcome_since(res, from, PVG_UNVERIFIABLE);
 	}
 	pvg_linkgraph_build(&f->log, &f->graph);
-	build_roots(&f->log, &f->graph, &f->roots);
+	pvg_build_roots(&f->log, &f->graph, &f->roots);
 	return pvg_outcome_since(res, from, PVG_PASS);
 }
 

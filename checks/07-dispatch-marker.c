@@ -545,16 +545,22 @@ struct pvg_outcome rule_markers_zone_file(const struct markers_facts *f)
 
 /* ---- witness: reaching the files ----------------------------------------------------------- */
 
-struct pvg_outcome rule_witness_kernel_named(const struct pvg_config *cfg)
+/* Something to require: witness.require, or a changed device source (the default
+ * requirement, whose kernels may yet be unknown). */
+struct pvg_outcome rule_witness_kernel_named(const struct pvg_config *cfg,
+					     const struct changed_sources *srcs)
 {
 	struct pvg_outcome o = { 0 };
-	if (cfg->witness.n_require)
+	if (cfg->witness.n_require || (srcs && (srcs->n_required || srcs->err)))
 		return o;
 	o.stop = true;
 	o.summary = pvg_strdup("witness: no kernel required");
 	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-configured",
 			    "name the new kernel in witness.require (e.g. {\"kernel\": \"my_kernel*\"})",
-			    "witness.dir is set but witness.require names no kernel");
+			    "witness.dir is set but witness.require names no kernel%s",
+			    srcs && srcs->applies ? " and no changed device source has kernels to "
+						    "require"
+						  : "");
 	return o;
 }
 
@@ -780,8 +786,46 @@ struct pvg_outcome rule_witness_recording(const struct witness_tally *ta)
 /* One requirement short of launches. Replays the witness could not itemize may hold the
  * kernel (unless eager launches alone are asked for), and so may dispatch packets that do not
  * say how they were sent: then, like a full table, the shortfall is unverifiable. */
+/* Launches whose code cannot be told from the artifact's, in words. */
+static char *code_untold_text(uint64_t ambiguous, uint64_t jit, uint64_t undecided,
+			      const struct witness_code *code)
+{
+	_cleanup_free_ char *a = ambiguous ? pvg_asprintf("%" PRIu64 " launch%s of a name several "
+							  "loaded modules define, none told",
+							  ambiguous, ambiguous == 1 ? "" : "es")
+					   : NULL;
+	_cleanup_free_ char *j = jit ? pvg_asprintf("%" PRIu64 " launch%s of code the driver "
+						    "compiled from PTX (its bytes are the driver's "
+						    "output, in no file to compare)",
+						    jit, jit == 1 ? "" : "es")
+				     : NULL;
+	_cleanup_free_ char *u = undecided ? pvg_asprintf(
+						     "%" PRIu64 " launch%s whose code cannot be "
+						     "compared: %s",
+						     undecided, undecided == 1 ? "" : "es",
+						     code && code->why ? code->why
+								       : "its module was not hashed")
+					   : NULL;
+	return pvg_asprintf("%s%s%s%s%s", a ? a : "", a && (j || u) ? "; " : "", j ? j : "",
+			    j && u ? "; " : "", u ? u : "");
+}
+
+static const char *code_untold_hint(uint64_t ambiguous, uint64_t jit, uint64_t undecided)
+{
+	(void)undecided;
+	if (jit)
+		return "build device code for the node's arch (nvcc -gencode arch=compute_NN,"
+		       "code=sm_NN) so that the driver loads the artifact's cubin, not PTX it "
+		       "compiles itself";
+	if (ambiguous)
+		return "the service loaded several modules defining this name: load one (see "
+		       "evidence.witness.modules)";
+	return "gate 6 must read the digest of every code object of the artifact for the "
+	       "node's arch; a module the witness could not hash cannot be compared";
+}
+
 static void need_problem(struct pvg_outcome *o, const struct witness_tally *ta,
-			 const struct witness_need *nd)
+			 const struct witness_need *nd, const struct witness_code *code)
 {
 	const struct pvg_witness_require *w = nd->w;
 	bool in_opaque = ta->opaque && w->via != PVG_WITNESS_REQUIRE_EAGER;
@@ -802,6 +846,35 @@ static void need_problem(struct pvg_outcome *o, const struct witness_tally *ta,
 			      "replay sent them, so \"via\" cannot be decided on them"
 			    : "");
 	uint64_t got = nd->got, other_n = nd->name_only;
+	uint64_t untold = nd->ambiguous + nd->jit + nd->undecided;
+	_cleanup_free_ char *untold_why = untold ? code_untold_text(nd->ambiguous, nd->jit,
+								    nd->undecided, code)
+						 : NULL;
+	if (untold)
+		st = PVG_UNVERIFIABLE;
+	if (nd->other_code) {
+		_cleanup_free_ char *nm = dispatch_witness_entry_name(nd->other_e);
+		_cleanup_free_ char *mod = dispatch_witness_module_text(nd->other_mod);
+		pvg_outcome_problem(o, st, "dispatch-marker.witness-other-code",
+				    "the service ran a kernel of this name from code that is not the "
+				    "artifact's (another library, an older build, a JIT copy): check "
+				    "what it loads (evidence.witness.modules) and restart it on the "
+				    "installed artifact",
+				    "{%s}: %" PRIu64 " launch%s from the artifact's code, %ld required; "
+				    "%s ran %" PRIu64 " time%s from other code, e.g. %" PRIu64 " from %s%s%s%s",
+				    want, got, got == 1 ? "" : "es", nd->need, nm, nd->other_code,
+				    nd->other_code == 1 ? "" : "s", nd->other_e_n, mod,
+				    untold_why ? "; " : "", untold_why ? untold_why : "", why);
+		return;
+	}
+	if (untold) {
+		pvg_outcome_problem(o, PVG_UNVERIFIABLE, "dispatch-marker.witness-code-unknown",
+				    code_untold_hint(nd->ambiguous, nd->jit, nd->undecided),
+				    "{%s}: %" PRIu64 " launch%s from the artifact's code, %ld required; "
+				    "%s%s",
+				    want, got, got == 1 ? "" : "es", nd->need, untold_why, why);
+		return;
+	}
 	if (other_n) {
 		const struct pvg_witness_entry *other = nd->other;
 		_cleanup_free_ char *nm = dispatch_witness_entry_name(other);
@@ -832,7 +905,100 @@ struct pvg_outcome rule_witness_required(const struct pvg_config *cfg,
 	for (size_t k = 0; k < cfg->witness.n_require; k++) {
 		const struct witness_need *nd = &wr->needs[k];
 		if ((long double)nd->got < (long double)nd->need)
-			need_problem(&o, &wr->tally, nd);
+			need_problem(&o, &wr->tally, nd, &wr->code);
+	}
+	return o;
+}
+
+/* The default requirement (SPEC §12): for every changed device source, at least one of its
+ * kernels launched by the live service from the artifact's code. Launches linked by name only
+ * (a witness without module identity) are a claim, not proof: unverifiable, never a pass. */
+struct pvg_outcome rule_witness_changed_sources(const struct changed_sources *srcs,
+						const struct witness_tally *ta,
+						const struct witness_code *code)
+{
+	struct pvg_outcome o = { 0 };
+	if (!srcs || !srcs->applies)
+		return o;
+	if (srcs->err) {
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-sources-unknown",
+				    "gate 2's change set says which device sources changed; fix "
+				    "source.repo / source.baseline",
+				    "the changed device sources whose kernels must run are not known: %s",
+				    srcs->why);
+		return o;
+	}
+	for (size_t i = 0; i < srcs->n; i++) {
+		const struct changed_source *c = &srcs->v[i];
+		_cleanup_free_ char *src = pvg_utf8_sanitize(c->path, strlen(c->path));
+		/* an exempt source requires nothing: its reason is in the evidence and the
+		 * summary (a gate that passes has no problems) */
+		if (c->state == SOURCE_UNKNOWN) {
+			pvg_outcome_problem(&o, PVG_UNVERIFIABLE,
+					    "dispatch-marker.witness-source-kernels-unknown",
+					    "rebuild with a verbose build log (the object compiled from "
+					    "it must be there), or name its kernels in "
+					    "witness.changed_sources",
+					    "changed device source %s: its kernels are not known: %s", src,
+					    c->why ? c->why : "?");
+			continue;
+		}
+		if (c->state != SOURCE_KERNELS)
+			continue;
+		const struct source_count *n = &c->count;
+		if (n->from_artifact)
+			continue;
+		_cleanup_free_ char *ks = dispatch_source_kernel_list(c);
+		uint64_t untold = n->ambiguous + n->jit + n->undecided;
+		bool hidden = ta->table_full || ta->opaque;
+		const char *hidden_why = ta->table_full ? "; the witness table was full: kernels first "
+							  "launched after that were not recorded"
+				       : ta->opaque ? "; graph replays whose kernels the witness could "
+						      "not itemize may hold them"
+						    : "";
+		_cleanup_free_ char *untold_why = untold ? code_untold_text(n->ambiguous, n->jit,
+									    n->undecided, code)
+							 : NULL;
+		if (n->elsewhere) {
+			_cleanup_free_ char *nm = dispatch_witness_entry_name(n->other);
+			_cleanup_free_ char *mod = dispatch_witness_module_text(n->other_mod);
+			pvg_outcome_problem(&o,
+					    untold || n->name_only || hidden ? PVG_UNVERIFIABLE
+									     : PVG_FAIL,
+					    "dispatch-marker.witness-source-other-code",
+					    "the service ran these kernels from code that is not the "
+					    "artifact's: restart it on the installed artifact, and check "
+					    "what else it loads (evidence.witness.modules)",
+					    "changed source %s: none of its kernels (%s) was launched from "
+					    "the artifact; %s ran %" PRIu64 " time%s from other code: %s%s%s%s",
+					    src, ks, nm, n->elsewhere, n->elsewhere == 1 ? "" : "s", mod,
+					    untold_why ? "; " : "", untold_why ? untold_why : "",
+					    hidden_why);
+		} else if (n->name_only) {
+			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-name-only",
+					    "start the service with a witness library that records "
+					    "code modules (witness file version 3), so that the bytes "
+					    "that ran can be compared with the artifact's",
+					    "changed source %s: its kernels (%s) were launched %" PRIu64
+					    " time%s, linked by name only (the witness does not say "
+					    "which code ran): a name is a claim, not the artifact's bytes",
+					    src, ks, n->name_only, n->name_only == 1 ? "" : "s");
+		} else if (untold) {
+			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-code-unknown",
+					    code_untold_hint(n->ambiguous, n->jit, n->undecided),
+					    "changed source %s: no launch of its kernels (%s) is from the "
+					    "artifact's code; %s",
+					    src, ks, untold_why);
+		} else {
+			pvg_outcome_problem(&o, hidden ? PVG_UNVERIFIABLE : PVG_FAIL,
+					    "dispatch-marker.witness-source-not-launched",
+					    "run the benchmark so that it reaches the changed code, or "
+					    "exempt the source in witness.changed_sources with the "
+					    "reason it is not run",
+					    "changed source %s: none of its kernels (%s) was launched by the "
+					    "live service: nothing of that name ran%s",
+					    src, ks, hidden_why);
+		}
 	}
 	return o;
 }
@@ -1108,10 +1274,37 @@ static char *witness_summary(const struct pvg_config *cfg, const struct witness_
 	for (size_t k = 0; k < cfg->witness.forbid.n; k++)
 		forbidden += wr->seen[k].seen != NULL;
 	uint64_t launches = wr->tally.launches;
+	size_t src_met = 0, src_req = 0, src_exempt = 0;
+	const struct changed_source *exempt = NULL;
+	for (size_t i = 0; wr->sources && i < wr->sources->n; i++) {
+		const struct changed_source *c = &wr->sources->v[i];
+		src_exempt += c->state == SOURCE_EXEMPT;
+		if (c->state == SOURCE_EXEMPT && !exempt)
+			exempt = c;
+		if (c->state == SOURCE_KERNELS || c->state == SOURCE_UNKNOWN) {
+			src_req++;
+			src_met += c->state == SOURCE_KERNELS && c->count.from_artifact > 0;
+		}
+	}
+	_cleanup_free_ char *ex_path = exempt ? pvg_utf8_sanitize(exempt->path, strlen(exempt->path))
+					      : NULL;
+	_cleanup_free_ char *ex_why = exempt ? pvg_utf8_sanitize(exempt->exempt,
+								 strlen(exempt->exempt))
+					     : NULL;
+	_cleanup_free_ char *ex_text =
+		exempt ? pvg_asprintf(" (%zu exempt: %s: %s%s)", src_exempt, ex_path, ex_why,
+				      src_exempt > 1 ? ", ..." : "")
+		       : pvg_strdup("");
+	_cleanup_free_ char *src_text =
+		src_req || src_exempt
+			? pvg_asprintf("; %zu of %zu changed device source%s launched from the "
+				       "artifact%s",
+				       src_met, src_req, src_req == 1 ? "" : "s", ex_text)
+			: pvg_strdup("");
 	return pvg_asprintf("witness: %zu of %zu required kernel%s launched by the live service "
-			    "(%zu file%s, %" PRIu64 " launch%s)%s",
+			    "(%zu file%s, %" PRIu64 " launch%s)%s%s",
 			    met, n_req, n_req == 1 ? "" : "s", n_live, n_live == 1 ? "" : "s",
-			    launches, launches == 1 ? "" : "es",
+			    launches, launches == 1 ? "" : "es", src_text,
 			    forbidden ? ", forbidden kernel launched" : "");
 }
 
@@ -1125,21 +1318,30 @@ static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, 
 	struct walk w = { .res = res, .status = PVG_PASS };
 	struct witness_read wr;
 	dispatch_witness_read_init(&wr);
-	if (take(&w, rule_witness_kernel_named(cfg)) && witness_reach_files(ctx, ev, &w, &wr) &&
+	struct changed_sources srcs;
+	dispatch_sources_read(ctx, &srcs);
+	wr.sources = &srcs;
+	if (take(&w, rule_witness_kernel_named(cfg, &srcs)) &&
+	    witness_reach_files(ctx, ev, &w, &wr) &&
 	    take(&w, rule_witness_live_file(cfg, &wr.tally, w.status)) &&
 	    take(&w, rule_witness_recording(&wr.tally))) {
+		dispatch_witness_count(ctx, &wr);
 		dispatch_witness_kernels_evidence(ev, &wr);
-		dispatch_witness_count(cfg, &wr);
 		dispatch_witness_required_evidence(ev, cfg, &wr);
+		dispatch_sources_evidence(ev, &srcs);
 		take(&w, rule_witness_required(cfg, &wr));
+		take(&w, rule_witness_changed_sources(&srcs, &wr.tally, &wr.code));
 		take(&w, rule_witness_forbid_provable(cfg, &wr.tally));
 		take(&w, rule_witness_forbidden(cfg, &wr));
 		dispatch_witness_chain(ctx, cfg, &wr);
 		w.summary = witness_summary(cfg, &wr);
+	} else {
+		dispatch_sources_evidence(ev, &srcs);
 	}
 	if (wf && wr.files)
 		dispatch_window_from_witness(&wr, wf);
 	dispatch_witness_read_clear(&wr);
+	dispatch_sources_clear(&srcs);
 	*summary = w.summary;
 	return w.status;
 }

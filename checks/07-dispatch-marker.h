@@ -39,7 +39,8 @@ struct pvg_outcome rule_markers_zone_file(const struct markers_facts *f);
 bool markers_need_elsewhere(const struct pvg_config *cfg, const struct marker_read *m);
 
 /* ---- the witness: the config and what dispatch-witness.c read, stage by stage ---- */
-struct pvg_outcome rule_witness_kernel_named(const struct pvg_config *cfg);
+struct pvg_outcome rule_witness_kernel_named(const struct pvg_config *cfg,
+					     const struct changed_sources *srcs);
 struct pvg_outcome rule_witness_service(int targets_r, const struct pvg_targets *t);
 struct pvg_outcome rule_witness_environment(const struct pvg_config *cfg,
 					    const struct witness_env *env);
@@ -56,6 +57,9 @@ struct pvg_outcome rule_witness_live_file(const struct pvg_config *cfg,
 struct pvg_outcome rule_witness_recording(const struct witness_tally *ta);
 struct pvg_outcome rule_witness_required(const struct pvg_config *cfg,
 					 const struct witness_read *wr);
+struct pvg_outcome rule_witness_changed_sources(const struct changed_sources *srcs,
+						const struct witness_tally *ta,
+						const struct witness_code *code);
 struct pvg_outcome rule_witness_forbid_provable(const struct pvg_config *cfg,
 						const struct witness_tally *ta);
 struct pvg_outcome rule_witness_forbidden(const struct pvg_config *cfg,

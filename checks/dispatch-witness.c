@@ -17,6 +17,7 @@
 #include <limits.h>
 
 #include "dispatch-witness.h"
+#include "formats/codeobj/codeobj.h"
 #include "sys/ns.h"
 
 bool dispatch_witness_configured(const struct pvg_config *cfg)
@@ -40,6 +41,9 @@ void dispatch_witness_read_clear(struct witness_read *wr)
 	free(wr->files);
 	free(wr->needs);
 	free(wr->seen);
+	free(wr->code.d);
+	free(wr->code.why);
+	free(wr->code.names);
 	memset(wr, 0, sizeof(*wr));
 	wr->folder.fd = -1;
 }
@@ -67,9 +71,14 @@ static bool str_matches(const char *pattern, const struct pvg_witness_str *s)
 }
 
 /* A pattern against a record: its mangled name or its demangled one. */
-static bool kernel_matches(const char *pattern, const struct pvg_witness_entry *e)
+bool dispatch_witness_kernel_matches(const char *pattern, const struct pvg_witness_entry *e)
 {
 	return str_matches(pattern, &e->name) || str_matches(pattern, &e->demangled);
+}
+
+static bool kernel_matches(const char *pattern, const struct pvg_witness_entry *e)
+{
+	return dispatch_witness_kernel_matches(pattern, e);
 }
 
 static bool dims_match(const uint32_t want[3], const uint32_t got[3])
@@ -329,8 +338,155 @@ void dispatch_witness_read_files(const struct pvg_ctx *ctx, struct witness_read 
 
 /* ---- launches per requirement and forbid --------------------------------------------------- */
 
-static void count_need(const struct pvg_witness_dir *dir, struct witness_need *nd)
+/* ---- the code that ran: module digests against the artifacts' code objects -------------- */
+
+static const char *const from_names[] = {
+	[WITNESS_FROM_ARTIFACT] = "artifact",   [WITNESS_FROM_NAME_ONLY] = "name-only",
+	[WITNESS_FROM_OTHER] = "other-code",    [WITNESS_FROM_AMBIGUOUS] = "ambiguous",
+	[WITNESS_FROM_PTX_JIT] = "ptx-jit",     [WITNESS_FROM_UNDECIDED] = "undecided",
+};
+
+const char *dispatch_witness_from_name(enum witness_from f)
 {
+	return f < ARRAY_SIZE(from_names) ? from_names[f] : "?";
+}
+
+static const char *origin_name(uint32_t o)
+{
+	switch (o) {
+	case PVG_WITNESS_ORIGIN_FILE:
+		return "file";
+	case PVG_WITNESS_ORIGIN_MEMORY:
+		return "memory";
+	case PVG_WITNESS_ORIGIN_PTX_JIT:
+		return "ptx-jit";
+	case PVG_WITNESS_ORIGIN_EMBEDDED:
+		return "embedded";
+	default:
+		return "unknown";
+	}
+}
+
+static const char *bind_name(uint32_t b)
+{
+	switch (b) {
+	case PVG_WITNESS_BIND_HANDLE:
+		return "handle";
+	case PVG_WITNESS_BIND_LOADED_IN_CALL:
+		return "loaded-in-call";
+	case PVG_WITNESS_BIND_ONLY_NAME:
+		return "only-name";
+	case PVG_WITNESS_BIND_AMBIGUOUS:
+		return "ambiguous";
+	default:
+		return "none";
+	}
+}
+
+static void hex12(const uint8_t *sha, char out[13])
+{
+	for (int i = 0; i < 6; i++)
+		snprintf(out + 2 * i, 3, "%02x", sha[i]);
+}
+
+char *dispatch_witness_module_text(const struct pvg_witness_mod *m)
+{
+	char h[13];
+	hex12(m->sha256, h);
+	_cleanup_free_ char *path = m->path.n ? pvg_utf8_sanitize(m->path.p,
+								 m->path.n > 300 ? 300 : m->path.n)
+					      : NULL;
+	const char *where = path ? path
+			    : m->origin == PVG_WITNESS_ORIGIN_MEMORY ? "memory"
+								     : "(no path)";
+	if (m->flags & PVG_WITNESS_M_NOT_HASHED)
+		return pvg_asprintf("%s (%s, not hashed)", where, origin_name(m->origin));
+	return pvg_asprintf("%s (%s, sha256 %s…)", where, origin_name(m->origin), h);
+}
+
+/* The artifacts' code objects by digest, as gate 6 reads them (pvg_artifact_code_objects:
+ * the sha256 of each code object for the artifact's arch, as the driver or loader receives
+ * it). A code object whose digest gate 6 wanted but could not take (malformed, unreadable)
+ * may be what ran: launches of other bytes are then undecided, not "other code". */
+static void read_code(struct pvg_ctx *ctx, struct witness_code *code)
+{
+	code->read = true;
+	code->n_arts = ctx->n_arts;
+	code->names = pvg_xcalloc(ctx->n_arts + 1, sizeof(*code->names));
+	if (ctx->n_arts == 0)
+		code->why = pvg_strdup("the config names no artifact");
+	for (size_t ai = 0; ai < ctx->n_arts; ai++) {
+		const char *name = ctx->arts[ai].a.name;
+		code->names[ai] = name;
+		const char *arch = pvg_artifact_arch(ctx->cfg, &ctx->arts[ai].a);
+		const struct pvg_codeobj_set *set = pvg_artifact_code_objects(ctx, ai);
+		if (!set) {
+			if (!code->why)
+				code->why = pvg_asprintf("%s: its code objects cannot be read (%s)", name,
+							 !arch ? "arch is not set"
+							       : "gate 6 says why");
+			continue;
+		}
+		for (size_t k = 0; k < set->n_objs; k++) {
+			const struct pvg_code_object *co = &set->objs[k];
+			if (!co->digest_known) {
+				if (!pvg_co_digest_wanted(set, co))
+					continue;
+				code->n_unknown++;
+				if (!code->why)
+					code->why = pvg_asprintf("%s: the sha256 of its code object %zu "
+								 "for %s is not known%s%s",
+								 name, k, arch, co->error ? ": " : "",
+								 co->error ? co->error : "");
+				continue;
+			}
+			code->d = pvg_xrealloc(code->d, code->n + 1, sizeof(*code->d));
+			struct witness_digest *d = &code->d[code->n++];
+			memcpy(d->sha256, co->sha256, 32);
+			d->art = ai;
+			d->obj = k;
+		}
+	}
+}
+
+enum witness_from dispatch_witness_from(const struct witness_code *code,
+					const struct pvg_witness_file *f,
+					const struct pvg_witness_entry *e,
+					const struct pvg_witness_mod **mod,
+					const struct witness_digest **d)
+{
+	*mod = NULL;
+	*d = NULL;
+	if (f->h.version < 3 || e->code == 0 || e->bind == PVG_WITNESS_BIND_NONE ||
+	    !f->modules || e->code > f->n_modules)
+		return WITNESS_FROM_NAME_ONLY;
+	const struct pvg_witness_mod *m = &f->modules[e->code - 1];
+	*mod = m;
+	if (e->bind == PVG_WITNESS_BIND_AMBIGUOUS)
+		return WITNESS_FROM_AMBIGUOUS;
+	if (m->origin == PVG_WITNESS_ORIGIN_PTX_JIT)
+		return WITNESS_FROM_PTX_JIT;
+	if (m->flags & PVG_WITNESS_M_NOT_HASHED)
+		return WITNESS_FROM_UNDECIDED;
+	for (size_t i = 0; i < code->n; i++)
+		if (memcmp(code->d[i].sha256, m->sha256, 32) == 0) {
+			*d = &code->d[i];
+			return WITNESS_FROM_ARTIFACT;
+		}
+	/* other bytes: unless an artifact's code object could not be hashed (it may be that) */
+	return code->why || !code->read ? WITNESS_FROM_UNDECIDED : WITNESS_FROM_OTHER;
+}
+
+/* ---- launches per requirement and forbid --------------------------------------------------- */
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static void count_need(const struct witness_read *wr, struct witness_need *nd)
+{
+	const struct pvg_witness_dir *dir = &wr->dir;
 	const struct pvg_witness_require *w = nd->w;
 	for (size_t i = 0; i < dir->n; i++) {
 		const struct pvg_witness_read *f = &dir->files[i];
@@ -341,15 +497,118 @@ static void count_need(const struct pvg_witness_dir *dir, struct witness_need *n
 			if (w->via != PVG_WITNESS_REQUIRE_ANY && e->via == PVG_WITNESS_VIA_HSA_PACKET) {
 				/* a dispatch packet does not say whether a hipGraph replay sent it */
 				nd->packets += e->count;
+				continue;
 			} else if (!via_matches(w->via, e->via)) {
 				nd->other_via += e->count;
-			} else if (dims_match(w->grid, e->grid) && dims_match(w->block, e->block)) {
-				nd->got = nd->got + e->count < nd->got ? UINT64_MAX : nd->got + e->count;
-				if (PVG_WITNESS_VIA_IS_GRAPH(e->via))
-					nd->in_graph += e->count;
-			} else {
+				continue;
+			} else if (!dims_match(w->grid, e->grid) || !dims_match(w->block, e->block)) {
 				nd->name_only += e->count;
 				nd->other = e;
+				continue;
+			}
+			const struct pvg_witness_mod *m;
+			const struct witness_digest *d;
+			switch (dispatch_witness_from(&wr->code, &f->file, e, &m, &d)) {
+			case WITNESS_FROM_NAME_ONLY:
+				/* the name rule of files without module identity */
+				nd->by_name = add_sat(nd->by_name, e->count);
+				nd->got = add_sat(nd->got, e->count);
+				if (PVG_WITNESS_VIA_IS_GRAPH(e->via))
+					nd->in_graph += e->count;
+				break;
+			case WITNESS_FROM_ARTIFACT:
+				nd->got = add_sat(nd->got, e->count);
+				if (PVG_WITNESS_VIA_IS_GRAPH(e->via))
+					nd->in_graph += e->count;
+				break;
+			case WITNESS_FROM_OTHER:
+				nd->other_code = add_sat(nd->other_code, e->count);
+				if (!nd->other_e || e->count > nd->other_e_n) {
+					nd->other_e = e;
+					nd->other_mod = m;
+					nd->other_e_n = e->count;
+				}
+				break;
+			case WITNESS_FROM_AMBIGUOUS:
+				nd->ambiguous = add_sat(nd->ambiguous, e->count);
+				break;
+			case WITNESS_FROM_PTX_JIT:
+				nd->jit = add_sat(nd->jit, e->count);
+				break;
+			case WITNESS_FROM_UNDECIDED:
+				nd->undecided = add_sat(nd->undecided, e->count);
+				break;
+			}
+		}
+	}
+}
+
+/* Is a record a launch of one of s's kernels? Names read from objects are matched exactly
+ * (the record's mangled name, an HSA kernel descriptor's ".kd" aside); names from the config
+ * as witness.require's patterns are. */
+static bool name_is(const struct pvg_witness_str *s, const char *want)
+{
+	size_t n = s->n, w = strlen(want);
+	if (n >= 3 && memcmp(s->p + n - 3, ".kd", 3) == 0)
+		n -= 3;
+	if (w >= 3 && strcmp(want + w - 3, ".kd") == 0)
+		w -= 3;
+	return n == w && memcmp(s->p, want, n) == 0;
+}
+
+static bool source_matches(const struct changed_source *s, const struct pvg_witness_entry *e)
+{
+	for (size_t k = 0; k < s->kernels.n; k++) {
+		const char *want = s->kernels.v[k];
+		if (s->from_config ? dispatch_witness_kernel_matches(want, e) : name_is(&e->name, want))
+			return true;
+	}
+	return false;
+}
+
+/* The launches of each changed source's kernels: any grid, any kind of launch. */
+static void count_sources(const struct witness_read *wr, struct changed_sources *srcs)
+{
+	const struct pvg_witness_dir *dir = &wr->dir;
+	for (size_t s = 0; s < srcs->n; s++) {
+		struct changed_source *c = &srcs->v[s];
+		struct source_count *n = &c->count;
+		if (c->state != SOURCE_KERNELS)
+			continue;
+		for (size_t i = 0; i < dir->n; i++) {
+			const struct pvg_witness_read *f = &dir->files[i];
+			for (size_t j = 0; f->bytes && j < f->file.n; j++) {
+				const struct pvg_witness_entry *e = &f->file.entries[j];
+				if (!source_matches(c, e))
+					continue;
+				const struct pvg_witness_mod *m;
+				const struct witness_digest *d;
+				uint64_t k = e->count;
+				switch (dispatch_witness_from(&wr->code, &f->file, e, &m, &d)) {
+				case WITNESS_FROM_ARTIFACT:
+					n->from_artifact = add_sat(n->from_artifact, k);
+					break;
+				case WITNESS_FROM_NAME_ONLY:
+					n->name_only = add_sat(n->name_only, k);
+					break;
+				case WITNESS_FROM_OTHER:
+					n->elsewhere = add_sat(n->elsewhere, k);
+					if (!n->other || k > n->other_n) {
+						n->other = e;
+						n->other_mod = m;
+						n->other_n = k;
+					}
+					break;
+				case WITNESS_FROM_AMBIGUOUS:
+					n->ambiguous = add_sat(n->ambiguous, k);
+					break;
+				case WITNESS_FROM_PTX_JIT:
+					n->jit = add_sat(n->jit, k);
+					break;
+				case WITNESS_FROM_UNDECIDED:
+					n->undecided = add_sat(n->undecided, k);
+					break;
+				}
 			}
 		}
 	}
@@ -367,8 +626,23 @@ static void count_seen(const struct pvg_witness_dir *dir, struct witness_seen *s
 	}
 }
 
-void dispatch_witness_count(const struct pvg_config *cfg, struct witness_read *wr)
+/* Does a live record name its module? Only then are the artifacts' code objects read. */
+static bool any_module(const struct pvg_witness_dir *dir)
 {
+	for (size_t i = 0; i < dir->n; i++) {
+		const struct pvg_witness_read *f = &dir->files[i];
+		for (size_t j = 0; f->bytes && f->file.h.version >= 3 && j < f->file.n; j++)
+			if (f->file.entries[j].code)
+				return true;
+	}
+	return false;
+}
+
+void dispatch_witness_count(struct pvg_ctx *ctx, struct witness_read *wr)
+{
+	const struct pvg_config *cfg = ctx->cfg;
+	if (!wr->code.read && any_module(&wr->dir))
+		read_code(ctx, &wr->code);
 	wr->needs = pvg_xcalloc(cfg->witness.n_require + 1, sizeof(*wr->needs));
 	for (size_t k = 0; k < cfg->witness.n_require; k++) {
 		struct witness_need *nd = &wr->needs[k];
@@ -376,8 +650,10 @@ void dispatch_witness_count(const struct pvg_config *cfg, struct witness_read *w
 		nd->need = nd->w->min_count > 0	       ? nd->w->min_count
 			   : cfg->witness.min_count > 1 ? cfg->witness.min_count
 							: 1;
-		count_need(&wr->dir, nd);
+		count_need(wr, nd);
 	}
+	if (wr->sources)
+		count_sources(wr, wr->sources);
 	wr->seen = pvg_xcalloc(cfg->witness.forbid.n + 1, sizeof(*wr->seen));
 	for (size_t k = 0; k < cfg->witness.forbid.n; k++) {
 		wr->seen[k].pattern = cfg->witness.forbid.v[k];
@@ -491,9 +767,72 @@ void dispatch_witness_files_evidence(cJSON *ev, const struct witness_read *wr)
 	pvg_json_add_u64(rq, "not_answered", ta->n_stale);
 }
 
+/* The modules the live records name, each once (file, index), at most 64 listed. */
+struct module_list {
+	const struct pvg_witness_read *f[64];
+	uint32_t code[64];
+	size_t n, total;
+};
+
+static long module_index(struct module_list *ml, const struct pvg_witness_read *f, uint32_t code)
+{
+	for (size_t i = 0; i < ml->n; i++)
+		if (ml->f[i] == f && ml->code[i] == code)
+			return (long)i;
+	ml->total++;
+	if (ml->n == ARRAY_SIZE(ml->f))
+		return -1;
+	ml->f[ml->n] = f;
+	ml->code[ml->n] = code;
+	return (long)ml->n++;
+}
+
+static cJSON *module_json(const struct witness_read *wr, const struct pvg_witness_read *f,
+			  uint32_t code)
+{
+	const struct pvg_witness_mod *m = &f->file.modules[code - 1];
+	cJSON *o = cJSON_CreateObject();
+	char hex[65];
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->sha256[i]);
+	pvg_json_add_str(o, "file", f->name);
+	pvg_json_add_int(o, "index", (int)code);
+	pvg_json_add_str(o, "sha256", (m->flags & PVG_WITNESS_M_NOT_HASHED) ? NULL : hex);
+	pvg_json_add_u64(o, "size", m->size);
+	pvg_json_add_str(o, "origin", origin_name(m->origin));
+	_cleanup_free_ char *path = m->path.n ? pvg_utf8_sanitize(m->path.p, m->path.n) : NULL;
+	pvg_json_add_str(o, "path", path);
+	char ts[48];
+	pvg_format_time((time_t)(m->load_ns / 1000000000u), (long)(m->load_ns % 1000000000u), ts,
+			sizeof(ts));
+	cJSON_AddStringToObject(o, "loaded_at", ts);
+	if (m->unload_ns) {
+		pvg_format_time((time_t)(m->unload_ns / 1000000000u),
+				(long)(m->unload_ns % 1000000000u), ts, sizeof(ts));
+		cJSON_AddStringToObject(o, "unloaded_at", ts);
+	}
+	pvg_json_add_bool(o, "hashed", !(m->flags & PVG_WITNESS_M_NOT_HASHED));
+	pvg_json_add_bool(o, "compressed", (m->flags & PVG_WITNESS_M_COMPRESSED) != 0);
+	/* one of which artifact's code objects (by its bytes), when the digests were read */
+	const struct witness_code *code_set = &wr->code;
+	const struct witness_digest *d = NULL;
+	for (size_t i = 0; code_set->read && i < code_set->n && !(m->flags & PVG_WITNESS_M_NOT_HASHED);
+	     i++)
+		if (memcmp(code_set->d[i].sha256, m->sha256, 32) == 0)
+			d = &code_set->d[i];
+	if (d) {
+		pvg_json_add_str(o, "artifact", code_set->names[d->art]);
+		pvg_json_add_int(o, "code_object", (int)d->obj);
+	} else {
+		cJSON_AddNullToObject(o, "artifact");
+	}
+	return o;
+}
+
 void dispatch_witness_kernels_evidence(cJSON *ev, const struct witness_read *wr)
 {
 	const struct pvg_witness_entry *top[32];
+	const struct pvg_witness_read *top_f[32];
 	size_t n_top = 0, n_all = 0;
 	for (size_t i = 0; i < wr->dir.n; i++) {
 		const struct pvg_witness_read *f = &wr->dir.files[i];
@@ -508,11 +847,14 @@ void dispatch_witness_kernels_evidence(cJSON *ev, const struct witness_read *wr)
 			}
 			while (at > 0 && top[at - 1]->count < e->count) {
 				top[at] = top[at - 1];
+				top_f[at] = top_f[at - 1];
 				at--;
 			}
 			top[at] = e;
+			top_f[at] = f;
 		}
 	}
+	struct module_list ml = { .n = 0 };
 	cJSON *ks = cJSON_AddArrayToObject(ev, "kernels");
 	for (size_t i = 0; i < n_top; i++) {
 		_cleanup_free_ char *nm = dispatch_witness_entry_name(top[i]);
@@ -523,9 +865,39 @@ void dispatch_witness_kernels_evidence(cJSON *ev, const struct witness_read *wr)
 		pvg_json_add_u64(o, "count", top[i]->count);
 		if (PVG_WITNESS_VIA_IS_GRAPH(top[i]->via))
 			pvg_json_add_str(o, "via", "graph");
+		const struct pvg_witness_mod *m;
+		const struct witness_digest *d;
+		enum witness_from from = dispatch_witness_from(&wr->code, &top_f[i]->file, top[i],
+							       &m, &d);
+		pvg_json_add_str(o, "code", dispatch_witness_from_name(from));
+		pvg_json_add_str(o, "bind", bind_name(top[i]->bind));
+		if (m) {
+			long mi = module_index(&ml, top_f[i], top[i]->code);
+			if (mi >= 0)
+				pvg_json_add_int(o, "module", (int)mi);
+		}
 		cJSON_AddItemToArray(ks, o);
 	}
 	pvg_json_add_u64(ev, "kernels_total", n_all);
+	/* the modules of every live record (those of the kernels above first) */
+	for (size_t i = 0; i < wr->dir.n; i++) {
+		const struct pvg_witness_read *f = &wr->dir.files[i];
+		for (size_t j = 0; f->bytes && f->file.h.version >= 3 && j < f->file.n; j++) {
+			uint32_t c = f->file.entries[j].code;
+			if (c && c <= f->file.n_modules)
+				(void)module_index(&ml, f, c);
+		}
+	}
+	cJSON *mods = cJSON_AddArrayToObject(ev, "modules");
+	for (size_t i = 0; i < ml.n; i++)
+		cJSON_AddItemToArray(mods, module_json(wr, ml.f[i], ml.code[i]));
+	pvg_json_add_u64(ev, "modules_total", ml.total);
+	if (wr->code.read) {
+		cJSON *cj = cJSON_AddObjectToObject(ev, "artifact_code");
+		pvg_json_add_u64(cj, "digests", wr->code.n);
+		pvg_json_add_u64(cj, "digests_unknown", wr->code.n_unknown);
+		pvg_json_add_str(cj, "why", wr->code.why);
+	}
 }
 
 void dispatch_witness_required_evidence(cJSON *ev, const struct pvg_config *cfg,
@@ -544,6 +916,9 @@ void dispatch_witness_required_evidence(cJSON *ev, const struct pvg_config *cfg,
 		if (via_name(w->via))
 			pvg_json_add_str(o, "via", via_name(w->via));
 		pvg_json_add_u64(o, "count", nd->got);
+		pvg_json_add_u64(o, "linked_by_name_only", nd->by_name);
+		pvg_json_add_u64(o, "other_code", nd->other_code);
+		pvg_json_add_u64(o, "code_undecided", nd->ambiguous + nd->jit + nd->undecided);
 		pvg_json_add_u64(o, "in_graph_replays", nd->in_graph);
 		pvg_json_add_int(o, "min_count", (int)nd->need);
 		cJSON_AddItemToArray(req, o);
@@ -563,5 +938,17 @@ void dispatch_witness_chain(struct pvg_ctx *ctx, const struct pvg_config *cfg,
 	cJSON_AddNumberToObject(chain, "required_met", (double)met);
 	cJSON_AddNumberToObject(chain, "required", (double)cfg->witness.n_require);
 	cJSON_AddNumberToObject(chain, "forbidden_seen", (double)forbidden);
+	if (wr->sources && wr->sources->applies) {
+		size_t req = 0, src_met = 0;
+		for (size_t i = 0; i < wr->sources->n; i++) {
+			const struct changed_source *c = &wr->sources->v[i];
+			if (c->state != SOURCE_KERNELS && c->state != SOURCE_UNKNOWN)
+				continue;
+			req++;
+			src_met += c->state == SOURCE_KERNELS && c->count.from_artifact > 0;
+		}
+		cJSON_AddNumberToObject(chain, "changed_sources_met", (double)src_met);
+		cJSON_AddNumberToObject(chain, "changed_sources", (double)req);
+	}
 	pvg_chain_set(ctx, "witness", chain);
 }

@@ -12,6 +12,7 @@
 #include "core/result.h"
 #include "facts.h"
 #include "sys/witness.h"
+#include "dispatch-sources.h"
 
 /* witness.dir is set: the witness is part of gate 7. */
 bool dispatch_witness_configured(const struct pvg_config *cfg);
@@ -69,11 +70,46 @@ struct witness_tally {
 	const char *note;        /* a live file not recording: its reason */
 };
 
+/* Where a launch's code came from, by the bytes of its module (SPEC §12). */
+enum witness_from {
+	WITNESS_FROM_ARTIFACT,  /* its module's sha256 is one of an artifact's code objects */
+	WITNESS_FROM_NAME_ONLY, /* no module identity: a file before version 3, or module 0 */
+	WITNESS_FROM_OTHER,     /* a module with other bytes */
+	WITNESS_FROM_AMBIGUOUS, /* several modules define the name and nothing said which */
+	WITNESS_FROM_PTX_JIT,   /* compiled by the driver from PTX: no file holds those bytes */
+	WITNESS_FROM_UNDECIDED, /* not hashed, or the artifacts' digests are not (all) known */
+};
+const char *dispatch_witness_from_name(enum witness_from f);
+
+/* One code object of an artifact for its arch, by its digest. */
+struct witness_digest {
+	uint8_t sha256[32];
+	size_t art; /* index in ctx->arts */
+	size_t obj; /* index in that artifact's code objects */
+};
+
+/* The artifacts' code objects, by digest (read when a live record names a module). */
+struct witness_code {
+	bool read;
+	struct witness_digest *d;
+	size_t n;
+	size_t n_unknown;   /* code objects for arch whose digest is not known */
+	char *why;          /* some digests are not known: why (the first reason) */
+	const char **names; /* artifact names, ctx->n_arts */
+	size_t n_arts;
+};
+
 /* One witness.require entry, counted over every live file. */
 struct witness_need {
 	const struct pvg_witness_require *w;
 	long need;                 /* its min_count */
-	uint64_t got;              /* launches that count */
+	uint64_t got;              /* launches that count: from the artifact, or by name only */
+	uint64_t by_name;          /* of got: linked by name only (no module identity) */
+	uint64_t other_code;       /* the kernel from other code (a module with other bytes) */
+	const struct pvg_witness_entry *other_e;   /* the most launched of those */
+	const struct pvg_witness_mod *other_mod;   /* its module */
+	uint64_t other_e_n;
+	uint64_t ambiguous, jit, undecided; /* launches whose code cannot be told */
 	uint64_t in_graph;         /* of those, inside graph replays */
 	uint64_t name_only;        /* the kernel with other dimensions */
 	const struct pvg_witness_entry *other; /* the last of those */
@@ -101,6 +137,8 @@ struct witness_read {
 	struct witness_tally tally;
 	struct witness_need *needs; /* witness.n_require */
 	struct witness_seen *seen;  /* witness.forbid.n */
+	struct witness_code code;
+	struct changed_sources *sources; /* the default requirement (borrowed), or NULL */
 };
 
 void dispatch_witness_read_init(struct witness_read *wr);
@@ -116,9 +154,21 @@ void dispatch_witness_open_folder(const struct pvg_config *cfg, struct witness_r
 void dispatch_witness_ask_fresh(const struct pvg_ctx *ctx, struct witness_read *wr);
 /* Reads the folder's files (the live ones with their records) and tallies them. */
 void dispatch_witness_read_files(const struct pvg_ctx *ctx, struct witness_read *wr);
-/* Counts the launches of every live file per witness.require entry and witness.forbid
- * pattern. */
-void dispatch_witness_count(const struct pvg_config *cfg, struct witness_read *wr);
+/* Counts the launches of every live file per witness.require entry, changed source (into
+ * wr->sources) and witness.forbid pattern; reads the artifacts' code objects first when a live
+ * record names its module. */
+void dispatch_witness_count(struct pvg_ctx *ctx, struct witness_read *wr);
+/* Where e (a record of live file f) came from; *mod its module, *d the artifact's code object
+ * it is (FROM_ARTIFACT). */
+enum witness_from dispatch_witness_from(const struct witness_code *code,
+					const struct pvg_witness_file *f,
+					const struct pvg_witness_entry *e,
+					const struct pvg_witness_mod **mod,
+					const struct witness_digest **d);
+/* Does a witness.require pattern name this record (mangled or demangled)? */
+bool dispatch_witness_kernel_matches(const char *pattern, const struct pvg_witness_entry *e);
+/* A module for a message: "PATH (origin, sha256 0123456789ab…)", allocated. */
+char *dispatch_witness_module_text(const struct pvg_witness_mod *m);
 
 /* A record's name for a message: demangled when known, cut at 200 bytes (allocated). */
 char *dispatch_witness_entry_name(const struct pvg_witness_entry *e);
@@ -132,7 +182,8 @@ void dispatch_witness_folder_evidence(cJSON *ev, const struct witness_read *wr);
 void dispatch_witness_request_evidence(cJSON *ev, const struct pvg_config *cfg,
 				       const struct witness_read *wr);
 void dispatch_witness_files_evidence(cJSON *ev, const struct witness_read *wr);
-/* What the live service launched, most launched first (at most 32, for the reader). */
+/* What the live service launched, most launched first (at most 32, for the reader), each with
+ * its module; and the modules those records name (at most 64). */
 void dispatch_witness_kernels_evidence(cJSON *ev, const struct witness_read *wr);
 void dispatch_witness_required_evidence(cJSON *ev, const struct pvg_config *cfg,
 					const struct witness_read *wr);

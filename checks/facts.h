@@ -58,6 +58,15 @@ bool pvg_service_selected(const struct pvg_config *cfg);
 int pvg_service_view_get(struct pvg_ctx *ctx, struct pvg_service_view *view);
 void pvg_service_view_release(struct pvg_service_view *view);
 
+/* The build folders a parsed build log names (its "Entering directory" lines, the "cd DIR &&"
+ * of its commands, the ninja roots above its absolute paths; at most 16), appended to roots:
+ * where its relative outputs lie. Gate 1's, and gate 7's for the objects of changed
+ * sources. */
+struct pvg_buildlog;
+struct pvg_linkgraph;
+void pvg_build_roots(const struct pvg_buildlog *log, const struct pvg_linkgraph *g,
+		     struct pvg_strv *roots);
+
 /* ---- several artifacts ---- */
 
 /* One artifact's part of a gate: evidence goes into ev, problems and the summary into res. */

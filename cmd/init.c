@@ -123,6 +123,20 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 		if (g->prefix)
 			cJSON_AddItemToObject(m, "prefix", pvg_json_string(g->prefix));
 	}
+	/* the change's device sources and their kernels: gate 7's default requirement, spelled
+	 * out so that it can be narrowed or a source exempted with its reason */
+	cJSON *srcs = NULL;
+	for (size_t i = 0; i < g->n_sources; i++) {
+		const struct pvg_discovered_source *ds = &g->sources[i];
+		if (!ds->kernels.n)
+			continue;
+		if (!srcs)
+			srcs = cJSON_AddObjectToObject(cJSON_AddObjectToObject(root, "witness"),
+						       "changed_sources");
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddItemToObject(e, "kernels", strv_json(&ds->kernels));
+		cJSON_AddItemToObject(srcs, ds->path, e);
+	}
 	_cleanup_free_ char *body = cJSON_Print(root);
 	cJSON_Delete(root);
 	/* the guesses and the gaps as comments at the top: provgate allows // comments. They

@@ -30,6 +30,7 @@ enum field_kind {
 	F_REQUIRE,
 	F_WITNESS_REQUIRE,
 	F_WITNESS_API,
+	F_WITNESS_SOURCES,
 	F_ARTIFACTS,
 	F_SECTION,
 	F_SCHEMA, /* "$schema": a string, for editors; not used */
@@ -110,6 +111,7 @@ static const struct field witness_fields[] = {
 	CF("api", F_WITNESS_API, witness.api),
 	CFX("library", F_PATH, witness.library),
 	CF("answer_ms", F_COUNT, witness.answer_ms),
+	CF("changed_sources", F_WITNESS_SOURCES, witness.sources),
 	END,
 };
 
@@ -228,6 +230,12 @@ void pvg_config_free(struct pvg_config *cfg)
 	for (size_t i = 0; i < cfg->witness.n_require; i++)
 		free(cfg->witness.require[i].kernel);
 	free(cfg->witness.require);
+	for (size_t i = 0; i < cfg->witness.n_sources; i++) {
+		free(cfg->witness.sources[i].path);
+		strv_free(&cfg->witness.sources[i].kernels);
+		free(cfg->witness.sources[i].exempt);
+	}
+	free(cfg->witness.sources);
 	strv_free(&cfg->witness.forbid);
 	free(cfg->witness.api);
 	free(cfg->witness.library);
@@ -657,6 +665,74 @@ static int parse_witness_require(const struct loader *ld, const char *key, const
 	return 0;
 }
 
+/* "changed_sources": {"csrc/x.cu": {"kernels": [...]}, "csrc/y.cu": {"exempt": "why"}}: each
+ * changed device source's kernels named precisely, or the source exempted with a reason. */
+static int parse_witness_sources(const struct loader *ld, const char *key, const cJSON *j)
+{
+	struct pvg_config *cfg = ld->cfg;
+	if (!cJSON_IsObject(j)) {
+		set_err(ld->err, "%s: %s: expected an object of source paths, got %s", ld->origin,
+			key, json_type_name(j));
+		return -EINVAL;
+	}
+	if (cfg->witness.n_sources) {
+		set_err(ld->err, "%s: %s: key given twice", ld->origin, key);
+		return -EINVAL;
+	}
+	int r = check_duplicates(ld, key, j);
+	if (r < 0)
+		return r;
+	int n = cJSON_GetArraySize(j);
+	cfg->witness.sources = pvg_xcalloc((size_t)n + 1, sizeof(*cfg->witness.sources));
+	for (const cJSON *e = j->child; e; e = e->next) {
+		_cleanup_free_ char *clean = pvg_utf8_sanitize(e->string, strlen(e->string));
+		char where[256];
+		snprintf(where, sizeof(where), "%s.\"%s\"", key, clean);
+		const char *p = e->string;
+		if (!p[0] || p[0] == '/' || strncmp(p, "./", 2) == 0) {
+			set_err(ld->err, "%s: %s: a source is named by its path in source.repo, as "
+				"\"csrc/x.cu\" (not empty, absolute or with ./)", ld->origin, where);
+			return -EINVAL;
+		}
+		if (!cJSON_IsObject(e)) {
+			set_err(ld->err, "%s: %s: expected an object with \"kernels\" or \"exempt\", "
+				"got %s", ld->origin, where, json_type_name(e));
+			return -EINVAL;
+		}
+		if ((r = check_duplicates(ld, where, e)) < 0)
+			return r;
+		struct pvg_witness_source *s = &cfg->witness.sources[cfg->witness.n_sources++];
+		s->path = pvg_strdup(p);
+		for (const cJSON *f = e->child; f; f = f->next) {
+			char fk[300];
+			snprintf(fk, sizeof(fk), "%s.%s", where, f->string);
+			if (strcmp(f->string, "kernels") == 0) {
+				r = parse_strv(ld, fk, f, &s->kernels, false);
+				if (r == 0 && s->kernels.n == 0) {
+					set_err(ld->err, "%s: %s: names no kernel (to require none, "
+						"give \"exempt\" with the reason)", ld->origin, fk);
+					r = -EINVAL;
+				}
+			} else if (strcmp(f->string, "exempt") == 0) {
+				r = parse_string(ld, fk, f, &s->exempt);
+			} else {
+				_cleanup_free_ char *ck = pvg_utf8_sanitize(fk, strlen(fk));
+				set_err(ld->err, "%s: unknown key \"%s\" (known: kernels, exempt)",
+					ld->origin, ck);
+				return -EINVAL;
+			}
+			if (r < 0)
+				return r;
+		}
+		if ((s->exempt != NULL) == (s->kernels.n != 0)) {
+			set_err(ld->err, "%s: %s: needs exactly one of \"kernels\" (the kernels to "
+				"require) and \"exempt\" (why none is)", ld->origin, where);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int parse_object(const struct loader *ld, const struct field *fields, const char *where,
 			const cJSON *obj);
 
@@ -814,6 +890,8 @@ static int parse_field(const struct loader *ld, const struct field *f, const cha
 		return parse_witness_require(ld, key, j);
 	case F_ARTIFACTS:
 		return parse_artifacts(ld, key, j);
+	case F_WITNESS_SOURCES:
+		return parse_witness_sources(ld, key, j);
 	case F_WITNESS_API:
 		r = parse_string(ld, key, j, (char **)dst);
 		if (r < 0)

@@ -24,6 +24,15 @@ struct pvg_witness_require {
 };
 enum { PVG_WITNESS_REQUIRE_ANY = 0, PVG_WITNESS_REQUIRE_EAGER, PVG_WITNESS_REQUIRE_GRAPH };
 
+/* A changed device source as witness.changed_sources names it: the kernels of it that the live
+ * service must have launched from its artifact (instead of those read from its objects), or
+ * why it need not be (exempt). */
+struct pvg_witness_source {
+	char *path;              /* repo-relative, as the change set writes it */
+	struct pvg_strv kernels; /* names (mangled or demangled, as witness.require's) */
+	char *exempt;            /* why it is not required; NULL: required */
+};
+
 /* One extension the change may touch (artifacts[], or the single form build.artifact +
  * install.* + code_object.require_kernels, which is a list of one). */
 struct pvg_artifact {
@@ -86,6 +95,8 @@ struct pvg_config {
 		char *api;      /* "cuda" or "hsa"; NULL: from arch */
 		char *library;  /* libprovgate-witness.so to start the service with; NULL: installed */
 		long answer_ms; /* how long gate 7 waits for the live processes' answers (2000) */
+		struct pvg_witness_source *sources; /* witness.changed_sources */
+		size_t n_sources;
 	} witness;
 	struct {
 		struct pvg_strv inputs; /* dataset and prompt files, hashed into the report */

@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/discover.h"
+#include "core/source-kernels.h"
 #include "formats/buildlog.h"
 #include "formats/codeobj/codeobj.h"
 #include "formats/ctrlog.h"
@@ -73,6 +74,12 @@ void pvg_discovery_clear(struct pvg_discovery *g)
 		free(g->more[i].python_module);
 	}
 	free(g->more);
+	for (size_t i = 0; i < g->n_sources; i++) {
+		free(g->sources[i].path);
+		pvg_strv_clear(&g->sources[i].kernels);
+		free(g->sources[i].why);
+	}
+	free(g->sources);
 	pvg_strv_clear(&g->todo);
 	pvg_strv_clear(&g->notes);
 }
@@ -1183,6 +1190,73 @@ static const char *const not_runtime[] = {
 	"**/*.cmake",
 };
 
+/* The changed .cu/.hip sources and the kernels of g->arch in the objects the build log
+ * compiled from each (gate 7 requires them once a witness records). */
+static void changed_device_sources(struct pvg_discovery *g, const struct pvg_scope *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->changes[i].kind != 'D' && pvg_is_device_source(s->changes[i].path);
+	if (!n)
+		return;
+	struct pvg_buildlog log;
+	struct pvg_linkgraph lg = { 0 };
+	struct pvg_strv roots = { 0 };
+	pvg_buildlog_init(&log);
+	bool have_log = g->build_log && g->arch && pvg_buildlog_read_file(&log, g->build_log) == 0;
+	if (have_log) {
+		pvg_linkgraph_build(&log, &lg);
+		for (size_t i = 0; i < log.dirs.n; i++)
+			if (log.dirs.v[i][0] == '/')
+				pvg_strv_add_unique(&roots, log.dirs.v[i]);
+		for (size_t i = 0; i < lg.n_compiles && roots.n < 16; i++)
+			if (lg.compiles[i].dir && lg.compiles[i].dir[0] == '/')
+				pvg_strv_add_unique(&roots, lg.compiles[i].dir);
+		if (g->artifact) {
+			_cleanup_free_ char *d = pvg_strdup(g->artifact);
+			char *slash = strrchr(d, '/');
+			if (slash && slash != d) {
+				*slash = '\0';
+				pvg_strv_add_unique(&roots, d);
+			}
+		}
+	}
+	g->sources = pvg_xcalloc(n, sizeof(*g->sources));
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pvg_change *c = &s->changes[i];
+		if (c->kind == 'D' || !pvg_is_device_source(c->path))
+			continue;
+		struct pvg_discovered_source *ds = &g->sources[g->n_sources++];
+		ds->path = pvg_strdup(c->path);
+		if (!have_log) {
+			ds->why = pvg_strdup(!g->build_log ? "no build log found" : !g->arch ? "no arch found"
+								 : "the build log cannot be read");
+			continue;
+		}
+		struct pvg_source_kernels k;
+		pvg_source_kernels_read(&log, &lg, &roots, g->workdir, c->path, g->arch, &k);
+		if (k.err)
+			ds->why = pvg_strdup(k.why);
+		else if (!k.kernels.n)
+			ds->why = pvg_strdup("its objects define no kernel");
+		for (size_t j = 0; j < k.kernels.n; j++)
+			pvg_strv_push(&ds->kernels, pvg_strdup(k.kernels.v[j]));
+		pvg_source_kernels_clear(&k);
+		if (ds->kernels.n)
+			note(g, "witness.changed_sources %s: %zu kernel%s for %s in the objects the build "
+				"log compiled from it (gate 7 requires one launched from the artifact "
+				"once witness.dir is set)",
+			     ds->path, ds->kernels.n, ds->kernels.n == 1 ? "" : "s", g->arch);
+		else if (k.err || !have_log)
+			todo(g, "witness.changed_sources %s: its kernels are not known (%s): name them, "
+				"or exempt it with the reason",
+			     ds->path, ds->why);
+	}
+	pvg_strv_clear(&roots);
+	pvg_linkgraph_done(&lg);
+	pvg_buildlog_done(&log);
+}
+
 static void classify_changes(struct pvg_discovery *g)
 {
 	if (!g->workdir || !g->baseline)
@@ -1232,6 +1306,7 @@ static void classify_changes(struct pvg_discovery *g)
 	if (unknown > 10)
 		todo(g, "source: ... and %zu more changed files like that", unknown - 10);
 	note(g, "%zu files changed since %s (merge base %.12s)", s->n, g->baseline, s->merge_base);
+	changed_device_sources(g, s);
 	if (s->n == 0)
 		todo(g, "source.baseline: nothing changed since %s; set the branch your change is "
 			"based on", g->baseline);

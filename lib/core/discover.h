@@ -22,6 +22,14 @@ struct pvg_discovered_artifact {
 	char *python_module; /* where the first artifact's is a venv module: this one's */
 };
 
+/* A changed device source (.cu, .hip) and its kernels for arch, read from the objects the
+ * build log compiled from it: what init proposes as witness.changed_sources. */
+struct pvg_discovered_source {
+	char *path;             /* repo-relative */
+	struct pvg_strv kernels;
+	char *why;              /* kernels not known, or none: why */
+};
+
 struct pvg_discovery {
 	char *dir;      /* the config's folder (absolute) */
 	char *workdir;  /* the git work tree */
@@ -45,6 +53,9 @@ struct pvg_discovery {
 	/* the log's other shared objects (the artifact above is the first of artifacts[]) */
 	struct pvg_discovered_artifact *more;
 	size_t n_more;
+	/* the change set's device sources with kernels (witness.changed_sources) */
+	struct pvg_discovered_source *sources;
+	size_t n_sources;
 	struct pvg_strv todo;  /* what the user must still fill in */
 	struct pvg_strv notes; /* what was guessed, and from what */
 };

@@ -36,10 +36,29 @@
  *                                            PATH - for none; its sha256 is made up from PATH
  *                                            and LOAD (version 3 only)
  *                                      prints the path
+ *   witness-tool build DESC OUT        a sealed witness file written from a text description
+ *                                      (recording, api cuda; its writer's identity is the
+ *                                      builder's: give it a live process's with restamp), with
+ *                                      module digests given (compose makes them up):
+ *                                      one item a line, fields KEY=VALUE separated by blanks,
+ *                                      '#' starts a comment:
+ *                                        version 2|3       (default 3; 2: no modules, every
+ *                                                           record's module unknown)
+ *                                        api cuda|hsa|none
+ *                                        flags N           header flags (default: recording,
+ *                                                           and with version 3 modules)
+ *                                        module sha256=HEX size=N origin=file|memory|ptx-jit|
+ *                                               embedded|unknown [path=P] [load_ns=N]
+ *                                               [unload_ns=N] [flags=N] [arch=N]
+ *                                        record name=N [demangled=D] [grid=X,Y,Z] [block=X,Y,Z]
+ *                                               [count=N] [via=N] [module=K (1-based)]
+ *                                               [bind=none|handle|loaded-in-call|only-name|
+ *                                               ambiguous] (default: handle with a module)
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -385,10 +404,181 @@ static int request(const char *dir)
 	return 0;
 }
 
+/* ---- build: a file from a text description ---- */
+
+static uint8_t b_strings[1u << 20];
+static size_t b_n_strings;
+
+static uint32_t b_add_string(const char *v, uint32_t *len)
+{
+	size_t n = strlen(v);
+	if (b_n_strings + n > sizeof(b_strings))
+		exit(2);
+	memcpy(b_strings + b_n_strings, v, n);
+	*len = (uint32_t)n;
+	b_n_strings += n;
+	return (uint32_t)(b_n_strings - n);
+}
+
+/* The value of KEY=VALUE in a line's fields (NULL: absent). */
+static const char *b_field(char **f, int n, const char *key)
+{
+	size_t k = strlen(key);
+	for (int i = 1; i < n; i++)
+		if (strncmp(f[i], key, k) == 0 && f[i][k] == '=')
+			return f[i] + k + 1;
+	return NULL;
+}
+
+static void b_dims(const char *v, uint32_t d[3])
+{
+	d[0] = d[1] = d[2] = 1;
+	if (v && sscanf(v, "%u,%u,%u", &d[0], &d[1], &d[2]) < 1)
+		exit(2);
+}
+
+static int build(const char *desc, const char *outp)
+{
+	FILE *in = fopen(desc, "r");
+	if (!in)
+		return 2;
+	static struct pvg_witness_record recs[PVG_WITNESS_MAX_RECORDS];
+	static struct pvg_witness_module mods[1024];
+	size_t n_recs = 0, n_mods = 0;
+	uint32_t version = 3, api = PVG_WITNESS_API_CUDA, flags = 0;
+	bool flags_set = false;
+	uint64_t launches = 0;
+	char line[8192];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	while (fgets(line, sizeof(line), in)) {
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		char *f[64];
+		int n = 0;
+		for (char *t = strtok(line, " \t\r\n"); t && n < 64; t = strtok(NULL, " \t\r\n"))
+			f[n++] = t;
+		if (n == 0)
+			continue;
+		if (strcmp(f[0], "version") == 0 && n == 2) {
+			version = (uint32_t)atoi(f[1]);
+			if (version != 2 && version != 3)
+				return 2;
+		} else if (strcmp(f[0], "api") == 0 && n == 2) {
+			api = strcmp(f[1], "cuda") == 0  ? PVG_WITNESS_API_CUDA
+			      : strcmp(f[1], "hsa") == 0 ? PVG_WITNESS_API_HSA
+							 : PVG_WITNESS_API_NONE;
+		} else if (strcmp(f[0], "flags") == 0 && n == 2) {
+			flags = (uint32_t)strtoul(f[1], NULL, 0);
+			flags_set = true;
+		} else if (strcmp(f[0], "module") == 0 && n_mods < 1024) {
+			struct pvg_witness_module *m = &mods[n_mods++];
+			const char *sha = b_field(f, n, "sha256"), *o = b_field(f, n, "origin"), *v;
+			if (!sha || strlen(sha) != 64 || !o)
+				return 2;
+			for (int i = 0; i < 32; i++) {
+				unsigned b;
+				if (sscanf(sha + 2 * i, "%2x", &b) != 1)
+					return 2;
+				m->sha256[i] = (uint8_t)b;
+			}
+			m->origin = strcmp(o, "file") == 0	     ? PVG_WITNESS_ORIGIN_FILE
+				    : strcmp(o, "memory") == 0	     ? PVG_WITNESS_ORIGIN_MEMORY
+				    : strcmp(o, "ptx-jit") == 0	     ? PVG_WITNESS_ORIGIN_PTX_JIT
+				    : strcmp(o, "embedded") == 0     ? PVG_WITNESS_ORIGIN_EMBEDDED
+								     : PVG_WITNESS_ORIGIN_UNKNOWN;
+			m->size = (v = b_field(f, n, "size")) ? strtoull(v, NULL, 0) : 0;
+			m->load_ns = (v = b_field(f, n, "load_ns")) ? strtoull(v, NULL, 0) : now_ns;
+			m->unload_ns = (v = b_field(f, n, "unload_ns")) ? strtoull(v, NULL, 0) : 0;
+			m->flags = (v = b_field(f, n, "flags")) ? (uint32_t)strtoul(v, NULL, 0) : 0;
+			m->arch = (v = b_field(f, n, "arch")) ? (uint32_t)strtoul(v, NULL, 0) : 0;
+			m->handle = 0x7000 + n_mods;
+			m->api_id = (uint32_t)n_mods;
+			if ((v = b_field(f, n, "path")))
+				m->path_off = b_add_string(v, &m->path_len);
+		} else if (strcmp(f[0], "record") == 0 && n_recs < PVG_WITNESS_MAX_RECORDS) {
+			struct pvg_witness_record *r = &recs[n_recs++];
+			const char *v = b_field(f, n, "name");
+			if (!v)
+				return 2;
+			r->name_off = b_add_string(v, &r->name_len);
+			if ((v = b_field(f, n, "demangled")))
+				r->demangled_off = b_add_string(v, &r->demangled_len);
+			b_dims(b_field(f, n, "grid"), r->grid);
+			b_dims(b_field(f, n, "block"), r->block);
+			r->count = (v = b_field(f, n, "count")) ? strtoull(v, NULL, 0) : 1;
+			r->via = (v = b_field(f, n, "via")) ? (uint32_t)atoi(v) : PVG_WITNESS_VIA_DRIVER;
+			r->module = (v = b_field(f, n, "module")) ? (uint32_t)atoi(v) : 0;
+			v = b_field(f, n, "bind");
+			r->bind = !v ? (r->module ? PVG_WITNESS_BIND_HANDLE : PVG_WITNESS_BIND_NONE)
+				  : strcmp(v, "handle") == 0	     ? PVG_WITNESS_BIND_HANDLE
+				  : strcmp(v, "loaded-in-call") == 0 ? PVG_WITNESS_BIND_LOADED_IN_CALL
+				  : strcmp(v, "only-name") == 0	     ? PVG_WITNESS_BIND_ONLY_NAME
+				  : strcmp(v, "ambiguous") == 0	     ? PVG_WITNESS_BIND_AMBIGUOUS
+								     : PVG_WITNESS_BIND_NONE;
+			r->first_ns = now_ns - 1000000;
+			r->last_ns = now_ns;
+			launches += r->count;
+		} else {
+			fprintf(stderr, "build: cannot read: %s\n", f[0]);
+			return 2;
+		}
+	}
+	fclose(in);
+	if (version == 2)
+		n_mods = 0;
+	struct pvg_witness_header h;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, PVG_WITNESS_MAGIC, 8);
+	h.version = version;
+	h.header_size = version == 2 ? PVG_WITNESS_V2_HEADER_SIZE : sizeof(h);
+	h.record_size = version == 2 ? PVG_WITNESS_V2_RECORD_SIZE : sizeof(struct pvg_witness_record);
+	h.n_records = (uint32_t)n_recs;
+	h.strings_size = (uint32_t)b_n_strings;
+	h.api = api;
+	h.flags = flags_set ? flags
+			    : PVG_WITNESS_F_RECORDING | (version >= 3 ? PVG_WITNESS_F_MODULES : 0);
+	h.pid = h.nspid = (int32_t)getpid();
+	h.nspid_levels = 1;
+	h.init_ns = now_ns - 2000000;
+	h.written_ns = now_ns;
+	h.launches = launches;
+	snprintf(h.note, sizeof(h.note), "composed");
+	if (version >= 3) {
+		h.n_modules = (uint32_t)n_mods;
+		h.module_size = sizeof(struct pvg_witness_module);
+		h.modules_loaded = n_mods;
+	}
+	static uint8_t out[PVG_WITNESS_MAX_FILE];
+	size_t len = 0;
+	memcpy(out, &h, h.header_size);
+	len = h.header_size;
+	for (size_t i = 0; i < n_recs; i++) {
+		memcpy(out + len, &recs[i], h.record_size);
+		len += h.record_size;
+	}
+	for (size_t i = 0; i < n_mods; i++) {
+		memcpy(out + len, &mods[i], sizeof(mods[i]));
+		len += sizeof(mods[i]);
+	}
+	memcpy(out + len, b_strings, b_n_strings);
+	len += b_n_strings;
+	if (pvg_witness_seal(out, len) < 0)
+		return 2;
+	FILE *o = fopen(outp, "wb");
+	if (!o || fwrite(out, 1, len, o) != len || fclose(o) != 0)
+		return 2;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 9 && argc <= 11 && strcmp(argv[1], "restamp") == 0)
 		return restamp(argv + 2, argc - 2);
+	if (argc == 4 && strcmp(argv[1], "build") == 0)
+		return build(argv[2], argv[3]);
 	if (argc == 9 && strcmp(argv[1], "compose") == 0)
 		return compose(argv + 2);
 	if (argc == 3 && strcmp(argv[1], "request") == 0)

@@ -68,7 +68,10 @@ test_live_witness_passes() {
 	assert_eq "$(jq -r '.gates[6].evidence.witness.graph_launches' report.json)" 2
 	# what ran, most launched first
 	assert_eq "$(jq -r '.gates[6].evidence.witness.kernels_total' report.json)" 4
-	assert_eq "$(jq -c '.gates[6].evidence.witness.kernels[0]' report.json)" '{"name":"pvg_wit_scale(float*, float, int)","grid":[8,1,1],"block":[128,1,1],"count":"2"}'
+	assert_eq "$(jq -c '.gates[6].evidence.witness.kernels[0]' report.json)" '{"name":"pvg_wit_scale(float*, float, int)","grid":[8,1,1],"block":[128,1,1],"count":"2","code":"name-only","bind":"none"}'
+	# a file without module identity: its launches are linked by name only
+	assert_eq "$(jq -r '.gates[6].evidence.witness.required[0].linked_by_name_only' report.json)" 2
+	assert_eq "$(jq -c '.gates[6].evidence.witness.modules' report.json)" '[]'
 	validate report.json
 }
 

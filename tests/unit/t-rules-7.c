@@ -239,10 +239,22 @@ static void witness_without_a_kernel_is_unverifiable(void)
 {
 	struct pvg_config cfg = { 0 };
 	cfg.witness.dir = "/w";
-	struct pvg_outcome o = rule_witness_kernel_named(&cfg);
+	struct pvg_outcome o = rule_witness_kernel_named(&cfg, NULL);
 	CHECK_INT(o.status, PVG_UNVERIFIABLE);
 	CHECK(o.stop);
 	CHECK_STR(o.summary, "witness: no kernel required");
+	pvg_outcome_clear(&o);
+	/* a change set with no device source to require says so */
+	struct changed_sources none = { .applies = true };
+	o = rule_witness_kernel_named(&cfg, &none);
+	CHECK(o.stop);
+	CHECK(message_has(&o, 0, "no changed device source has kernels to require"));
+	pvg_outcome_clear(&o);
+	/* a changed device source is something to require, with no witness.require */
+	struct changed_sources one = { .applies = true, .n_required = 1 };
+	o = rule_witness_kernel_named(&cfg, &one);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK(!o.stop);
 	pvg_outcome_clear(&o);
 	o = rule_witness_service(-ESRCH, NULL);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.no-service");
@@ -404,6 +416,251 @@ static void witness_forbidden_launch_fails_and_opaque_replays_are_unproven(void)
 	pvg_outcome_clear(&o);
 }
 
+/* ---- code identity ---- */
+
+/* A live file of version 3 with three modules: the artifact's copy, a copy with other bytes
+ * in another library, and PTX the driver compiled. */
+struct code_fixture {
+	struct pvg_witness_mod mods[3];
+	struct pvg_witness_entry e[6];
+	struct pvg_witness_file file;
+	struct witness_digest digest;
+	const char *names[1];
+	struct witness_code code;
+};
+
+static void code_fixture(struct code_fixture *x)
+{
+	memset(x, 0, sizeof(*x));
+	for (int i = 0; i < 3; i++)
+		memset(x->mods[i].sha256, 0x10 * (i + 1), 32);
+	x->mods[0].origin = PVG_WITNESS_ORIGIN_EMBEDDED;
+	x->mods[0].path = (struct pvg_witness_str){ "/venv/ext/_C.so", 15 };
+	x->mods[1].origin = PVG_WITNESS_ORIGIN_FILE;
+	x->mods[1].path = (struct pvg_witness_str){ "/opt/old/libk.so", 16 };
+	x->mods[2].origin = PVG_WITNESS_ORIGIN_PTX_JIT;
+	const struct pvg_witness_str k = { "_Z6kernelPf", 11 };
+	/* from the artifact, from other bytes, ambiguous, PTX JIT, module unknown, no identity */
+	x->e[0] = (struct pvg_witness_entry){ .name = k, .count = 4, .code = 1,
+					      .bind = PVG_WITNESS_BIND_HANDLE };
+	x->e[1] = (struct pvg_witness_entry){ .name = k, .count = 7, .code = 2,
+					      .bind = PVG_WITNESS_BIND_LOADED_IN_CALL };
+	x->e[2] = (struct pvg_witness_entry){ .name = k, .count = 1, .code = 1,
+					      .bind = PVG_WITNESS_BIND_AMBIGUOUS };
+	x->e[3] = (struct pvg_witness_entry){ .name = k, .count = 2, .code = 3,
+					      .bind = PVG_WITNESS_BIND_HANDLE };
+	x->e[4] = (struct pvg_witness_entry){ .name = k, .count = 3 };
+	x->file.h.version = 3;
+	x->file.entries = x->e;
+	x->file.n = 5;
+	x->file.modules = x->mods;
+	x->file.n_modules = 3;
+	memcpy(x->digest.sha256, x->mods[0].sha256, 32);
+	x->names[0] = "_C";
+	x->code = (struct witness_code){ .read = true, .d = &x->digest, .n = 1, .names = x->names,
+					 .n_arts = 1 };
+}
+
+static void code_launch_counts_by_its_module_bytes(void)
+{
+	struct code_fixture x;
+	code_fixture(&x);
+	const struct pvg_witness_mod *m;
+	const struct witness_digest *d;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_ARTIFACT);
+	CHECK(d == &x.digest && m == &x.mods[0]);
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[1], &m, &d), WITNESS_FROM_OTHER);
+	CHECK(m == &x.mods[1] && d == NULL);
+	/* ambiguous never counts, even when the module it names is the artifact's */
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[2], &m, &d), WITNESS_FROM_AMBIGUOUS);
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[3], &m, &d), WITNESS_FROM_PTX_JIT);
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[4], &m, &d), WITNESS_FROM_NAME_ONLY);
+	CHECK(m == NULL);
+	/* an older file: whatever its records say, by name only */
+	x.file.h.version = 2;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_NAME_ONLY);
+	x.file.h.version = 3;
+	/* other bytes while an artifact's digest is not known: undecided, not other code */
+	x.code.why = "_C: the sha256 of its code object 0 for gfx90a is not known";
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[1], &m, &d), WITNESS_FROM_UNDECIDED);
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_ARTIFACT);
+	x.code.why = NULL;
+	x.mods[1].flags = PVG_WITNESS_M_NOT_HASHED;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[1], &m, &d), WITNESS_FROM_UNDECIDED);
+}
+
+static void code_require_from_other_code_fails_naming_it(void)
+{
+	struct code_fixture x;
+	code_fixture(&x);
+	struct pvg_witness_require req = { .kernel = "kernel", .via = PVG_WITNESS_REQUIRE_ANY };
+	struct pvg_config cfg = { 0 };
+	cfg.witness.dir = "/w";
+	cfg.witness.require = &req;
+	cfg.witness.n_require = 1;
+	struct witness_need need = { .w = &req, .need = 1, .other_code = 7, .other_e = &x.e[1],
+				     .other_mod = &x.mods[1], .other_e_n = 7 };
+	struct witness_read wr = { 0 };
+	wr.needs = &need;
+	wr.code = x.code;
+	struct pvg_outcome o = rule_witness_required(&cfg, &wr);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-other-code");
+	CHECK_STR(o.problems[0].message,
+		  "{kernel}: 0 launches from the artifact's code, 1 required; _Z6kernelPf ran 7 "
+		  "times from other code, e.g. 7 from /opt/old/libk.so (file, sha256 202020202020…)");
+	pvg_outcome_clear(&o);
+	/* a launch whose code cannot be told leaves it undecided */
+	need.ambiguous = 1;
+	o = rule_witness_required(&cfg, &wr);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK(message_has(&o, 0, "1 launch of a name several loaded modules define, none told"));
+	pvg_outcome_clear(&o);
+	/* PTX compiled by the driver alone: unverifiable, saying why */
+	need = (struct witness_need){ .w = &req, .need = 1, .jit = 2 };
+	o = rule_witness_required(&cfg, &wr);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-code-unknown");
+	CHECK(message_has(&o, 0, "compiled from PTX"));
+	CHECK(strstr(o.problems[0].hint, "-gencode") != NULL);
+	pvg_outcome_clear(&o);
+	/* launches linked by name only keep the name rule of witness.require */
+	need = (struct witness_need){ .w = &req, .need = 1, .got = 3, .by_name = 3 };
+	o = rule_witness_required(&cfg, &wr);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+}
+
+static void sources_fixture(struct changed_source *c, char **kernels)
+{
+	memset(c, 0, sizeof(*c));
+	c->path = "csrc/gemm.cu";
+	c->state = SOURCE_KERNELS;
+	c->kernels = (struct pvg_strv){ .v = kernels, .n = 2 };
+}
+
+static void sources_launched_from_the_artifact_pass(void)
+{
+	char *k[] = { "_Z4gemmPf", "_Z7gemm_v2Pf" };
+	struct changed_source c;
+	sources_fixture(&c, k);
+	c.count.from_artifact = 1;
+	c.count.elsewhere = 9; /* a copy elsewhere ran too: the artifact's did run */
+	struct changed_sources s = { .applies = true, .v = &c, .n = 1, .n_required = 1 };
+	struct witness_tally ta = { 0 };
+	struct pvg_outcome o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+	pvg_outcome_clear(&o);
+	/* no change set read (source.repo not set): nothing is required by default */
+	s.applies = false;
+	c.count.from_artifact = 0;
+	o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+}
+
+static void sources_never_launched_fail_naming_source_and_kernels(void)
+{
+	char *k[] = { "_Z4gemmPf", "_Z7gemm_v2Pf" };
+	struct changed_source c;
+	sources_fixture(&c, k);
+	struct changed_sources s = { .applies = true, .v = &c, .n = 1, .n_required = 1 };
+	struct witness_tally ta = { 0 };
+	struct pvg_outcome o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-source-not-launched");
+	CHECK_STR(o.problems[0].message,
+		  "changed source csrc/gemm.cu: none of its kernels (_Z4gemmPf, _Z7gemm_v2Pf) was "
+		  "launched by the live service: nothing of that name ran");
+	pvg_outcome_clear(&o);
+	/* ... unless the table was full: then it may have run unrecorded */
+	ta.table_full = true;
+	o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	pvg_outcome_clear(&o);
+}
+
+static void sources_run_from_other_code_fail_naming_it(void)
+{
+	struct code_fixture x;
+	code_fixture(&x);
+	char *k[] = { "_Z6kernelPf", "_Z7gemm_v2Pf" };
+	struct changed_source c;
+	sources_fixture(&c, k);
+	c.count.elsewhere = 7;
+	c.count.other = &x.e[1];
+	c.count.other_mod = &x.mods[1];
+	c.count.other_n = 7;
+	struct changed_sources s = { .applies = true, .v = &c, .n = 1, .n_required = 1 };
+	struct witness_tally ta = { 0 };
+	struct pvg_outcome o = rule_witness_changed_sources(&s, &ta, &x.code);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-source-other-code");
+	CHECK_STR(o.problems[0].message,
+		  "changed source csrc/gemm.cu: none of its kernels (_Z6kernelPf, _Z7gemm_v2Pf) was "
+		  "launched from the artifact; _Z6kernelPf ran 7 times from other code: "
+		  "/opt/old/libk.so (file, sha256 202020202020…)");
+	pvg_outcome_clear(&o);
+}
+
+static void sources_by_name_only_or_untold_are_unverifiable(void)
+{
+	char *k[] = { "_Z4gemmPf", "_Z7gemm_v2Pf" };
+	struct changed_source c;
+	sources_fixture(&c, k);
+	c.count.name_only = 5;
+	struct changed_sources s = { .applies = true, .v = &c, .n = 1, .n_required = 1 };
+	struct witness_tally ta = { 0 };
+	struct pvg_outcome o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-name-only");
+	CHECK(message_has(&o, 0, "linked by name only"));
+	pvg_outcome_clear(&o);
+	c.count.name_only = 0;
+	c.count.jit = 2;
+	o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-code-unknown");
+	pvg_outcome_clear(&o);
+	c.count.jit = 0;
+	c.count.ambiguous = 1;
+	o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK(message_has(&o, 0, "none told"));
+	pvg_outcome_clear(&o);
+}
+
+static void sources_exempt_unknown_header_and_unreadable(void)
+{
+	struct changed_source v[3];
+	memset(v, 0, sizeof(v));
+	v[0] = (struct changed_source){ .path = "csrc/a.cu", .state = SOURCE_EXEMPT,
+					.exempt = "only used at startup" };
+	v[1] = (struct changed_source){ .path = "csrc/b.cuh", .state = SOURCE_HEADER };
+	v[2] = (struct changed_source){ .path = "csrc/c.hip", .state = SOURCE_UNKNOWN,
+					.why = "object build/c.o (compile line 4): not found" };
+	struct changed_sources s = { .applies = true, .v = v, .n = 2, .n_required = 0 };
+	struct witness_tally ta = { 0 };
+	/* exempt (the reason is the evidence's) and a header: nothing required */
+	struct pvg_outcome o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
+	pvg_outcome_clear(&o);
+	s.n = 3;
+	o = rule_witness_changed_sources(&s, &ta, NULL);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_INT(o.n_problems, 1);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-source-kernels-unknown");
+	CHECK(message_has(&o, 0, "csrc/c.hip: its kernels are not known: object build/c.o"));
+	pvg_outcome_clear(&o);
+	struct changed_sources bad = { .applies = true, .err = -ENOENT, .why = "no baseline" };
+	o = rule_witness_changed_sources(&bad, &ta, NULL);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.witness-sources-unknown");
+	pvg_outcome_clear(&o);
+}
+
 int main(void)
 {
 	RUN(markers_unconfigured_name_the_missing_key);
@@ -423,5 +680,12 @@ int main(void)
 	RUN(witness_no_live_file_fails_only_when_nothing_else_did);
 	RUN(witness_requirement_short_fails_unless_replays_hide_it);
 	RUN(witness_forbidden_launch_fails_and_opaque_replays_are_unproven);
+	RUN(code_launch_counts_by_its_module_bytes);
+	RUN(code_require_from_other_code_fails_naming_it);
+	RUN(sources_launched_from_the_artifact_pass);
+	RUN(sources_never_launched_fail_naming_source_and_kernels);
+	RUN(sources_run_from_other_code_fail_naming_it);
+	RUN(sources_by_name_only_or_untold_are_unverifiable);
+	RUN(sources_exempt_unknown_header_and_unreadable);
 	TAP_EXIT();
 }
