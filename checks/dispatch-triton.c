@@ -9,9 +9,15 @@
  * the process's initial environment does not show); and witness.triton_caches. HOME is the
  * service's environment's: /etc/passwd inside its root is not read.
  *
- * The installed file: the change's install path where the change set maps the .py to one;
- * else the file at the .source's path (inside the service's root), which must end with the
- * changed file's repo path from its package on and hold the bytes of the change.
+ * The installed file: the change's install path (source.install_map) and the .source's path
+ * must resolve, inside the service's root, to the same file (device and inode), and it must
+ * hold the bytes of the change. Without an install path for the .py, no file can be told to
+ * be the installed one: unverifiable.
+ *
+ * The entry's time is the earliest mtime or ctime of its json, .source and binary; it must
+ * not be before the installed file's latest mtime or ctime. An entry compiled by an earlier run of the service after the install
+ * passes (Triton reuses its cache). What this cannot see: a stale entry copied into the
+ * cache later with fresh times (cp without -p), or file times set by the service's user.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -132,7 +138,25 @@ static bool ts_before(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-/* The entry's source against the change set. */
+/* Is the file the service opens at PATH (inside its root, with its user's rights) the one
+ * of identity *st? Where PATH cannot be opened there, our own view of it (a bind mount). */
+static bool is_file(const struct pvg_untrusted *how, const char *path, const struct stat *st)
+{
+	struct pvg_untrusted_file f = { 0 };
+	_cleanup_close_ int fd = how->root_fd < 0 ? -EBADF : pvg_open_untrusted(path, how, &f);
+	struct stat hs;
+	if (fd >= 0)
+		hs = f.st;
+	else if (stat(path, &hs) < 0)
+		return false;
+	return hs.st_dev == st->st_dev && hs.st_ino == st->st_ino;
+}
+
+/* The entry's source against the change set: the change whose installed file (install_map
+ * gives its path) is the very file the .source names, as the service's root resolves both
+ * (same device and inode). A file elsewhere with the same tail and bytes is another copy;
+ * where the change's install path is not known, which file is the installed one cannot be
+ * told: unverifiable, never a pass. */
 static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_triton_entry *e,
 					char **why)
 {
@@ -143,29 +167,6 @@ static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_t
 		return TRITON_NOT_CHANGED;
 	}
 	_cleanup_free_ char *src = pvg_utf8_sanitize(e->src_path, strlen(e->src_path));
-	const struct pvg_change *ch = NULL;
-	for (size_t i = 0; i < scope->n && !ch; i++) {
-		const struct pvg_change *c = &scope->changes[i];
-		size_t n = strlen(c->path);
-		if (c->kind == 'D' || n < 3 || strcmp(c->path + n - 3, ".py") != 0)
-			continue;
-		if (c->install_path ? strcmp(c->install_path, e->src_path) == 0
-				    : tail_matches(e->src_path, c->path))
-			ch = c;
-	}
-	if (!ch) {
-		for (size_t i = 0; i < scope->n; i++) {
-			const struct pvg_change *c = &scope->changes[i];
-			if (c->install_path && tail_matches(e->src_path, c->path)) {
-				*why = pvg_asprintf("compiled from %s, another copy of %s than the "
-						    "installed %s",
-						    src, c->path, c->install_path);
-				return TRITON_OTHER_COPY;
-			}
-		}
-		*why = pvg_asprintf("compiled from %s, which is no changed file", src);
-		return TRITON_NOT_CHANGED;
-	}
 	/* the file as the service sees it, with its user's rights */
 	_cleanup_free_ char *rootp = pvg_asprintf("%s/%d/root", j->ctx->procfs, (int)j->pid);
 	_cleanup_close_ int root = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -175,15 +176,53 @@ static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_t
 					   .max_size = PVG_TRITON_MAX_SOURCE };
 	struct pvg_untrusted_file f = { 0 };
 	_cleanup_close_ int fd = root < 0 ? -EBADF : pvg_open_untrusted(e->src_path, &how, &f);
+	const struct pvg_change *ch = NULL, *copy = NULL, *unmapped = NULL;
+	for (size_t i = 0; i < scope->n && !ch; i++) {
+		const struct pvg_change *c = &scope->changes[i];
+		size_t n = strlen(c->path);
+		if (c->kind == 'D' || n < 3 || strcmp(c->path + n - 3, ".py") != 0)
+			continue;
+		bool tail = tail_matches(e->src_path, c->path);
+		if (!c->install_path) {
+			if (tail && !unmapped)
+				unmapped = c;
+		} else if (fd >= 0 && is_file(&how, c->install_path, &f.st)) {
+			ch = c;
+		} else if (tail && !copy) {
+			copy = c;
+		}
+	}
+	if (!ch && fd < 0 && (copy || unmapped)) {
+		*why = pvg_asprintf("compiled from %s, which cannot be opened in the service's root "
+				    "(%s)", src, f.refused ? pvg_refusal_text(f.refused)
+							   : strerror(-fd));
+		return TRITON_BAD_ENTRY;
+	}
+	if (!ch && copy) {
+		*why = pvg_asprintf("compiled from %s, another copy of %s than the installed %s", src,
+				    copy->path, copy->install_path);
+		return TRITON_OTHER_COPY;
+	}
+	if (!ch && unmapped) {
+		*why = pvg_asprintf("compiled from %s; the installed path of %s is not known (no "
+				    "source.install_map entry maps it), so whether that is the "
+				    "installed file cannot be told",
+				    src, unmapped->path);
+		return TRITON_INSTALL_UNKNOWN;
+	}
+	if (!ch) {
+		*why = pvg_asprintf("compiled from %s, which is no changed file", src);
+		return TRITON_NOT_CHANGED;
+	}
 	_cleanup_free_ char *inst = NULL, *want = NULL;
 	size_t ilen = 0, wlen = 0;
-	int ir = fd < 0 ? fd : pvg_read_fd(fd, PVG_TRITON_MAX_SOURCE, &inst, &ilen);
+	int ir = pvg_read_fd(fd, PVG_TRITON_MAX_SOURCE, &inst, &ilen);
 	_cleanup_free_ char *repo_file = pvg_path_join(scope->workdir, ch->path);
 	int wr = pvg_read_file(repo_file, PVG_TRITON_MAX_SOURCE, &want, &wlen);
 	if (ir < 0 || wr < 0) {
 		*why = pvg_asprintf("%s cannot be read: %s", ir < 0 ? src : repo_file,
 				    strerror(-(ir < 0 ? ir : wr)));
-		return TRITON_OTHER_COPY;
+		return TRITON_BAD_ENTRY;
 	}
 	char h1[65], h2[65];
 	sha_of_bytes(inst, ilen, h1);
@@ -249,7 +288,7 @@ static const char *const verdict_names[] = {
 	[TRITON_LINKED] = "linked",       [TRITON_NO_ENTRY] = "no-entry",
 	[TRITON_BAD_ENTRY] = "bad-entry", [TRITON_WRONG_ARCH] = "wrong-arch",
 	[TRITON_NOT_CHANGED] = "not-changed", [TRITON_OTHER_COPY] = "other-copy",
-	[TRITON_STALE] = "stale",
+	[TRITON_STALE] = "stale",         [TRITON_INSTALL_UNKNOWN] = "install-unknown",
 };
 
 struct pvg_outcome rule_witness_triton(const struct triton_jit *j)
@@ -270,6 +309,13 @@ struct pvg_outcome rule_witness_triton(const struct triton_jit *j)
 					    "name the folder the service's Triton writes to in "
 					    "witness.triton_caches (vLLM sets TRITON_CACHE_DIR at run "
 					    "time), and keep its entries until the check",
+					    "JIT module (memory, sha256 %s…): %s", h, d->why);
+			break;
+		case TRITON_INSTALL_UNKNOWN:
+			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.triton-install-unknown",
+					    "map the package's folder to where it is installed "
+					    "(source.install_map) so that the entry's source can be "
+					    "matched to the installed file",
 					    "JIT module (memory, sha256 %s…): %s", h, d->why);
 			break;
 		case TRITON_WRONG_ARCH:
@@ -335,6 +381,7 @@ void dispatch_triton_evidence(cJSON *ev, const struct triton_jit *j)
 				pvg_json_add_str(o, "source", d->e->src_path);
 				pvg_json_add_u64(o, "line", d->e->src_line);
 			}
+			pvg_json_add_u64(o, "written", (uint64_t)d->e->written.tv_sec);
 		}
 		cJSON_AddItemToArray(ms, o);
 	}

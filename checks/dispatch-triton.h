@@ -25,6 +25,8 @@ enum triton_verdict {
 	TRITON_NOT_CHANGED,   /* its source is no .py of the change set */
 	TRITON_OTHER_COPY,    /* its source is not the installed file, or lacks the change */
 	TRITON_STALE,         /* written before its source took its content */
+	TRITON_INSTALL_UNKNOWN, /* its source ends like a changed .py whose install path is not
+				 * known: whether it is the installed file cannot be told */
 };
 
 struct triton_judged {

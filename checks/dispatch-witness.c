@@ -481,6 +481,7 @@ enum witness_from dispatch_witness_from(const struct witness_code *code,
 			return WITNESS_FROM_JIT_LINKED;
 		case TRITON_NO_ENTRY:
 		case TRITON_BAD_ENTRY:
+		case TRITON_INSTALL_UNKNOWN:
 			return WITNESS_FROM_UNDECIDED;
 		default:
 			return WITNESS_FROM_OTHER;
