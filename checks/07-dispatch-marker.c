@@ -1321,16 +1321,23 @@ static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, 
 	struct changed_sources srcs;
 	dispatch_sources_read(ctx, &srcs);
 	wr.sources = &srcs;
+	struct triton_jit jit;
+	dispatch_triton_init(&jit, ctx, 0);
 	if (take(&w, rule_witness_kernel_named(cfg, &srcs)) &&
 	    witness_reach_files(ctx, ev, &w, &wr) &&
 	    take(&w, rule_witness_live_file(cfg, &wr.tally, w.status)) &&
 	    take(&w, rule_witness_recording(&wr.tally))) {
+		dispatch_triton_init(&jit, ctx, wr.env.pid);
+		wr.code.jit = &jit;
 		dispatch_witness_count(ctx, &wr);
+		jit.n_required = jit.n;
+		dispatch_triton_evidence(ev, &jit);
 		dispatch_witness_kernels_evidence(ev, &wr);
 		dispatch_witness_required_evidence(ev, cfg, &wr);
 		dispatch_sources_evidence(ev, &srcs);
 		take(&w, rule_witness_required(cfg, &wr));
 		take(&w, rule_witness_changed_sources(&srcs, &wr.tally, &wr.code));
+		take(&w, rule_witness_triton(&jit));
 		take(&w, rule_witness_forbid_provable(cfg, &wr.tally));
 		take(&w, rule_witness_forbidden(cfg, &wr));
 		dispatch_witness_chain(ctx, cfg, &wr);
@@ -1341,6 +1348,7 @@ static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, 
 	if (wf && wr.files)
 		dispatch_window_from_witness(&wr, wf);
 	dispatch_witness_read_clear(&wr);
+	dispatch_triton_clear(&jit);
 	dispatch_sources_clear(&srcs);
 	*summary = w.summary;
 	return w.status;

@@ -14,6 +14,7 @@
 
 #include "dispatch-sources.h"
 #include "formats/buildlog.h"
+#include "formats/triton-cache.h"
 
 void dispatch_sources_clear(struct changed_sources *s)
 {
@@ -63,6 +64,23 @@ static void read_source(struct changed_source *c, const struct pvg_buildlog *log
 					   : "its objects hold no device code (host code only)");
 }
 
+static bool is_py(const char *p)
+{
+	size_t n = strlen(p);
+	return n > 3 && strcmp(p + n - 3, ".py") == 0;
+}
+
+/* The @triton.jit functions of the change's .py (its content in the work tree: the
+ * installed file must hold the same, dispatch-triton.c checks). */
+static void triton_kernels(const char *workdir, const char *rel, struct pvg_strv *out)
+{
+	_cleanup_free_ char *path = pvg_path_join(workdir, rel);
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	if (pvg_read_file(path, PVG_TRITON_MAX_SOURCE, &text, &len) == 0)
+		pvg_triton_py_kernels(text, len, out);
+}
+
 void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 {
 	const struct pvg_config *cfg = ctx->cfg;
@@ -84,8 +102,26 @@ void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 	out->v = pvg_xcalloc(scope->n + 1, sizeof(*out->v));
 	for (size_t i = 0; i < scope->n; i++) {
 		const struct pvg_change *ch = &scope->changes[i];
-		if (ch->kind == 'D' || ch->submodule ||
-		    !(pvg_is_device_source(ch->path) || pvg_is_device_header(ch->path)))
+		if (ch->kind == 'D' || ch->submodule)
+			continue;
+		/* a changed .py with @triton.jit functions: JIT device code (SPEC §12) */
+		struct pvg_strv py = { 0 };
+		if (is_py(ch->path) && scope->workdir)
+			triton_kernels(scope->workdir, ch->path, &py);
+		if (py.n) {
+			struct changed_source *c = &out->v[out->n++];
+			c->path = pvg_strdup(ch->path);
+			const struct pvg_witness_source *ws = configured(cfg, ch->path);
+			c->state = ws && ws->exempt ? SOURCE_EXEMPT : SOURCE_KERNELS;
+			c->exempt = ws ? ws->exempt : NULL;
+			c->from_config = ws != NULL;
+			const struct pvg_strv *k = ws && !ws->exempt ? &ws->kernels : &py;
+			for (size_t j = 0; j < k->n; j++)
+				pvg_strv_add_unique(&c->kernels, k->v[j]);
+			pvg_strv_clear(&py);
+			continue;
+		}
+		if (!(pvg_is_device_source(ch->path) || pvg_is_device_header(ch->path)))
 			continue;
 		struct changed_source *c = &out->v[out->n++];
 		c->path = pvg_strdup(ch->path);

@@ -344,6 +344,7 @@ static const char *const from_names[] = {
 	[WITNESS_FROM_ARTIFACT] = "artifact",   [WITNESS_FROM_NAME_ONLY] = "name-only",
 	[WITNESS_FROM_OTHER] = "other-code",    [WITNESS_FROM_AMBIGUOUS] = "ambiguous",
 	[WITNESS_FROM_PTX_JIT] = "ptx-jit",     [WITNESS_FROM_UNDECIDED] = "undecided",
+	[WITNESS_FROM_JIT_LINKED] = "jit-linked",
 };
 
 const char *dispatch_witness_from_name(enum witness_from f)
@@ -473,6 +474,19 @@ enum witness_from dispatch_witness_from(const struct witness_code *code,
 			*d = &code->d[i];
 			return WITNESS_FROM_ARTIFACT;
 		}
+	/* JIT code from memory: its Triton cache entry says what it is (dispatch-triton.c) */
+	if (m->origin == PVG_WITNESS_ORIGIN_MEMORY && code->jit) {
+		switch (dispatch_triton_judge(code->jit, m)->v) {
+		case TRITON_LINKED:
+			return WITNESS_FROM_JIT_LINKED;
+		case TRITON_NO_ENTRY:
+		case TRITON_BAD_ENTRY:
+		case TRITON_INSTALL_UNKNOWN:
+			return WITNESS_FROM_UNDECIDED;
+		default:
+			return WITNESS_FROM_OTHER;
+		}
+	}
 	/* other bytes: unless an artifact's code object could not be hashed (it may be that) */
 	return code->why || !code->read ? WITNESS_FROM_UNDECIDED : WITNESS_FROM_OTHER;
 }
@@ -517,6 +531,7 @@ static void count_need(const struct witness_read *wr, struct witness_need *nd)
 					nd->in_graph += e->count;
 				break;
 			case WITNESS_FROM_ARTIFACT:
+			case WITNESS_FROM_JIT_LINKED:
 				nd->got = add_sat(nd->got, e->count);
 				if (PVG_WITNESS_VIA_IS_GRAPH(e->via))
 					nd->in_graph += e->count;
@@ -586,6 +601,7 @@ static void count_sources(const struct witness_read *wr, struct changed_sources 
 				uint64_t k = e->count;
 				switch (dispatch_witness_from(&wr->code, &f->file, e, &m, &d)) {
 				case WITNESS_FROM_ARTIFACT:
+				case WITNESS_FROM_JIT_LINKED:
 					n->from_artifact = add_sat(n->from_artifact, k);
 					break;
 				case WITNESS_FROM_NAME_ONLY:

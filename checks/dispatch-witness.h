@@ -13,6 +13,7 @@
 #include "facts.h"
 #include "sys/witness.h"
 #include "dispatch-sources.h"
+#include "dispatch-triton.h"
 
 /* witness.dir is set: the witness is part of gate 7. */
 bool dispatch_witness_configured(const struct pvg_config *cfg);
@@ -78,6 +79,7 @@ enum witness_from {
 	WITNESS_FROM_AMBIGUOUS, /* several modules define the name and nothing said which */
 	WITNESS_FROM_PTX_JIT,   /* compiled by the driver from PTX: no file holds those bytes */
 	WITNESS_FROM_UNDECIDED, /* not hashed, or the artifacts' digests are not (all) known */
+	WITNESS_FROM_JIT_LINKED, /* from memory, and its Triton cache entry links it to the change */
 };
 const char *dispatch_witness_from_name(enum witness_from f);
 
@@ -96,6 +98,7 @@ struct witness_code {
 	size_t n_unknown;   /* code objects for arch whose digest is not known */
 	char *why;          /* some digests are not known: why (the first reason) */
 	const char **names; /* artifact names, ctx->n_arts */
+	struct triton_jit *jit; /* MEMORY modules judged by their Triton cache entry; NULL: not */
 	size_t n_arts;
 };
 

@@ -112,6 +112,7 @@ static const struct field witness_fields[] = {
 	CFX("library", F_PATH, witness.library),
 	CF("answer_ms", F_COUNT, witness.answer_ms),
 	CF("changed_sources", F_WITNESS_SOURCES, witness.sources),
+	CF("triton_caches", F_STRV, witness.triton_caches),
 	END,
 };
 
@@ -237,6 +238,7 @@ void pvg_config_free(struct pvg_config *cfg)
 	}
 	free(cfg->witness.sources);
 	strv_free(&cfg->witness.forbid);
+	strv_free(&cfg->witness.triton_caches);
 	free(cfg->witness.api);
 	free(cfg->witness.library);
 	strv_free(&cfg->benchmark.inputs);

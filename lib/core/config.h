@@ -97,6 +97,8 @@ struct pvg_config {
 		long answer_ms; /* how long gate 7 waits for the live processes' answers (2000) */
 		struct pvg_witness_source *sources; /* witness.changed_sources */
 		size_t n_sources;
+		/* Triton cache folders in the service's root, beside those its environment names */
+		struct pvg_strv triton_caches;
 	} witness;
 	struct {
 		struct pvg_strv inputs; /* dataset and prompt files, hashed into the report */

@@ -21,6 +21,7 @@
 #include "sys/gpu-procs.h"
 #include "sys/pymodule.h"
 #include "sys/scope.h"
+#include "sys/witness.h"
 #include "util/hash.h"
 
 #define WALK_DEPTH 4
@@ -1476,6 +1477,32 @@ static void place_more_artifacts(struct pvg_discovery *g, const char *procfs)
 	}
 }
 
+/* The Triton caches the service's environment names (what gate 7 reads at check time to
+ * find the entries of JIT modules loaded from memory, provgate-witness(7)): listed, so that
+ * a folder it does not name (vLLM sets TRITON_CACHE_DIR at run time, in its workers) can be
+ * added to witness.triton_caches. The values are the service user's: quoted as text only. */
+static void find_triton(struct pvg_discovery *g, const char *procfs)
+{
+	if (!g->service.pid)
+		return;
+	static const char *const vars[] = { "TRITON_CACHE_DIR", "TRITON_HOME", "VLLM_CACHE_ROOT" };
+	_cleanup_free_ char *seen = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+		_cleanup_free_ char *v = NULL;
+		if (pvg_proc_getenv(procfs, g->service.pid, vars[i], &v) < 0 || !v || !v[0])
+			continue;
+		_cleanup_free_ char *t = pvg_utf8_sanitize(v, strlen(v));
+		char *n = pvg_asprintf("%s%s%s=%s", seen ? seen : "", seen ? ", " : "", vars[i], t);
+		free(seen);
+		seen = n;
+	}
+	if (seen)
+		note(g, "Triton caches: the service's environment names %s; gate 7 looks there (and "
+			"in HOME/.triton/cache) for the entries of JIT modules; a folder it uses "
+			"that its environment does not name goes in witness.triton_caches",
+		     seen);
+}
+
 void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
 {
 	memset(g, 0, sizeof(*g));
@@ -1484,6 +1511,7 @@ void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
 	find_build(g);
 	prefer_mapped_output(g, procfs ? procfs : pvg_procfs_root());
 	find_service(g, procfs ? procfs : pvg_procfs_root());
+	find_triton(g, procfs ? procfs : pvg_procfs_root());
 	find_install(g);
 	place_more_artifacts(g, procfs ? procfs : pvg_procfs_root());
 	find_arch(g);

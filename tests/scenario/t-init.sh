@@ -185,8 +185,10 @@ test_init_proposes_every_extension_the_service_maps() {
 	cp "$M/ninja_log" build/.ninja_log
 	sleep 0.01
 	sed "s#/src/ext#$PWD/repo#g" "$M/ninja.log" >build.log
-	# a process that maps three of the four installed libraries, as Python's import would
-	/usr/bin/python3 -c '
+	# a process that maps three of the four installed libraries, as Python's import would;
+	# its environment names a Triton cache, which init lists for witness.triton_caches
+	mkdir -p tcache
+	TRITON_CACHE_DIR=$PWD/tcache VLLM_CACHE_ROOT=$PWD/vcache /usr/bin/python3 -c '
 import mmap, os, sys, time
 fs = [open(p, "rb") for p in sys.argv[1:]]
 ms = [mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) for f in fs]
@@ -207,6 +209,8 @@ time.sleep(120)' "$PWD/inst/_a_C.so" "$PWD/inst/_b_C.so" "$PWD/inst/_c_C.so" &
 	assert_eq "$(jq -r '.artifacts[] | select(.name == "_b_C") | .install' <<<"$j")" inst/_b_C.so
 	assert_eq "$(jq -r '.artifacts[] | select(.name == "_b_C") | .build' <<<"$j")" build/_b_C.so
 	assert_contains "$out" "_d_C.so too, but the service maps no installed copy of it"
+	assert_contains "$out" "guessed: Triton caches: the service's environment names TRITON_CACHE_DIR=$PWD/tcache, VLLM_CACHE_ROOT=$PWD/vcache; gate 7 looks there"
+	assert_contains "$(sed -n '/^\/\//p' provgate.json)" "// guessed: Triton caches: the service's environment names TRITON_CACHE_DIR=$PWD/tcache"
 	# what it proposed is what the gates check: the four hashes, the three mappings
 	pg run --gates 3 --json r3.json
 	assert_eq "$(jq -r '.chain.artifacts | length' r3.json)" 3

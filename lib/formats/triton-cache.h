@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Triton's compile cache, as its own source writes it (python/triton/runtime/cache.py,
+ * python/triton/compiler/compiler.py): one folder per compiled kernel holding NAME.json (the
+ * metadata: hash, target {backend, arch, warp_size}, name, triton_version, options),
+ * NAME.source (MLIR whose first loc names the .py file and line the kernel was defined at),
+ * the stages' IR and the binary the driver receives (NAME.cubin, on ROCm NAME.hsaco).
+ * Pure parsers of those files' bytes, every field type-checked: the files are the service
+ * user's and hostile. The folder walk is sys/triton-cache.c's.
+ */
+#pragma once
+#include "util/util.h"
+
+#define PVG_TRITON_MAX_JSON (1u << 20)   /* NAME.json larger than this is refused */
+#define PVG_TRITON_MAX_SOURCE (4u << 20) /* NAME.source, and a .py scanned for kernels */
+#define PVG_TRITON_MAX_NAME 256u
+
+struct pvg_triton_meta {
+	char name[PVG_TRITON_MAX_NAME]; /* the kernel (the @triton.jit function's name) */
+	char backend[16];               /* "cuda" or "hip" */
+	char arch[64];                  /* as gate 6 writes targets: "sm_90", "gfx90a:xnack-" */
+	char triton_version[32];        /* "" when absent */
+	long warp_size;                 /* 0 when absent */
+};
+
+/* Parses NAME.json. 0, or -EBADMSG with *why (allocated): not JSON, not an object, a field of
+ * the wrong type or out of bounds, a backend other than cuda/hip, an arch that is no target. */
+int pvg_triton_meta_parse(const char *text, size_t len, struct pvg_triton_meta *out, char **why);
+
+/* The binary's file name suffix for a backend: "cubin", "hsaco"; NULL for another. */
+const char *pvg_triton_binary_ext(const char *backend);
+
+/* The first loc("FILE":LINE:COL) of a NAME.source: *path allocated (MLIR string escapes
+ * undone), *line. 0, or -ENOENT (none), -EBADMSG (a loc cut short or malformed). */
+int pvg_triton_first_loc(const char *text, size_t len, char **path, unsigned long *line);
+
+/* The names of the functions a .py file decorates with @triton.jit (alone, with arguments, or
+ * under @triton.autotune / @triton.heuristics / other decorators), and @jit after "from triton
+ * import jit": a bounded textual scan, not Python. Names are added to out (unique); returns
+ * how many were found. */
+size_t pvg_triton_py_kernels(const char *text, size_t len, struct pvg_strv *out);

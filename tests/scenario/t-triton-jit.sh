@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Gate 7 and Triton's JIT code (SPEC §12): a change set in a git repository edits a .py with
+# @triton.jit kernels, installed through install_map; a live stand-in service whose
+# environment names TRITON_CACHE_DIR, a cache tree in Triton 3.6's layout
+# (tests/fixtures/triton-cache/make.sh, real cubins) whose entry's .source names the file, and
+# a witness file of that process (witness-tool build, then restamp) whose module loaded from
+# memory has the sha256 of the entry's cubin and launches the kernel.
+source "$PVG_SRC/tests/lib.sh"
+need git jq sha256sum
+TOOL="$PVG_BUILD/tests/helpers/witness-tool"
+LIB="$PVG_BUILD/lib/witness/libprovgate-witness.so"
+F="$PVG_SRC/tests/fixtures/triton-cache"
+BOOT=$(cat /proc/sys/kernel/random/boot_id)
+SM90=$(sha256sum "$F/add_kernel.sm_90.cubin" | cut -c1-64)
+SM80=$(sha256sum "$F/add_kernel.sm_80.cubin" | cut -c1-64)
+PY=pkg/ops/add_kernel.py
+
+export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.org GIT_COMMITTER_NAME=t \
+	GIT_COMMITTER_EMAIL=t@example.org GIT_CONFIG_NOSYSTEM=1 HOME="${TMPDIR:-/tmp}"
+export GIT_CONFIG_GLOBAL=/dev/null
+
+ticks_of() { awk '{sub(/.*\) /, ""); print $20}' "/proc/$1/stat"; }
+
+# repo: baseline "main" holds an older add_kernel.py; branch "work" the fixture's; the work
+# tree's pkg/ installed into inst/pkg/ (install_map, unless $1 is "nomap")
+repo() {
+	git init -q -b main r
+	mkdir -p r/pkg/ops
+	printf 'import triton\n\n@triton.jit\ndef add_kernel(x_ptr):\n    pass\n' >r/$PY
+	git -C r add -A && git -C r commit -qm base
+	git -C r checkout -q -b work
+	cp "$F/add_kernel.py" r/$PY
+	git -C r add -A && git -C r commit -qm "add_kernel: masked store"
+	mkdir -p inst && cp -r r/pkg inst/pkg
+	local map='"install_map": [{"from": "pkg/", "to": "inst/pkg/"}],'
+	[ "${1:-}" = nomap ] && map=
+	cat >provgate.json <<-JSON
+	{"arch": "sm_90",
+	 "source": {"repo": "r", "baseline": "main", $map "include_uncommitted": false},
+	 "witness": {"dir": "wdir", "answer_ms": 200}}
+	JSON
+}
+
+# cache PYFILE: a cache tree under cache/ whose entries' .source name PYFILE
+cache() { sh "$F/make.sh" cache "$PWD/cache" "$1" >/dev/null || fail "make.sh cache failed"; }
+
+# start CACHEDIR: the live service, its environment naming the cache
+start() {
+	mkdir -p wdir
+	TRITON_CACHE_DIR=$1 PROVGATE_WITNESS_DIR=$PWD/wdir CUDA_INJECTION64_PATH=$LIB sleep 300 &
+	svc=$!
+	trap 'kill $svc 2>/dev/null || true' EXIT
+	for _ in $(seq 50); do [ "$(readlink /proc/$svc/exe)" != "$(readlink /proc/$$/exe)" ] && break; sleep 0.02; done
+}
+
+# witness SHA [KERNEL]: the service loaded a module of these bytes from memory and launched
+# KERNEL (default add_kernel) from it 4 times
+witness() {
+	printf 'module sha256=%s size=%s origin=memory arch=90\nrecord name=%s grid=8 block=128 count=4 module=1\n' \
+		"$1" "$(stat -c %s "$F/add_kernel.sm_90.cubin")" "${2:-add_kernel}" >w.txt
+	"$TOOL" build w.txt w.pvgw || fail "witness-tool build failed"
+	rm -f wdir/*.pvgw
+	"$TOOL" restamp w.pvgw wdir "$svc" "$svc" 1 "$(ticks_of "$svc")" "$BOOT" >/dev/null ||
+		fail "restamp failed"
+}
+
+gate7() {
+	pg run -c provgate.json --pid "$svc" --gates 7 --json r.json
+	status=$(gate_status r.json 7)
+	codes=$(problem_codes r.json 7)
+	msgs=$(jq -r '.gates[6].problems[].message' r.json)
+	validate r.json
+}
+
+mod_ev() { jq -r ".gates[6].evidence.witness.triton.modules[0].$1" r.json; }
+
+test_fresh_entry_of_the_installed_file_certifies() {
+	repo; cache "$PWD/inst/$PY"
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(mod_ev verdict)" linked
+	assert_eq "$(mod_ev kernel)" add_kernel
+	assert_eq "$(mod_ev arch)" sm_90
+	assert_eq "$(mod_ev source)" "$PWD/inst/$PY"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.caches[0].from' r.json)" TRITON_CACHE_DIR
+	assert_eq "$(jq -r '.gates[6].evidence.witness.kernels[0].code' r.json)" jit-linked
+	# the changed .py is a required source, its kernels read from it
+	assert_eq "$(jq -c --arg s "$PY" '.gates[6].evidence.witness.changed_sources[] | select(.source == $s) | .kernels' r.json)" \
+		'["add_kernel","scale_kernel"]'
+}
+
+test_installed_file_named_through_a_link_is_the_installed_file() {
+	# the service imported the package through a linked folder: another path, the same file
+	repo; ln -s inst inst-link
+	cache "$PWD/inst-link/$PY"
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(mod_ev verdict)" linked
+	assert_eq "$(mod_ev source)" "$PWD/inst-link/$PY"
+}
+
+test_entry_for_sm80_is_refused() {
+	repo; cache "$PWD/inst/$PY"
+	start "$PWD/cache/old-arch"; witness "$SM80"
+	gate7
+	assert_eq "$status" fail "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-arch
+	assert_contains "$msgs" "its cache entry was compiled for sm_80, the node is sm_90"
+}
+
+test_entry_older_than_the_installed_file_is_stale() {
+	repo; cache "$PWD/inst/$PY"
+	touch -d '2020-01-01 00:00' cache/good/*/*
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" fail "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-stale
+	assert_contains "$msgs" "before $PWD/inst/$PY took its content"
+}
+
+test_entry_from_another_copy_is_refused() {
+	repo
+	# the same bytes at another path: the work tree's file, not the installed one
+	cache "$PWD/r/$PY"
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" fail "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-other-copy
+	assert_contains "$msgs" "compiled from $PWD/r/$PY, another copy of $PY than the installed $PWD/inst/$PY"
+}
+
+test_copy_without_install_path_is_unverifiable() {
+	# no install_map: where the .py is installed is not known, so no copy can be the file
+	repo nomap
+	cache "$PWD/inst/$PY"
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-install-unknown
+	assert_contains "$msgs" "the installed path of $PY is not known"
+	assert_eq "$(mod_ev verdict)" install-unknown
+}
+
+test_no_entry_is_unverifiable_naming_the_folders() {
+	repo; cache "$PWD/inst/$PY"
+	# a cache holding only the sm_80 entry: nothing has the sm_90 module's bytes
+	start "$PWD/cache/old-arch"; witness "$SM90"
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-no-entry
+	assert_contains "$msgs" "no Triton cache entry holds these bytes (1 entry in"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.caches[] | select(.from == "TRITON_CACHE_DIR") | .path' r.json)" "$PWD/cache/old-arch"
+}
+
+test_truncated_json_is_unverifiable() {
+	repo; cache "$PWD/inst/$PY"
+	start "$PWD/cache/truncated"; witness "$SM90"
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-no-entry
+	assert_contains "$msgs" "its cache entry"
+	assert_contains "$msgs" "cannot be read"
+	assert_eq "$(mod_ev verdict)" bad-entry
+}
+
+test_triton_kernel_never_run_fails_naming_the_source() {
+	repo; cache "$PWD/inst/$PY"
+	start "$PWD/cache/good"; witness "$SM90" other_kernel
+	gate7
+	assert_eq "$status" fail "status ($codes)"
+	assert_contains "$codes" dispatch-marker.witness-source-not-launched
+	assert_contains "$msgs" "changed source $PY: none of its kernels (add_kernel, scale_kernel) was launched"
+}
+
+run_tests
