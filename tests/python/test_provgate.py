@@ -2,7 +2,7 @@
 """The installed wheel's Python API against the demo's live chain (tests/demo/scenario.sh).
 
 Run by tests/scenario/t-wheel.sh with the interpreter of a venv the wheel was installed
-into (Debian 12's Python 3.11 on the host, Debian 11's Python 3.9 in a container):
+into (Debian 12's Python 3.11 on the host and in a container, Debian 11's Python 3.9 in a container):
     PVG_DEMO_CONFIG=.../provgate.json PVG_VERSION=0.1.0 VENV/bin/python -m pytest THIS_FILE
 The chain is certified at the start. The tests run in the file's order: the last ones break
 a link (the installed file changes) and need it broken, so it is broken once, on purpose,

@@ -271,8 +271,9 @@ w = ctypes.CDLL("/opt/provgate/lib/provgate/libprovgate-witness.so")
 class Launch(ctypes.Structure):
     _fields_ = [("handle", ctypes.c_uint64), ("grid", ctypes.c_uint32 * 3),
                 ("block", ctypes.c_uint32 * 3), ("via", ctypes.c_uint32),
-                ("name", ctypes.c_char_p), ("module_of", ctypes.c_void_p)]
-l = Launch(7, (4, 1, 1), (64, 1, 1), 1, b"wvSplitK", None)
+                ("name", ctypes.c_char_p), ("module_of", ctypes.c_void_p),
+                ("code_of", ctypes.c_void_p)]  # struct pvg_launch (lib/witness/witness.h)
+l = Launch(7, (4, 1, 1), (64, 1, 1), 1, b"wvSplitK", None, None)
 for _ in range(3):
     w.pvg_witness_record(ctypes.byref(l))
 print("flush", w.pvg_witness_flush())'

@@ -10,9 +10,10 @@
 #     console script, python -m provgate, certify of the demo, pip uninstall leaving no file;
 #     then tests/python/test_provgate.py (pytest) against the demo's live chain
 #   - the same in podman on Debian 11 (mmdebstrap bullseye: glibc 2.31, Python 3.9, pip 20.3)
-#     with the demo's service run by Debian 11's python3
+#     and on Debian 12 (mmdebstrap bookworm: glibc 2.36, Python 3.11), with the demo's service
+#     run by that system's python3
 # The plain build is t-bundle.sh's ($PVG_BUILD/t-bundle, under its lock); the Debian 11
-# root file system is kept in $PVG_TEST_CACHE (tests/helpers/rootfs.sh).
+# and Debian 12 root file systems are kept in $PVG_TEST_CACHE (tests/helpers/rootfs.sh).
 # timeout: 900
 source "$PVG_SRC/tests/lib.sh"
 source "$PVG_SRC/tests/helpers/podman.sh"
@@ -22,6 +23,7 @@ VERSION=$(sed -n "s/^  version : '\(.*\)',$/\1/p" "$PVG_SRC/meson.build" | head 
 NAME=provgate-$VERSION-x86_64-linux
 WHEEL_NAME=provgate-$VERSION-py3-none-manylinux_2_17_x86_64.whl
 BULLSEYE=(bullseye-python3-venv bullseye python3,python3-venv,python3-pip,python3-pytest)
+BOOKWORM=(bookworm-python3-venv bookworm python3,python3-venv,python3-pip,python3-pytest)
 rootfs() { "$PVG_SRC/tests/helpers/rootfs.sh" "$@"; }
 PY=/usr/bin/python3 # Debian's (the python3 on PATH may be another)
 
@@ -32,7 +34,7 @@ dist() {
 		fail "Debian's python3-pytest and python3-venv are needed"
 	[ "$(id -u)" = 0 ] || { [ "${CI:-}" = true ] && fail "needs root (unshare -n)"; echo "SKIP: needs root" >&2; exit 77; }
 	mkdir -p "$DIST"
-	( rootfs "${BULLSEYE[@]}" >/dev/null 2>&1 & )
+	( rootfs "${BULLSEYE[@]}" >/dev/null 2>&1 & rootfs "${BOOKWORM[@]}" >/dev/null 2>&1 & )
 	(
 		flock 9
 		[ -f "$DIST/wheel-made.$$" ] && exit 0
@@ -214,7 +216,7 @@ test_debian12_venv_installs_certifies_and_uninstalls() {
 	assert_eq "$(grep -c ' PASSED' pytest.log)" "$(grep -c '^def test_' test_provgate.py)" "tests passed"
 }
 
-# ---- Debian 11 ------------------------------------------------------------------------------
+# ---- Debian 11 and 12 root file systems ---------------------------------------------------
 
 # in [-e VAR=VALUE]... CTR CMD...: podman exec with the test's environment; sets rc, out, err
 in_ctr() {
@@ -231,38 +233,43 @@ in_ctr() {
 	rm -f "$o" "$e"
 }
 
-test_debian11_venv_installs_certifies_and_uninstalls() {
+# venv_in_rootfs ROOTFS-ARRAY DEBIAN GLIBC PYTHON: the wheel in a fresh venv of that root file
+# system's python3, in podman: install, --version, certify of the demo, uninstall, pytest
+venv_in_rootfs() {
+	local -n spec=$1
+	local deb=$2 glibc=$3 pyver=$4
 	dist
 	ctr_setup
-	local tar; tar=$(rootfs "${BULLSEYE[@]}") || fail "mmdebstrap bullseye failed"
-	podman_ import -q "$tar" "localhost/pvg-bullseye-venv-$CTR_TAG:1" >/dev/null || fail "podman import"
-	scenario_tag="whl11-$CTR_TAG"
+	local tar; tar=$(rootfs "${spec[@]}") || fail "mmdebstrap ${spec[1]} failed"
+	local image="localhost/pvg-${spec[1]}-venv-$CTR_TAG:1"
+	podman_ import -q "$tar" "$image" >/dev/null || fail "podman import"
+	scenario_tag="whl$deb-$CTR_TAG"
 	demo_chain
 	: >gpu0
 	port=$(( 20000 + RANDOM % 12000 ))
 	while ss -tanH "sport = :$port" | grep -q .; do port=$(( 20000 + RANDOM % 12000 )); done
 	scenario_config
 	cp "$PVG_SRC/tests/helpers/py-demo-service.py" "$PVG_SRC/tests/python/test_provgate.py" "$WHEEL" "$T/"
-	local c=whl11-$CTR_TAG
+	local c=whl$deb-$CTR_TAG
 	# CTR_TIMEOUT bounds each podman call: pip and pytest take a while in a container
 	CTR_TIMEOUT=300
 	podman_ run -d --name "$c" --label "pvg-test=$CTR_TAG" --network none --cap-add SYS_PTRACE \
-		-v "$T:$T" "localhost/pvg-bullseye-venv-$CTR_TAG:1" sleep 900 >/dev/null || fail "podman run"
+		-v "$T:$T" "$image" sleep 900 >/dev/null || fail "podman run"
 	in_ctr "$c" /bin/sh -c 'ldd --version | head -n1; python3 --version; python3 -m pip --version'
-	assert_contains "$out" "2.31" "Debian 11's glibc"
-	assert_contains "$out" "Python 3.9" "Debian 11's Python"
+	assert_contains "$out" "$glibc" "Debian $deb's glibc"
+	assert_contains "$out" "Python $pyver" "Debian $deb's Python"
 	in_ctr "$c" /bin/sh -c 'python3 -m venv /opt/v && cd /opt/v && find . -printf "%y %p\n" | sort'
 	assert_eq "$rc" 0 "venv ($err)"
 	local before=$out
 	in_ctr "$c" /opt/v/bin/pip install -q --no-index "$T/$WHEEL_NAME"
-	assert_eq "$rc" 0 "pip install --no-index in Debian 11 ($out $err)"
+	assert_eq "$rc" 0 "pip install --no-index in Debian $deb ($out $err)"
 	in_ctr "$c" /opt/v/bin/provgate --version
-	assert_eq "$rc" 0 "provgate --version in Debian 11 ($err)"
+	assert_eq "$rc" 0 "provgate --version in Debian $deb ($err)"
 	assert_eq "$(head -n1 <<<"$out")" "provgate $VERSION"
-	assert_contains "$out" "running from the bundle at /opt/v/lib/python3.9/site-packages/provgate/_bundle"
+	assert_contains "$out" "running from the bundle at /opt/v/lib/python$pyver/site-packages/provgate/_bundle"
 	in_ctr "$c" /opt/v/bin/python -m provgate --version
-	assert_eq "$(head -n1 <<<"$out")" "provgate $VERSION" "python -m provgate in Debian 11"
-	# the demo's service, run by Debian 11's python3 in the container
+	assert_eq "$(head -n1 <<<"$out")" "provgate $VERSION" "python -m provgate in Debian $deb"
+	# the demo's service, run by the root file system's python3 in the container
 	ctr_exec -d "$c" python3 "$T/py-demo-service.py" --port "$port" --lib "$T/site/vllm_demo/_rocm_C.abi3.so" \
 		--device "$T/gpu0" --log "$T/logs/server.log" --pidfile "$T/run/serve.pid" \
 		--engine-pidfile "$T/run/engine.pid" --tag "$scenario_tag"
@@ -276,22 +283,32 @@ test_debian11_venv_installs_certifies_and_uninstalls() {
 	# a stand-in for amdgpu's list of GPU processes (pids of the host's namespace)
 	mkdir -p "$T/sys/class/kfd/kfd/proc/$(pgrep -n -f "^VLLM::EngineCore $scenario_tag")"
 	in_ctr "$c" /opt/v/bin/python -c 'import provgate, sys; r = provgate.certify(sys.argv[1]); print(r.certified, [g.status for g in r.gates])' "$T/provgate.json"
-	assert_eq "$rc" 0 "provgate.certify in Debian 11 ($err)"
+	assert_eq "$rc" 0 "provgate.certify in Debian $deb ($err)"
 	assert_eq "$out" "True ['pass', 'pass', 'pass', 'pass', 'pass', 'pass', 'pass']"
 	in_ctr "$c" /opt/v/bin/pip uninstall -q -y provgate
 	assert_eq "$rc" 0 "pip uninstall ($err)"
 	in_ctr "$c" /bin/sh -c 'cd /opt/v && find . -printf "%y %p\n" | sort'
 	assert_eq "$out" "$before" "the venv after pip uninstall"
-	# the API's tests with Debian 11's pytest
+	# the API's tests with Debian $deb's pytest
 	in_ctr "$c" /bin/sh -c "python3 -m venv --system-site-packages /opt/pv && /opt/pv/bin/pip install -q --no-index $T/$WHEEL_NAME"
 	assert_eq "$rc" 0 "the pytest venv ($err)"
 	in_ctr -e "PVG_DEMO_CONFIG=$T/provgate.json" -e "PVG_VERSION=$VERSION" "$c" \
 		/opt/pv/bin/python -m pytest -p no:cacheprovider -v "$T/test_provgate.py"
 	echo "$out" | grep -E ' (PASSED|FAILED|SKIPPED|ERROR)' >&2 || true
 	echo "$out" | tail -n1 >&2
-	[ "$rc" = 0 ] || { echo "$out" >&2; echo "$err" >&2; fail "pytest in Debian 11"; }
+	[ "$rc" = 0 ] || { echo "$out" >&2; echo "$err" >&2; fail "pytest in Debian $deb"; }
 	! grep -Eq 'FAILED|SKIPPED|ERROR' <<<"$out" || fail "pytest did not pass every test"
 	assert_eq "$(grep -c ' PASSED' <<<"$out")" "$(grep -c '^def test_' test_provgate.py)" "tests passed"
+}
+
+
+test_debian11_venv_installs_certifies_and_uninstalls() {
+	venv_in_rootfs BULLSEYE 11 2.31 3.9
+}
+
+# the same in a Debian 12 root file system, not this machine's own Debian 12
+test_debian12_rootfs_venv_installs_certifies_and_uninstalls() {
+	venv_in_rootfs BOOKWORM 12 2.36 3.11
 }
 
 run_tests
