@@ -531,13 +531,15 @@ bool markers_need_elsewhere(const struct pvg_config *cfg, const struct marker_re
 }
 
 /* A zone file of the service that was refused (a device, a FIFO, a file of the kernel's, one
- * its user may not read) is a problem of its own, whatever the markers decided: it leaves
- * the status as it is. */
-struct pvg_outcome rule_markers_zone_file(const struct markers_facts *f)
+ * its user may not read) leaves the zone unknown, which matters only for lines without an
+ * offset. Where the markers did not pass it is among the problems (it may be why), leaving
+ * their status as it is; where they passed it is told in the evidence only
+ * (service.time_zone.unknown): a problem would fail a gate the markers decided. */
+struct pvg_outcome rule_markers_zone_file(const struct markers_facts *f, enum pvg_status so_far)
 {
 	struct pvg_outcome o = { 0 };
 	const struct marker_read *m = f->m;
-	if (m->zone.refused)
+	if (m->zone.refused && so_far != PVG_PASS)
 		pvg_outcome_problem(&o, PVG_PASS, "dispatch-marker.zone-file-refused", m->zone.why.hint,
 				    "the service's time zone is unknown: %s", m->zone.why.text);
 	return o;
@@ -1229,8 +1231,8 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res,
 	else
 		markers_summary(res, first, w.status, m);
 	free(w.summary);
-	if (m) /* told whatever the markers decided; it leaves their status as it is */
-		take(&w, rule_markers_zone_file(&f));
+	if (m)
+		take(&w, rule_markers_zone_file(&f, w.status));
 	if (m && wf && dispatch_markers_scanned(m))
 		dispatch_window_from_log(&m->scan, wf);
 	return w.status;

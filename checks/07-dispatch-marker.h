@@ -33,7 +33,7 @@ struct pvg_outcome rule_markers_forbid_decided(const struct markers_facts *f);
 struct pvg_outcome rule_markers_not_forbidden(const struct markers_facts *f);
 struct pvg_outcome rule_markers_facts_live(const struct markers_facts *f);
 struct pvg_outcome rule_markers_enough(const struct markers_facts *f);
-struct pvg_outcome rule_markers_zone_file(const struct markers_facts *f);
+struct pvg_outcome rule_markers_zone_file(const struct markers_facts *f, enum pvg_status so_far);
 /* Does a rule need elsewhere (the log missing or empty, or no live marker at all where
  * markers are too few)? */
 bool markers_need_elsewhere(const struct pvg_config *cfg, const struct marker_read *m);

@@ -134,26 +134,11 @@ void dispatch_window_from_log(const struct pvg_marker_scan *s, struct window_fac
 	}
 }
 
-static const char *origin_name(uint32_t o)
-{
-	switch (o) {
-	case PVG_WITNESS_ORIGIN_FILE:
-		return "file";
-	case PVG_WITNESS_ORIGIN_MEMORY:
-		return "memory";
-	case PVG_WITNESS_ORIGIN_PTX_JIT:
-		return "ptx-jit";
-	case PVG_WITNESS_ORIGIN_EMBEDDED:
-		return "embedded";
-	}
-	return "unknown";
-}
-
 char *dispatch_window_load_text(const struct window_load *l)
 {
 	return pvg_asprintf("%s %s sha256:%s %" PRIu64 " bytes, loaded by pid %d %.3f s after the "
 			    "benchmark started",
-			    origin_name(l->origin), l->path ? l->path : "(memory)",
+			    pvg_witness_origin_name(l->origin), l->path ? l->path : "(memory)",
 			    l->sha[0] ? l->sha : "(not hashed)", l->size, (int)l->pid,
 			    (double)l->after_ns / 1e9);
 }
@@ -183,7 +168,7 @@ void dispatch_window_evidence(cJSON *ev, const struct window_facts *wf)
 		const struct window_load *l = &wf->loads[i];
 		cJSON *x = cJSON_CreateObject();
 		pvg_json_add_int(x, "pid", (int)l->pid);
-		pvg_json_add_str(x, "origin", origin_name(l->origin));
+		pvg_json_add_str(x, "origin", pvg_witness_origin_name(l->origin));
 		pvg_json_add_str(x, "path", l->path);
 		pvg_json_add_str(x, "sha256_prefix", l->sha[0] ? l->sha : NULL);
 		pvg_json_add_u64(x, "size", l->size);

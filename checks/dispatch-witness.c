@@ -352,22 +352,6 @@ const char *dispatch_witness_from_name(enum witness_from f)
 	return f < ARRAY_SIZE(from_names) ? from_names[f] : "?";
 }
 
-static const char *origin_name(uint32_t o)
-{
-	switch (o) {
-	case PVG_WITNESS_ORIGIN_FILE:
-		return "file";
-	case PVG_WITNESS_ORIGIN_MEMORY:
-		return "memory";
-	case PVG_WITNESS_ORIGIN_PTX_JIT:
-		return "ptx-jit";
-	case PVG_WITNESS_ORIGIN_EMBEDDED:
-		return "embedded";
-	default:
-		return "unknown";
-	}
-}
-
 static const char *bind_name(uint32_t b)
 {
 	switch (b) {
@@ -401,8 +385,8 @@ char *dispatch_witness_module_text(const struct pvg_witness_mod *m)
 			    : m->origin == PVG_WITNESS_ORIGIN_MEMORY ? "memory"
 								     : "(no path)";
 	if (m->flags & PVG_WITNESS_M_NOT_HASHED)
-		return pvg_asprintf("%s (%s, not hashed)", where, origin_name(m->origin));
-	return pvg_asprintf("%s (%s, sha256 %s…)", where, origin_name(m->origin), h);
+		return pvg_asprintf("%s (%s, not hashed)", where, pvg_witness_origin_name(m->origin));
+	return pvg_asprintf("%s (%s, sha256 %s…)", where, pvg_witness_origin_name(m->origin), h);
 }
 
 /* The artifacts' code objects by digest, as gate 6 reads them (pvg_artifact_code_objects:
@@ -815,7 +799,7 @@ static cJSON *module_json(const struct witness_read *wr, const struct pvg_witnes
 	pvg_json_add_int(o, "index", (int)code);
 	pvg_json_add_str(o, "sha256", (m->flags & PVG_WITNESS_M_NOT_HASHED) ? NULL : hex);
 	pvg_json_add_u64(o, "size", m->size);
-	pvg_json_add_str(o, "origin", origin_name(m->origin));
+	pvg_json_add_str(o, "origin", pvg_witness_origin_name(m->origin));
 	_cleanup_free_ char *path = m->path.n ? pvg_utf8_sanitize(m->path.p, m->path.n) : NULL;
 	pvg_json_add_str(o, "path", path);
 	char ts[48];

@@ -295,8 +295,10 @@ const struct cli_verb verb_exec = {
 	.synopsis = "exec [-c FILE] [--out FILE] [--attest FILE [--sign-key KEY.pem]] [--run-anyway]\n"
 		    "                 -- CMD...  |  exec [-c FILE] --witness DIR",
 	.help = "Certifies (all seven gates), runs CMD (the benchmark), then re-checks gates 3, 4,\n"
-		"5 and 7 after it: same bytes, same mapping, still no stale process, markers still\n"
-		"attributable. One report covers both checks. Exit 1 if either check failed, else\n"
+		"5 and 7 after it: same bytes, same mapping, still no stale or profiled process,\n"
+		"markers still attributable, and no code loaded or compiled in the service while\n"
+		"CMD ran (benchmark.allow_loads lets a cold start pass, listed). One report\n"
+		"covers both checks. Exit 1 if either check failed, else\n"
 		"CMD's exit status (128+N when a signal N ended it). Signals sent to provgate are\n"
 		"passed on to CMD (a terminal's ^C reaches it directly, once). The --out report is\n"
 		"written before CMD starts (state \"running\") and again at the end. CMD is not run\n"

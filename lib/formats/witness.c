@@ -265,6 +265,16 @@ const char *pvg_witness_attr_name(enum pvg_witness_attr a)
 	return "?";
 }
 
+const char *pvg_witness_origin_name(uint32_t origin)
+{
+	static const char *const names[] = {
+		[PVG_WITNESS_ORIGIN_UNKNOWN] = "unknown", [PVG_WITNESS_ORIGIN_FILE] = "file",
+		[PVG_WITNESS_ORIGIN_MEMORY] = "memory",	  [PVG_WITNESS_ORIGIN_PTX_JIT] = "ptx-jit",
+		[PVG_WITNESS_ORIGIN_EMBEDDED] = "embedded",
+	};
+	return origin < sizeof(names) / sizeof(names[0]) ? names[origin] : "unknown";
+}
+
 const char *pvg_witness_unhashed_name(uint32_t why)
 {
 	static const char *const names[PVG_WITNESS_UNHASHED_N] = {

@@ -169,6 +169,8 @@ enum pvg_witness_origin {
 					 * runtime's fatbins, HIP's __hipRegisterFatBinary);
 					 * path: that shared object when the loader can say */
 };
+/* Its word in reports, e.g. "ptx-jit"; "unknown" past the table. */
+const char *pvg_witness_origin_name(uint32_t origin);
 
 /* module flags */
 #define PVG_WITNESS_M_NOT_HASHED 0x1u /* larger than the writer hashes, or unreadable */

@@ -23,33 +23,27 @@
  *                                      prints the path
  *   witness-tool request DIR           makes a request file in DIR as gate 7 does (prints its
  *                                      name)
- *   witness-tool compose DIR PID NSPID LEVELS TICKS BOOT SPEC
- *                                      a sealed file of that writer's identity, answering every
- *                                      request, written now, from SPEC's lines:
- *                                        version 2|3        (default 3)
- *                                        flags N            header flags (default recording
- *                                                           and modules: 0x12)
- *                                        kernel NAME COUNT  a driver launch record, grid 1
- *                                        module ORIGIN LOAD SIZE PATH
- *                                            ORIGIN file|memory|ptx-jit|embedded; LOAD
- *                                            nanoseconds, or now, now-S, now+S (seconds);
- *                                            PATH - for none; its sha256 is made up from PATH
- *                                            and LOAD (version 3 only)
- *                                      prints the path
  *   witness-tool build DESC OUT        a sealed witness file written from a text description
- *                                      (recording, api cuda; its writer's identity is the
- *                                      builder's: give it a live process's with restamp), with
- *                                      module digests given (compose makes them up):
- *                                      one item a line, fields KEY=VALUE separated by blanks,
- *                                      '#' starts a comment:
+ *                                      (recording, api cuda) to OUT; its writer's identity is
+ *                                      the builder's (give it a live process's with restamp)
+ *   witness-tool build DESC DIR PID NSPID LEVELS TICKS BOOT
+ *                                      the same with that writer's identity, answering every
+ *                                      request, written now to DIR under the name the library
+ *                                      would give it (by rename, as the library replaces it);
+ *                                      prints the path
+ *                                      DESC: one item a line, fields KEY=VALUE separated by
+ *                                      blanks, '#' starts a comment:
  *                                        version 2|3       (default 3; 2: no modules, every
  *                                                           record's module unknown)
  *                                        api cuda|hsa|none
  *                                        flags N           header flags (default: recording,
  *                                                           and with version 3 modules)
- *                                        module sha256=HEX size=N origin=file|memory|ptx-jit|
- *                                               embedded|unknown [path=P] [load_ns=N]
+ *                                        module [sha256=HEX] size=N origin=file|memory|
+ *                                               ptx-jit|embedded|unknown [path=P] [load_ns=N]
  *                                               [unload_ns=N] [flags=N] [arch=N]
+ *                                               (no sha256: one made up from path and load
+ *                                               time; load_ns may be now, now-S, now+S in
+ *                                               seconds; default now)
  *                                        record name=N [demangled=D] [grid=X,Y,Z] [block=X,Y,Z]
  *                                               [count=N] [via=N] [module=K (1-based)]
  *                                               [bind=none|handle|loaded-in-call|only-name|
@@ -282,111 +276,9 @@ static uint64_t realtime_ns(void)
 static uint64_t load_time(const char *s)
 {
 	if (strncmp(s, "now", 3) != 0)
-		return strtoull(s, NULL, 10);
+		return strtoull(s, NULL, 0);
 	double off = s[3] ? strtod(s + 3, NULL) : 0;
 	return (uint64_t)((double)realtime_ns() + off * 1e9);
-}
-
-static int compose(char **a)
-{
-	static uint8_t out[PVG_WITNESS_MAX_FILE];
-	static struct pvg_witness_record recs[64];
-	static struct pvg_witness_module mods[64];
-	static char strings[65536];
-	size_t n_recs = 0, n_mods = 0, slen = 0;
-	unsigned version = 3, flags = PVG_WITNESS_F_RECORDING | PVG_WITNESS_F_MODULES;
-	FILE *spec = fopen(a[6], "r");
-	if (!spec)
-		return 2;
-	char line[1024];
-	while (fgets(line, sizeof(line), spec)) {
-		char w[5][512];
-		int n = sscanf(line, "%511s %511s %511s %511s %511s", w[0], w[1], w[2], w[3], w[4]);
-		if (n >= 2 && strcmp(w[0], "version") == 0) {
-			version = (unsigned)atoi(w[1]);
-		} else if (n >= 2 && strcmp(w[0], "flags") == 0) {
-			flags = (unsigned)strtoul(w[1], NULL, 0);
-		} else if (n >= 3 && strcmp(w[0], "kernel") == 0 && n_recs < 64) {
-			struct pvg_witness_record *r = &recs[n_recs++];
-			size_t l = strlen(w[1]);
-			r->name_off = (uint32_t)slen;
-			r->name_len = (uint32_t)l;
-			memcpy(strings + slen, w[1], l);
-			slen += l;
-			r->grid[0] = r->grid[1] = r->grid[2] = 1;
-			r->block[0] = r->block[1] = r->block[2] = 1;
-			r->via = PVG_WITNESS_VIA_DRIVER;
-			r->count = strtoull(w[2], NULL, 10);
-			r->first_ns = r->last_ns = realtime_ns() - 1000000000ull;
-		} else if (n >= 5 && strcmp(w[0], "module") == 0 && n_mods < 64) {
-			static const char *const origins[] = { "unknown", "file", "memory", "ptx-jit",
-							       "embedded" };
-			struct pvg_witness_module *m = &mods[n_mods++];
-			for (uint32_t o = 0; o < 5; o++)
-				if (strcmp(w[1], origins[o]) == 0)
-					m->origin = o;
-			m->load_ns = load_time(w[2]);
-			m->size = strtoull(w[3], NULL, 10);
-			if (strcmp(w[4], "-") != 0) {
-				size_t l = strlen(w[4]);
-				m->path_off = (uint32_t)slen;
-				m->path_len = (uint32_t)l;
-				memcpy(strings + slen, w[4], l);
-				slen += l;
-			}
-			uint64_t h = pvg_witness_fnv(PVG_FNV_INIT, w[4], strlen(w[4]));
-			h = pvg_witness_fnv(h, &m->load_ns, sizeof(m->load_ns));
-			for (size_t i = 0; i < sizeof(m->sha256); i++)
-				m->sha256[i] = (uint8_t)(h >> (8 * (i % 8))) ^ (uint8_t)i;
-		}
-	}
-	fclose(spec);
-	struct pvg_witness_header h = { 0 };
-	memcpy(h.magic, PVG_WITNESS_MAGIC, 8);
-	h.version = version;
-	h.header_size = version >= 3 ? sizeof(h) : PVG_WITNESS_V2_HEADER_SIZE;
-	h.record_size = version >= 3 ? sizeof(struct pvg_witness_record) : PVG_WITNESS_V2_RECORD_SIZE;
-	h.n_records = (uint32_t)n_recs;
-	h.strings_size = (uint32_t)slen;
-	h.api = PVG_WITNESS_API_CUDA;
-	h.flags = flags;
-	h.pid = atoi(a[1]);
-	h.nspid = atoi(a[2]);
-	h.nspid_levels = (uint32_t)atoi(a[3]);
-	h.start_ticks = strtoull(a[4], NULL, 10);
-	snprintf(h.boot_id, sizeof(h.boot_id), "%.39s", a[5]);
-	snprintf(h.note, sizeof(h.note), "composed by witness-tool");
-	h.written_ns = realtime_ns();
-	h.init_ns = h.written_ns - 1000000000ull;
-	h.answered = UINT64_MAX;
-	for (size_t i = 0; i < n_recs; i++)
-		h.launches += recs[i].count;
-	if (version >= 3) {
-		h.n_modules = (uint32_t)n_mods;
-		h.module_size = sizeof(struct pvg_witness_module);
-		h.modules_loaded = n_mods;
-	}
-	size_t len = 0;
-	memcpy(out, &h, h.header_size);
-	len += h.header_size;
-	for (size_t i = 0; i < n_recs; i++, len += h.record_size)
-		memcpy(out + len, &recs[i], h.record_size);
-	for (size_t i = 0; version >= 3 && i < n_mods; i++, len += sizeof(mods[i]))
-		memcpy(out + len, &mods[i], sizeof(mods[i]));
-	memcpy(out + len, strings, slen);
-	len += slen;
-	if (pvg_witness_seal(out, len) < 0)
-		return 2;
-	char path[4200], tmp[4300];
-	snprintf(path, sizeof(path), "%s/witness-%d-%llu-%.8s%s", a[0], h.nspid,
-		 (unsigned long long)h.start_ticks, h.boot_id, PVG_WITNESS_SUFFIX);
-	/* replaced by rename, as the library does: a reader sees the old file or the new one */
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "wb");
-	if (!f || fwrite(out, 1, len, f) != len || fclose(f) != 0 || rename(tmp, path) != 0)
-		return 2;
-	printf("%s\n", path);
-	return 0;
 }
 
 static int request(const char *dir)
@@ -437,7 +329,9 @@ static void b_dims(const char *v, uint32_t d[3])
 		exit(2);
 }
 
-static int build(const char *desc, const char *outp)
+/* ident: NULL (the builder's identity, written to out) or DIR PID NSPID LEVELS TICKS BOOT
+ * (that writer's, answering every request, written to DIR under the library's name) */
+static int build(const char *desc, const char *out_path, char **ident)
 {
 	FILE *in = fopen(desc, "r");
 	if (!in)
@@ -476,13 +370,21 @@ static int build(const char *desc, const char *outp)
 		} else if (strcmp(f[0], "module") == 0 && n_mods < 1024) {
 			struct pvg_witness_module *m = &mods[n_mods++];
 			const char *sha = b_field(f, n, "sha256"), *o = b_field(f, n, "origin"), *v;
-			if (!sha || strlen(sha) != 64 || !o)
+			if ((sha && strlen(sha) != 64) || !o)
 				return 2;
-			for (int i = 0; i < 32; i++) {
+			m->load_ns = (v = b_field(f, n, "load_ns")) ? load_time(v) : now_ns;
+			for (int i = 0; sha && i < 32; i++) {
 				unsigned b;
 				if (sscanf(sha + 2 * i, "%2x", &b) != 1)
 					return 2;
 				m->sha256[i] = (uint8_t)b;
+			}
+			if (!sha) { /* made up from its path and load time: distinct, stable */
+				const char *p = (v = b_field(f, n, "path")) ? v : "-";
+				uint64_t d = pvg_witness_fnv(PVG_FNV_INIT, p, strlen(p));
+				d = pvg_witness_fnv(d, &m->load_ns, sizeof(m->load_ns));
+				for (size_t i = 0; i < sizeof(m->sha256); i++)
+					m->sha256[i] = (uint8_t)(d >> (8 * (i % 8))) ^ (uint8_t)i;
 			}
 			m->origin = strcmp(o, "file") == 0	     ? PVG_WITNESS_ORIGIN_FILE
 				    : strcmp(o, "memory") == 0	     ? PVG_WITNESS_ORIGIN_MEMORY
@@ -490,7 +392,6 @@ static int build(const char *desc, const char *outp)
 				    : strcmp(o, "embedded") == 0     ? PVG_WITNESS_ORIGIN_EMBEDDED
 								     : PVG_WITNESS_ORIGIN_UNKNOWN;
 			m->size = (v = b_field(f, n, "size")) ? strtoull(v, NULL, 0) : 0;
-			m->load_ns = (v = b_field(f, n, "load_ns")) ? strtoull(v, NULL, 0) : now_ns;
 			m->unload_ns = (v = b_field(f, n, "unload_ns")) ? strtoull(v, NULL, 0) : 0;
 			m->flags = (v = b_field(f, n, "flags")) ? (uint32_t)strtoul(v, NULL, 0) : 0;
 			m->arch = (v = b_field(f, n, "arch")) ? (uint32_t)strtoul(v, NULL, 0) : 0;
@@ -542,6 +443,14 @@ static int build(const char *desc, const char *outp)
 			    : PVG_WITNESS_F_RECORDING | (version >= 3 ? PVG_WITNESS_F_MODULES : 0);
 	h.pid = h.nspid = (int32_t)getpid();
 	h.nspid_levels = 1;
+	if (ident) {
+		h.pid = atoi(ident[1]);
+		h.nspid = atoi(ident[2]);
+		h.nspid_levels = (uint32_t)atoi(ident[3]);
+		h.start_ticks = strtoull(ident[4], NULL, 10);
+		snprintf(h.boot_id, sizeof(h.boot_id), "%.39s", ident[5]);
+		h.answered = UINT64_MAX;
+	}
 	h.init_ns = now_ns - 2000000;
 	h.written_ns = now_ns;
 	h.launches = launches;
@@ -567,9 +476,19 @@ static int build(const char *desc, const char *outp)
 	len += b_n_strings;
 	if (pvg_witness_seal(out, len) < 0)
 		return 2;
-	FILE *o = fopen(outp, "wb");
-	if (!o || fwrite(out, 1, len, o) != len || fclose(o) != 0)
+	if (!ident) {
+		FILE *o = fopen(out_path, "wb");
+		return !o || fwrite(out, 1, len, o) != len || fclose(o) != 0 ? 2 : 0;
+	}
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/witness-%d-%llu-%.8s%s", ident[0], h.nspid,
+		 (unsigned long long)h.start_ticks, h.boot_id, PVG_WITNESS_SUFFIX);
+	/* replaced by rename, as the library does: a reader sees the old file or the new one */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *o = fopen(tmp, "wb");
+	if (!o || fwrite(out, 1, len, o) != len || fclose(o) != 0 || rename(tmp, path) != 0)
 		return 2;
+	printf("%s\n", path);
 	return 0;
 }
 
@@ -578,15 +497,15 @@ int main(int argc, char **argv)
 	if (argc >= 9 && argc <= 11 && strcmp(argv[1], "restamp") == 0)
 		return restamp(argv + 2, argc - 2);
 	if (argc == 4 && strcmp(argv[1], "build") == 0)
-		return build(argv[2], argv[3]);
-	if (argc == 9 && strcmp(argv[1], "compose") == 0)
-		return compose(argv + 2);
+		return build(argv[2], argv[3], NULL);
+	if (argc == 9 && strcmp(argv[1], "build") == 0)
+		return build(argv[2], NULL, argv + 3);
 	if (argc == 3 && strcmp(argv[1], "request") == 0)
 		return request(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "dump") == 0)
 		return dump(argv[2]);
 	if ((argc == 5 || argc == 6) && strcmp(argv[1], "drive") == 0)
 		return drive(argv[2], argv[3], atol(argv[4]), argc == 6 ? atol(argv[5]) : 0);
-	fprintf(stderr, "usage: witness-tool dump FILE | drive LIB DIR N [SLEEP]\n");
+	fprintf(stderr, "usage: witness-tool dump FILE | drive LIB DIR N [SLEEP] | build DESC OUT | ...\n");
 	return 2;
 }

@@ -2,7 +2,7 @@
 # provgate exec: code the service compiled or loaded while the benchmark ran fails the
 # after-check. The demo's scenario for real (hipify + hipcc build, install, a live service
 # started with the witness's variables); the service's witness file is written by witness-tool
-# compose with the live engine's identity, once before exec and again by the benchmark command
+# build with the live engine's identity, once before exec and again by the benchmark command
 # itself, as the witness would while the benchmark runs. vLLM's torch.compile lines are
 # written to the service's log by the benchmark command, with the engine's pid and the time.
 source "$PVG_SRC/tests/lib.sh"
@@ -33,21 +33,21 @@ setup() {
 			{"exempt": "the witness files of these tests are hand-written"}}}' \
 		provgate.json >p.json && mv p.json provgate.json
 	# what the engine loaded while it started: its extension's code object, well before
-	spec warm.spec "module embedded now-60 65536 $W/site/vllm_demo/_rocm_C.abi3.so"
-	compose warm.spec
+	spec warm.spec "module origin=embedded load_ns=now-60 size=65536 path=$W/site/vllm_demo/_rocm_C.abi3.so"
+	witness warm.spec
 }
 
-spec() { local f=$1; shift; { echo "version ${VERSION:-3}"; echo "kernel wvSplitK_832 5"; printf '%s\n' "$@"; } >"$f"; }
-compose() { "$TOOL" compose wdir "$engine" "$engine" 1 "$ticks" "$boot" "$1" >/dev/null; }
+spec() { local f=$1; shift; { echo "version ${VERSION:-3}"; echo "record name=wvSplitK_832 count=5"; printf '%s\n' "$@"; } >"$f"; }
+witness() { "$TOOL" build "$1" wdir "$engine" "$engine" 1 "$ticks" "$boot" >/dev/null; }
 after7() { jq -r ".after.gates[6] | $1" r.json; }
 
 # the benchmark command: the witness's next write (SPEC), then the command's own work
-bench() { printf '%s "%s" compose wdir %s %s 1 %s %s %s >/dev/null\n' "${1:-}" "$TOOL" "$engine" "$engine" "$ticks" "$boot" "$2"; }
+bench() { printf '%s "%s" build %s wdir %s %s 1 %s %s >/dev/null\n' "${1:-}" "$TOOL" "$2" "$engine" "$engine" "$ticks" "$boot"; }
 
 test_module_loaded_during_benchmark_fails_after() {
 	setup
-	spec jit.spec "module embedded now-60 65536 $W/site/vllm_demo/_rocm_C.abi3.so" \
-		"module memory now 4096 -" "module ptx-jit now 8192 -"
+	spec jit.spec "module origin=embedded load_ns=now-60 size=65536 path=$W/site/vllm_demo/_rocm_C.abi3.so" \
+		"module origin=memory load_ns=now size=4096" "module origin=ptx-jit load_ns=now size=8192"
 	bench "" jit.spec >b.sh
 	pg exec --out r.json -- sh b.sh
 	assert_eq "$rc" 1 "exit ($out)"
@@ -81,7 +81,7 @@ test_loads_before_the_benchmark_pass() {
 test_allowed_loads_pass_and_are_listed() {
 	setup
 	jq '.benchmark = {"allow_loads": true}' provgate.json >p.json && mv p.json provgate.json
-	spec jit.spec "module memory now 4096 -"
+	spec jit.spec "module origin=memory load_ns=now size=4096"
 	bench "" jit.spec >b.sh
 	pg exec --out r.json -- sh b.sh
 	assert_eq "$rc" 0 "exit ($out)"
@@ -98,7 +98,7 @@ test_allowed_loads_pass_and_are_listed() {
 test_witness_without_module_table_is_noted() {
 	setup
 	VERSION=2 spec old.spec
-	compose old.spec
+	witness old.spec
 	bench "" old.spec >b.sh
 	pg exec --out r.json -- sh b.sh
 	assert_eq "$rc" 0 "exit ($out)"

@@ -107,6 +107,40 @@ test_pid_only_prefix() {
 	earlier_then_live "[pid %(process)d] %(message)s" "" foreign_pid
 }
 
+# The service's zone file refused (TZ naming a folder): the zone is unknown, which matters
+# only for lines without an offset. Markers with their offset decide the gate alone: it
+# passes, with the reason in the evidence; without an offset the lines are undecided and
+# the gate is unverifiable, the refusal among its problems.
+zone_refused_run() { # FORMAT DATEFMT REPORT
+	setup
+	mkdir -p zonedir
+	start_svc "$1" "$2"
+	stop_svc
+	sleep 1.1 # timestamps have one-second resolution
+	TZ=$T/zonedir start_svc "$1" "$2" --no-marker
+	request
+	pg run --gates 7 --json "$3"
+	assert_contains "$(jq -r '.gates[6].evidence.service.time_zone.unknown' "$3")" "$T/zonedir" \
+		"the zone's reason in the evidence"
+}
+test_refused_zone_file_leaves_markers_with_offsets_passing() {
+	zone_refused_run "%(asctime)s %(levelname)s [serve pid=%(process)d] %(message)s" \
+		"%Y-%m-%dT%H:%M:%S%z" offset.json
+	assert_eq "$(gate_status offset.json 7)" pass "markers with their offset ($out)"
+	assert_eq "$(problem_codes offset.json 7)" "" "problems"
+	assert_eq "$rc" 0 "exit status"
+	assert_eq "$(jq -r '.gates[6].evidence.markers.matched' offset.json)" 1
+	assert_eq "$(jq -r '.gates[6].evidence.markers.time_undecided' offset.json)" 0
+	validate offset.json
+}
+test_refused_zone_file_is_told_where_lines_are_undecided() {
+	zone_refused_run "%(asctime)s %(levelname)s %(message)s" "%Y-%m-%d %H:%M:%S" plain.json
+	assert_eq "$(gate_status plain.json 7)" unverifiable "lines without an offset ($out)"
+	assert_contains "$(problem_codes plain.json 7)" dispatch-marker.time-undecided
+	assert_contains "$(problem_codes plain.json 7)" dispatch-marker.zone-file-refused
+	validate plain.json
+}
+
 # A format of the service's own that no built-in form reads: markers.pid_pattern and
 # markers.time_pattern + time_format read it; without them its lines cannot be attributed.
 own_format="<%(process)d@%(asctime)s> %(message)s"

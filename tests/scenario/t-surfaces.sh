@@ -99,6 +99,30 @@ test_man_page_names_every_verb_and_flag() {
 	done
 }
 
+# the config keys the help of provgate and of the verbs that read a config names
+# (SECTION.key) are keys of lib/config.schema.json, and the help names the keys of what it
+# says the gates also do
+test_help_names_only_config_keys_that_exist() {
+	local h keys
+	h=$("$PROVGATE" --help; for v in run certify exec; do "$PROVGATE" "$v" --help; done)
+	keys=$(/usr/bin/python3 -c '
+import json, re, sys
+schema = json.load(open(sys.argv[1]))["properties"]
+n = 0
+for sec, key in sorted(set(re.findall(r"(?<![\w./-])([a-z_]+)\.([a-z_]+)\b", sys.stdin.read()))):
+    if schema.get(sec, {}).get("type") == "object":
+        n += 1
+        if key not in schema[sec].get("properties", {}):
+            print(f"{sec}.{key} is not a config key")
+print(f"{n} keys")
+' "$PVG_SRC/lib/config.schema.json" <<<"$h")
+	assert_eq "$keys" "$(tail -n1 <<<"$keys")" "keys named in --help: $keys"
+	local k
+	for k in benchmark.allow_loads service.allow_profiler witness.changed_sources; do
+		assert_contains "$h" "$k"
+	done
+}
+
 test_certify_help_lists_only_what_certify_takes() {
 	local h
 	h=$("$PROVGATE" certify --help)

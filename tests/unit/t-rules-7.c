@@ -221,15 +221,22 @@ static void markers_missing_fact_fails(void)
 	pvg_outcome_clear(&o);
 }
 
+/* told among the problems of markers that did not pass, leaving their status; nothing (the
+ * evidence has it) where they passed, since a problem would fail the gate */
 static void markers_refused_zone_file_is_told_without_a_status(void)
 {
 	struct log_fixture x;
 	log_fixture(&x);
 	x.m.zone.refused = "device";
 	x.m.zone.why = (struct pvg_msg){ .text = "its zone file is a device", .hint = "fix it" };
-	struct pvg_outcome o = rule_markers_zone_file(&x.f);
+	struct pvg_outcome o = rule_markers_zone_file(&x.f, PVG_UNVERIFIABLE);
 	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 1);
 	CHECK_STR(code_of(&o, 0), "dispatch-marker.zone-file-refused");
+	pvg_outcome_clear(&o);
+	o = rule_markers_zone_file(&x.f, PVG_PASS);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT(o.n_problems, 0);
 	pvg_outcome_clear(&o);
 }
 
