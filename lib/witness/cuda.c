@@ -264,6 +264,12 @@ static int library_file(uint64_t lib, char *buf, size_t size, uint64_t *off)
 	return r;
 }
 
+/* a fork while another thread held the lock: the child's copy is free (its table as it was) */
+static void libs_after_fork(void)
+{
+	pthread_mutex_init(&libs_lock, NULL);
+}
+
 /* the module at idx is lib's: it gets lib's file when it has no path yet */
 static void module_from_library(int idx, uint64_t lib)
 {
@@ -1614,6 +1620,7 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 		p_kernel_get_library = (CUresult(*)(CUlibrary *, CUkernel))dlsym(cuda, "cuKernelGetLibrary");
 	}
 	modules_on = 1;
+	pthread_atfork(NULL, NULL, libs_after_fork);
 #ifdef PVG_WITNESS_BENCH
 	/* the witness as it was before it recorded code modules, for the cost of doing so */
 	const char *bm = getenv("PVG_WITNESS_BENCH_MODULES");
