@@ -33,6 +33,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +160,15 @@ static void capture_event(int kind, const CUpti_CallbackData *cb)
  *  2. LOADED_IN_CALL: exactly one module was loaded on this thread inside this launch call
  *     (lazy loading) and it defines the kernel's name: its CUmodule is noted for later launches;
  *  3. by name: the loaded modules that define the name (writer.c: ONLY_NAME when they hold the
- *     same bytes, AMBIGUOUS otherwise); none: unknown. */
+ *     same bytes, AMBIGUOUS otherwise); none: unknown.
+ *
+ * A module's path: the file a file load names; for a data load, the mapped file (a shared
+ * object) the caller's image lies in, with the image's offset there (pCubin is the driver's
+ * copy, in no file). A library's module may be loaded later, inside no load call (lazy
+ * loading): each library loaded is kept with its image's file and offset (libs below), and
+ * the module gets them when it is learnt to be that library's (at the exit of
+ * cuLibraryGetKernel / cuLibraryGetModule / cuKernelGetFunction that loaded it, or when a
+ * launch of one of the library's CUkernels makes a new record and binds it). */
 
 #define LOAD_NONE 0
 #define LOAD_MODULE_FILE 1   /* cuModuleLoad */
@@ -186,6 +195,92 @@ static __thread int last_loaded = -1; /* index of the last one */
 static __thread int own_call; /* a driver call this file makes: its callbacks are ignored */
 static CUresult (*p_kernel_get_library)(CUlibrary *, CUkernel);
 
+#ifdef PVG_WITNESS_BENCH
+static FILE *modlog;
+#define MODLOG(...) do { if (modlog) { fprintf(modlog, __VA_ARGS__); fflush(modlog); } } while (0)
+#else
+#define MODLOG(...) do { } while (0)
+#endif
+#define MODLOG_PATH(idx, lib, path, off) \
+	MODLOG("path idx=%d lib=0x%llx path=%s off=%llu\n", idx, (unsigned long long)(lib), path, \
+	       (unsigned long long)(off))
+
+/* CUlibrary -> the file its image lay in and the image's offset there (path NULL: in no
+ * file). Open addressing; a key stays once set and a later load of the same handle replaces
+ * its value, so a handle the driver reuses never keeps an earlier library's file. Full: a
+ * library is not kept (its lazily loaded module gets no path). Loads are rare: a mutex. */
+#define LIBS 4096u
+static struct {
+	uint64_t lib;
+	char *path;
+	uint64_t off;
+} libs[LIBS];
+static pthread_mutex_t libs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t lib_slot(uint64_t lib)
+{
+	uint64_t h = lib * 0x9E3779B97F4A7C15ull;
+	return h >> 52; /* 12 bits: LIBS */
+}
+
+static void library_put(uint64_t lib, const char *path, uint64_t off)
+{
+	if (!lib)
+		return;
+	char *copy = path && path[0] ? strdup(path) : NULL;
+	pthread_mutex_lock(&libs_lock);
+	for (uint64_t i = 0, at = lib_slot(lib); i < LIBS; i++, at = (at + 1) & (LIBS - 1)) {
+		if (libs[at].lib && libs[at].lib != lib)
+			continue;
+		libs[at].lib = lib;
+		free(libs[at].path);
+		libs[at].path = copy;
+		libs[at].off = off;
+		copy = NULL;
+		break;
+	}
+	pthread_mutex_unlock(&libs_lock);
+	free(copy);
+}
+
+/* the library's file into buf and the image's offset: 0, or -1 when not known */
+static int library_file(uint64_t lib, char *buf, size_t size, uint64_t *off)
+{
+	int r = -1;
+	if (!lib)
+		return r;
+	pthread_mutex_lock(&libs_lock);
+	for (uint64_t i = 0, at = lib_slot(lib); i < LIBS && libs[at].lib; i++, at = (at + 1) & (LIBS - 1)) {
+		if (libs[at].lib != lib)
+			continue;
+		if (libs[at].path) {
+			snprintf(buf, size, "%s", libs[at].path);
+			*off = libs[at].off;
+			r = 0;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&libs_lock);
+	return r;
+}
+
+/* a fork while another thread held the lock: the child's copy is free (its table as it was) */
+static void libs_after_fork(void)
+{
+	pthread_mutex_init(&libs_lock, NULL);
+}
+
+/* the module at idx is lib's: it gets lib's file when it has no path yet */
+static void module_from_library(int idx, uint64_t lib)
+{
+	char path[4096];
+	uint64_t off = 0;
+	if (idx >= 0 && library_file(lib, path, sizeof(path), &off) == 0) {
+		pvg_witness_module_set_path(idx, path, off);
+		MODLOG_PATH(idx, lib, path, off);
+	}
+}
+
 /* the CUmodule of a library (loaded: asking loads nothing new), through a call of our own */
 static uint64_t library_module(CUlibrary lib)
 {
@@ -198,12 +293,6 @@ static uint64_t library_module(CUlibrary lib)
 	return r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)mod : 0;
 }
 
-#ifdef PVG_WITNESS_BENCH
-static FILE *modlog;
-#define MODLOG(...) do { if (modlog) { fprintf(modlog, __VA_ARGS__); fflush(modlog); } } while (0)
-#else
-#define MODLOG(...) do { } while (0)
-#endif
 
 static uint16_t le16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static uint32_t le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -329,8 +418,13 @@ static void module_loaded(const CUpti_ModuleResourceData *md)
 	struct pvg_module_load m = { .image = img, .size = md->cubinSize, .api_id = md->moduleId };
 	char path[4096] = "";
 	uint64_t off = 0;
-	int in_file = img && mapped_file_of(img, path, sizeof(path), &off) == 0;
-	switch (load_call.depth ? load_call.kind : LOAD_NONE) {
+	int kind = load_call.depth ? load_call.kind : LOAD_NONE;
+	/* a data load's bytes are the caller's (a shared object's fatbin when the runtime
+	 * registers it): pCubin is the driver's copy, in no file */
+	const void *bytes = (kind == LOAD_MODULE_DATA || kind == LOAD_LIBRARY_DATA) && load_call.image
+				    ? load_call.image : (const void *)img;
+	int in_file = bytes && mapped_file_of(bytes, path, sizeof(path), &off) == 0;
+	switch (kind) {
 	case LOAD_MODULE_FILE:
 	case LOAD_LIBRARY_FILE:
 		m.origin = PVG_WITNESS_ORIGIN_FILE;
@@ -417,6 +511,38 @@ static const CUpti_CallbackId resource_module_ids[] = {
 	CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
 };
 
+/* the CUlibrary of a CUkernel, through a call of our own; 0 when it is none */
+static uint64_t kernel_library(CUkernel k)
+{
+	CUlibrary lib = NULL;
+	if (!k || !p_kernel_get_library)
+		return 0;
+	own_call++;
+	CUresult r = p_kernel_get_library(&lib, k);
+	own_call--;
+	return r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)lib : 0;
+}
+
+/* at the exit of a library load that succeeded: the library's file, for its modules loaded
+ * later */
+static void library_loaded(CUpti_CallbackId cbid, const void *a)
+{
+	char path[4096] = "";
+	uint64_t off = 0;
+	CUlibrary *pl = ((const cuLibraryLoadData_params *)a)->library; /* both start with it */
+	if (!pl || !*pl)
+		return;
+	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile) {
+		if (load_call.fname)
+			snprintf(path, sizeof(path), "%s", load_call.fname);
+	} else if (!load_call.image || mapped_file_of(load_call.image, path, sizeof(path), &off) < 0) {
+		path[0] = '\0';
+	}
+	library_put((uint64_t)(uintptr_t)*pl, path, off);
+	MODLOG("library lib=0x%llx image=%p path=%s off=%llu\n", (unsigned long long)(uintptr_t)*pl,
+	       load_call.image, path[0] ? path : "-", (unsigned long long)off);
+}
+
 /* 1: cbid is one of the load calls above (handled here) */
 static int on_driver_load(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
@@ -472,9 +598,12 @@ static int on_driver_load(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		return 1;
 	load_call.depth = 0;
 	int ok = !cb->functionReturnValue || *(const CUresult *)cb->functionReturnValue == CUDA_SUCCESS;
+	if (ok && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData ||
+		   cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile))
+		library_loaded(cbid, a);
 	if (!ok || load_call.n == 0)
 		return 1;
-	uint64_t h = 0;
+	uint64_t h = 0, lib = 0;
 	CUmodule mod = NULL;
 	switch (cbid) {
 	case CUPTI_DRIVER_TRACE_CBID_cuModuleLoad:
@@ -496,6 +625,14 @@ static int on_driver_load(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetModule: {
 		CUmodule *pm = ((const cuLibraryGetModule_params *)a)->pMod;
 		h = pm ? (uint64_t)(uintptr_t)*pm : 0;
+		lib = (uint64_t)(uintptr_t)((const cuLibraryGetModule_params *)a)->library;
+		break;
+	}
+	case CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel: {
+		/* the library's module was loaded inside (lazy loading): asking loads nothing */
+		CUlibrary l = ((const cuLibraryGetKernel_params *)a)->library;
+		h = library_module(l);
+		lib = (uint64_t)(uintptr_t)l;
 		break;
 	}
 	case CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction:
@@ -504,12 +641,16 @@ static int on_driver_load(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 		CUfunction *pf = ((const cuKernelGetFunction_params *)a)->pFunc;
 		if (pf && *pf && p_func_get_module && p_func_get_module(&mod, *pf) == CUDA_SUCCESS)
 			h = (uint64_t)(uintptr_t)mod;
+		if (cbid == CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction)
+			lib = kernel_library(((const cuKernelGetFunction_params *)a)->kernel);
 		break;
 	}
 	default:
 		break;
 	}
 	call_module_handle(h);
+	if (lib && load_call.n == 1)
+		module_from_library(load_call.first, lib);
 	return 1;
 }
 
@@ -525,13 +666,14 @@ static uint32_t function_code_at(uint64_t handle, const char *name, uint32_t *bi
 		h = (uint64_t)(uintptr_t)mod;
 	/* the runtime (CUDA 12+) launches a CUkernel through cuLaunchKernel: no function's
 	 * module, but its library's (measured on the H200: cuFuncGetModule fails there) */
-	CUlibrary lib = NULL;
-	if (!h && handle && p_kernel_get_library &&
-	    p_kernel_get_library(&lib, (CUkernel)(uintptr_t)handle) == CUDA_SUCCESS)
-		h = library_module(lib);
+	uint64_t lib = 0;
+	if (!h && handle && (lib = kernel_library((CUkernel)(uintptr_t)handle)))
+		h = library_module((CUlibrary)(uintptr_t)lib);
 	int idx = pvg_witness_module_by_handle(h);
 	if (idx >= 0) {
 		*bind = PVG_WITNESS_BIND_HANDLE;
+		if (lib)
+			module_from_library(idx, lib);
 		MODLOG("bind f=0x%llx mod=0x%llx idx=%d by=handle name=%s\n", (unsigned long long)handle,
 		       (unsigned long long)h, idx, name ? name : "-");
 		return (uint32_t)idx + 1;
@@ -541,6 +683,8 @@ static uint32_t function_code_at(uint64_t handle, const char *name, uint32_t *bi
 	    pvg_witness_module_defines(last_loaded, name) == 1) {
 		if (h)
 			pvg_witness_module_set_handle(last_loaded, h);
+		if (lib)
+			module_from_library(last_loaded, lib);
 		*bind = PVG_WITNESS_BIND_LOADED_IN_CALL;
 		MODLOG("bind f=0x%llx mod=0x%llx idx=%d by=in-call name=%s\n",
 		       (unsigned long long)handle, (unsigned long long)h, last_loaded,
@@ -1476,6 +1620,7 @@ PVG_WITNESS_EXPORT int InitializeInjection(void)
 		p_kernel_get_library = (CUresult(*)(CUlibrary *, CUkernel))dlsym(cuda, "cuKernelGetLibrary");
 	}
 	modules_on = 1;
+	pthread_atfork(NULL, NULL, libs_after_fork);
 #ifdef PVG_WITNESS_BENCH
 	/* the witness as it was before it recorded code modules, for the cost of doing so */
 	const char *bm = getenv("PVG_WITNESS_BENCH_MODULES");

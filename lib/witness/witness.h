@@ -109,6 +109,9 @@ int pvg_witness_module_add(const struct pvg_module_load *m);
 void pvg_witness_module_unload(int index);
 /* The module's handle, learnt after its load (a CUmodule from the exit of the load call). */
 void pvg_witness_module_set_handle(int index, uint64_t handle);
+/* The module's path and file offset, learnt after its load (a lazily loaded module's library
+ * was registered from an image in a mapped file): set once, only when it has none. */
+void pvg_witness_module_set_path(int index, const char *path, uint64_t file_offset);
 /* The index of the loaded (not unloaded) module with this handle, or with this api_id; -ENOENT. */
 int pvg_witness_module_by_handle(uint64_t handle);
 int pvg_witness_module_by_api_id(uint32_t api_id);

@@ -449,6 +449,33 @@ void pvg_witness_module_set_handle(int index, uint64_t handle)
 	pthread_mutex_unlock(&M.lock);
 }
 
+void pvg_witness_module_set_path(int index, const char *path, uint64_t file_offset)
+{
+	if (!path || !path[0])
+		return;
+	size_t n = strnlen(path, PVG_WITNESS_MAX_NAME + 1);
+	uint32_t cut = 0;
+	if (n > PVG_WITNESS_MAX_NAME) {
+		n = PVG_WITNESS_MAX_NAME;
+		cut = PVG_WITNESS_M_PATH_CUT;
+	}
+	char *copy = malloc(n);
+	if (!copy)
+		return;
+	memcpy(copy, path, n);
+	pthread_mutex_lock(&M.lock);
+	if (index >= 0 && (uint32_t)index < M.n && !M.v[index].path) {
+		struct wmod *w = &M.v[index];
+		w->path = copy;
+		w->path_len = (uint32_t)n;
+		w->m.file_offset = file_offset;
+		w->m.flags |= cut;
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&M.lock);
+	free(copy);
+}
+
 void pvg_witness_module_unload(int index)
 {
 	pthread_mutex_lock(&M.lock);

@@ -24,12 +24,27 @@
  *   update EXEC GRAPH                   cuGraphExecUpdate
  *   quiet-set EXEC NODE NAME            a node's kernel changed behind the calls followed
  *   destroy EXEC                        cuGraphExecDestroy
+ *   file VAR PATH                       VAR = PATH's bytes, read into memory
+ *   dlimage VAR SO                      dlopen SO (cuda-image.c): VAR = its standin_image, in
+ *                                       its mapped data
+ *   jit PATH                            the ELF the next PTX text compiles to (the stand-in's)
+ *   modload MOD VAR                     cuModuleLoadData of VAR's bytes (a cubin or PTX text)
+ *   modfunc F MOD NAME                  cuModuleGetFunction
+ *   modunload MOD                       cuModuleUnload
+ *   libload LIB VAR                     cuLibraryLoadData of VAR's bytes (as the runtime
+ *                                       registers a fatbin; eager or lazy by
+ *                                       $CUDA_MODULE_LOADING)
+ *   libkernel K LIB NAME                cuLibraryGetKernel
+ *   rtkernel K LIB NAME                 a CUkernel the way the runtime gets one (no call)
+ *   kfunc F K                           cuKernelGetFunction
+ *   launchv F|K G B                     cuLaunchKernel of a CUfunction or CUkernel variable
  *   truth                               what the stand-in ran ("ran eager|graph NAME ...")
  *   pid                                 "pid N"
  *   sleep MS
  * At the end of input it exits (the witness writes its final file). Names are variables of
  * the script; kernels are functions made by name.
  */
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +59,34 @@ CUfunction standin_function(const char *name);
 CUgraphNode standin_add_conditional(CUgraph g, CUgraph body, unsigned runs);
 CUgraphExec standin_instantiate_quietly(CUgraph g);
 void standin_set_quietly(CUgraphExec e, CUgraphNode node, CUfunction f);
+void standin_jit_output(const void *elf, size_t size);
+CUkernel standin_kernel_quietly(CUlibrary lib, const char *name);
+
+/* PATH's bytes (malloc'd, NUL-terminated), NULL on failure */
+static void *slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t n = 0, cap = 0, r;
+	do {
+		if (n + 4097 > cap) {
+			cap = cap ? 2 * cap : 65536;
+			char *g = realloc(buf, cap);
+			if (!g)
+				break;
+			buf = g;
+		}
+		r = fread(buf + n, 1, 4096, f);
+		n += r;
+	} while (r > 0);
+	fclose(f);
+	if (buf)
+		buf[n] = 0;
+	*size = n;
+	return buf;
+}
 
 struct var {
 	char name[160];
@@ -207,6 +250,70 @@ static int run(char **a, int n)
 	}
 	if (IS("destroy", 1))
 		return cuGraphExecDestroy(get(a[1]));
+	if (IS("file", 2)) {
+		size_t sz;
+		void *b = slurp(a[2], &sz);
+		set(a[1], b);
+		return b ? 0 : -1;
+	}
+	if (IS("dlimage", 2)) {
+		void *h = dlopen(a[2], RTLD_NOW | RTLD_LOCAL);
+		void *img = h ? dlsym(h, "standin_image") : NULL;
+		set(a[1], img);
+		return img ? 0 : -1;
+	}
+	if (IS("jit", 1)) {
+		size_t sz;
+		void *b = slurp(a[1], &sz);
+		if (!b)
+			return -1;
+		standin_jit_output(b, sz);
+		free(b);
+		return 0;
+	}
+	if (IS("modload", 2)) {
+		CUmodule m = NULL;
+		int r = cuModuleLoadData(&m, get(a[2]));
+		set(a[1], m);
+		return r;
+	}
+	if (IS("modfunc", 3)) {
+		CUfunction f = NULL;
+		int r = cuModuleGetFunction(&f, get(a[2]), a[3]);
+		set(a[1], f);
+		return r;
+	}
+	if (IS("modunload", 1))
+		return cuModuleUnload(get(a[1]));
+	if (IS("libload", 2)) {
+		CUlibrary l = NULL;
+		int r = cuLibraryLoadData(&l, get(a[2]), NULL, NULL, 0, NULL, NULL, 0);
+		set(a[1], l);
+		return r;
+	}
+	if (IS("libkernel", 3)) {
+		CUkernel k = NULL;
+		int r = cuLibraryGetKernel(&k, get(a[2]), a[3]);
+		set(a[1], k);
+		return r;
+	}
+	if (IS("rtkernel", 3)) {
+		CUkernel k = standin_kernel_quietly(get(a[2]), a[3]);
+		set(a[1], k);
+		return k ? 0 : -1;
+	}
+	if (IS("kfunc", 2)) {
+		CUfunction f = NULL;
+		int r = cuKernelGetFunction(&f, get(a[2]));
+		set(a[1], f);
+		return r;
+	}
+	if (IS("launchv", 3)) {
+		if (dims(a[2], g) || dims(a[3], b))
+			return -1;
+		return cuLaunchKernel(get(a[1]), g[0], g[1], g[2], b[0], b[1], b[2], 0, NULL, NULL,
+				      NULL);
+	}
 	if (IS("truth", 0)) {
 		standin_truth(stdout);
 		return 0;

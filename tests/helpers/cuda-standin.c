@@ -12,6 +12,19 @@
  * kernel node in it (a conditional node's body: the number of times it was told to run).
  * standin_truth prints that account, to compare with the witness file.
  * cuInit loads $CUDA_INJECTION64_PATH and calls its InitializeInjection, as the driver does.
+ *
+ * Code modules, as CUDA 13's driver showed them on the H200 (tests/gpu/results/
+ * 2026-12-04-h200-modules): each load reports CUPTI_CBID_RESOURCE_MODULE_LOADED on the loading
+ * thread inside the call that loads, with pCubin a heap copy of the ELF cubin (never the
+ * caller's bytes), and MODULE_UNLOAD_STARTING with the same moduleId at cuModuleUnload.
+ * cuModuleLoadData loads inside the call; for PTX text the module's image is the "compiled"
+ * ELF set with standin_jit_output. cuLibraryLoadData (the image: an ELF cubin, where the
+ * runtime gives a fatbin) loads inside the call when $CUDA_MODULE_LOADING is EAGER at cuInit;
+ * otherwise (lazy, the default) at the library's first use: cuLibraryGetKernel,
+ * cuLibraryGetModule, cuKernelGetFunction, or the first cuLaunchKernel of one of its
+ * CUkernels (inside that launch call, as the runtime's lazily loaded modules are).
+ * standin_kernel_quietly gives a CUkernel the way the runtime gets one (through no call
+ * CUPTI reports). cuFuncGetModule fails for a CUkernel, as measured.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -87,7 +100,7 @@ static void api_cb(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site, const char
 		return ret_; \
 	} while (0)
 
-static void resource_cb(CUpti_CallbackId cbid, CUpti_GraphData *g)
+static void resource_cb(CUpti_CallbackId cbid, void *g)
 {
 	if (!subscriber_fn || !enabled[CUPTI_CB_DOMAIN_RESOURCE][cbid])
 		return;
@@ -97,8 +110,33 @@ static void resource_cb(CUpti_CallbackId cbid, CUpti_GraphData *g)
 
 /* ---- objects --------------------------------------------------------------------------------- */
 
+/* a CUfunction and a CUkernel start alike: cuLaunchKernel is handed either */
+#define OBJ_FUNCTION 0x434e5546u
+#define OBJ_KERNEL 0x4e52454bu
 struct CUfunc_st {
+	unsigned magic;
 	char name[256];
+	CUmodule mod; /* NULL: made by name alone (standin_function) */
+};
+
+struct CUkern_st {
+	unsigned magic;
+	char name[256];
+	CUlibrary lib;
+	CUfunction fn; /* cuKernelGetFunction's, once asked */
+};
+
+struct CUmod_st {
+	unsigned char *image; /* the driver's copy: what MODULE_LOADED hands over */
+	size_t size;
+	uint32_t id;
+	CUlibrary lib; /* NULL: a module load */
+};
+
+struct CUlib_st {
+	const void *code; /* the caller's bytes (not copied, as without
+			   * CU_LIBRARY_BINARY_IS_PRESERVED they need not stay) */
+	CUmodule mod;     /* NULL until loaded */
 };
 
 struct truth {
@@ -145,6 +183,7 @@ EXPORT void standin_truth(FILE *out)
 EXPORT CUfunction standin_function(const char *name)
 {
 	struct CUfunc_st *f = calloc(1, sizeof(*f));
+	f->magic = OBJ_FUNCTION;
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	return f;
 }
@@ -269,11 +308,104 @@ static void dims_of(const CUDA_KERNEL_NODE_PARAMS *p, unsigned g[3], unsigned b[
 	b[0] = p->blockDimX, b[1] = p->blockDimY, b[2] = p->blockDimZ;
 }
 
+/* ---- code modules -------------------------------------------------------------------------------- */
+
+static int eager_loading;
+static uint32_t next_module_id = 23; /* CUPTI's ids are not 0-based either */
+static unsigned char *jit_out;
+static size_t jit_size;
+
+static uint16_t rd16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t rd64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* the size of an ELF64 image (its headers' extent, as the driver reads it: no size is given
+ * with the bytes), 0 when image is not one */
+static size_t elf_size(const unsigned char *p)
+{
+	if (!p || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2)
+		return 0;
+	uint64_t sh = rd64(p + 40) + (uint64_t)rd16(p + 58) * rd16(p + 60);
+	uint64_t ph = rd64(p + 32) + (uint64_t)rd16(p + 54) * rd16(p + 56);
+	return (size_t)(sh > ph ? sh : ph);
+}
+
+static int is_ptx(const unsigned char *p)
+{
+	return p && !elf_size(p) && rd32(p) != 0xBA55ED50u && (p[0] == '/' || p[0] == '.' ||
+							     p[0] == '\n' || p[0] == '\t');
+}
+
+/* Not a driver call: the ELF the next PTX text compiles to (copied). */
+EXPORT void standin_jit_output(const void *elf, size_t size)
+{
+	free(jit_out);
+	jit_out = malloc(size);
+	memcpy(jit_out, elf, size);
+	jit_size = size;
+}
+
+/* a module of bytes the driver holds (a copy), MODULE_LOADED reported on this thread now */
+static CUmodule module_new(const unsigned char *elf, size_t size, CUlibrary lib)
+{
+	CUmodule m = calloc(1, sizeof(*m));
+	m->image = malloc(size);
+	memcpy(m->image, elf, size);
+	m->size = size;
+	m->id = next_module_id++;
+	m->lib = lib;
+	CUpti_ModuleResourceData md = { .moduleId = m->id, .cubinSize = size,
+					.pCubin = (const char *)m->image };
+	resource_cb(CUPTI_CBID_RESOURCE_MODULE_LOADED, &md);
+	return m;
+}
+
+/* the library's module, loaded now if it was not (lazy loading: inside the caller's call) */
+static CUmodule lib_module(CUlibrary lib)
+{
+	if (lib && !lib->mod)
+		lib->mod = module_new(lib->code, elf_size(lib->code), lib);
+	return lib->mod;
+}
+
+/* 1 when the ELF defines a symbol of this name (the stand-in does not read symbol tables:
+ * the name between NULs in its string tables) */
+static int defines(CUmodule m, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; m && i + n + 2 <= m->size; i++)
+		if (m->image[i] == 0 && m->image[i + n + 1] == 0 && !memcmp(m->image + i + 1, name, n))
+			return 1;
+	return 0;
+}
+
+static CUfunction function_in(CUmodule m, const char *name)
+{
+	CUfunction f = standin_function(name);
+	f->mod = m;
+	return f;
+}
+
+/* Not a driver call: a CUkernel of lib the way the runtime gets one for a launch (through no
+ * call CUPTI reports); NULL when lib does not define name. */
+EXPORT CUkernel standin_kernel_quietly(CUlibrary lib, const char *name)
+{
+	if (!lib)
+		return NULL;
+	struct CUkern_st *k = calloc(1, sizeof(*k));
+	k->magic = OBJ_KERNEL;
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	k->lib = lib;
+	return k;
+}
+
 /* ---- the driver -------------------------------------------------------------------------------- */
 
 EXPORT CUresult cuInit(unsigned flags)
 {
 	(void)flags;
+	const char *loading = getenv("CUDA_MODULE_LOADING");
+	eager_loading = loading && !strcmp(loading, "EAGER");
 	const char *lib = getenv("CUDA_INJECTION64_PATH");
 	if (lib && lib[0]) {
 		void *h = dlopen(lib, RTLD_NOW);
@@ -329,6 +461,8 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 	ENTER(cuLaunchKernel, &p, f ? f->name : NULL);
 	if (!f)
 		LEAVE(cuLaunchKernel, &p, NULL, CUDA_ERROR_INVALID_HANDLE);
+	if (f->magic == OBJ_KERNEL) /* a runtime launch: the library loaded at its first use */
+		lib_module(((struct CUkern_st *)(void *)f)->lib);
 	const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };
 	if (s && s->capturing) {
 		CUgraphNode n = node_add(s->capturing, CU_GRAPH_NODE_TYPE_KERNEL);
@@ -436,8 +570,10 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 
 EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
 {
-	(void)name, (void)k;
-	return CUDA_ERROR_INVALID_HANDLE;
+	if (!k || k->magic != OBJ_KERNEL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*name = k->name;
+	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuGraphExecGetFlags(CUgraphExec e, cuuint64_t *flags)
@@ -564,4 +700,116 @@ EXPORT CUresult cuGraphDestroy(CUgraph g)
 {
 	graph_free(g);
 	return CUDA_SUCCESS;
+}
+
+/* ---- the driver: code modules -------------------------------------------------------------- */
+
+EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	cuModuleLoadData_params p = { module, image };
+	ENTER(cuModuleLoadData, &p, NULL);
+	const unsigned char *img = image;
+	size_t n = elf_size(img);
+	if (!n && is_ptx(img) && jit_out) {
+		img = jit_out; /* the driver's compiled ELF, not the caller's bytes */
+		n = jit_size;
+	}
+	if (!n)
+		LEAVE(cuModuleLoadData, &p, NULL, CUDA_ERROR_INVALID_IMAGE);
+	*module = module_new(img, n, NULL);
+	LEAVE(cuModuleLoadData, &p, NULL, CUDA_SUCCESS);
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m)
+{
+	cuModuleUnload_params p = { m };
+	ENTER(cuModuleUnload, &p, NULL);
+	if (!m || !m->image)
+		LEAVE(cuModuleUnload, &p, NULL, CUDA_ERROR_INVALID_HANDLE);
+	CUpti_ModuleResourceData md = { .moduleId = m->id, .cubinSize = m->size,
+					.pCubin = (const char *)m->image };
+	resource_cb(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, &md);
+	free(m->image);
+	m->image = NULL; /* the handle is kept: a stale one fails */
+	LEAVE(cuModuleUnload, &p, NULL, CUDA_SUCCESS);
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	cuModuleGetFunction_params p = { f, m, name };
+	ENTER(cuModuleGetFunction, &p, NULL);
+	if (!m || !m->image || !defines(m, name))
+		LEAVE(cuModuleGetFunction, &p, NULL, CUDA_ERROR_NOT_FOUND);
+	*f = function_in(m, name);
+	LEAVE(cuModuleGetFunction, &p, NULL, CUDA_SUCCESS);
+}
+
+EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jo,
+				  void **jv, unsigned njo, CUlibraryOption *lo, void **lv,
+				  unsigned nlo)
+{
+	cuLibraryLoadData_params p = { library, code, jo, jv, njo, lo, lv, nlo };
+	ENTER(cuLibraryLoadData, &p, NULL);
+	if (!elf_size(code))
+		LEAVE(cuLibraryLoadData, &p, NULL, CUDA_ERROR_INVALID_IMAGE);
+	CUlibrary lib = calloc(1, sizeof(*lib));
+	lib->code = code;
+	if (eager_loading)
+		lib_module(lib);
+	*library = lib;
+	LEAVE(cuLibraryLoadData, &p, NULL, CUDA_SUCCESS);
+}
+
+EXPORT CUresult cuLibraryGetModule(CUmodule *mod, CUlibrary lib)
+{
+	cuLibraryGetModule_params p = { mod, lib };
+	ENTER(cuLibraryGetModule, &p, NULL);
+	if (!lib)
+		LEAVE(cuLibraryGetModule, &p, NULL, CUDA_ERROR_INVALID_HANDLE);
+	*mod = lib_module(lib);
+	LEAVE(cuLibraryGetModule, &p, NULL, CUDA_SUCCESS);
+}
+
+EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
+{
+	cuLibraryGetKernel_params p = { k, lib, name };
+	ENTER(cuLibraryGetKernel, &p, NULL);
+	if (!lib || !defines(lib_module(lib), name))
+		LEAVE(cuLibraryGetKernel, &p, NULL, CUDA_ERROR_NOT_FOUND);
+	*k = standin_kernel_quietly(lib, name);
+	LEAVE(cuLibraryGetKernel, &p, NULL, CUDA_SUCCESS);
+}
+
+EXPORT CUresult cuKernelGetLibrary(CUlibrary *lib, CUkernel k)
+{
+	cuKernelGetLibrary_params p = { lib, k };
+	ENTER(cuKernelGetLibrary, &p, NULL);
+	if (!k || k->magic != OBJ_KERNEL)
+		LEAVE(cuKernelGetLibrary, &p, NULL, CUDA_ERROR_INVALID_HANDLE);
+	*lib = k->lib;
+	LEAVE(cuKernelGetLibrary, &p, NULL, CUDA_SUCCESS);
+}
+
+EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
+{
+	cuKernelGetFunction_params p = { f, k };
+	ENTER(cuKernelGetFunction, &p, NULL);
+	if (!k || k->magic != OBJ_KERNEL)
+		LEAVE(cuKernelGetFunction, &p, NULL, CUDA_ERROR_INVALID_HANDLE);
+	if (!k->fn)
+		k->fn = function_in(lib_module(k->lib), k->name);
+	*f = k->fn;
+	LEAVE(cuKernelGetFunction, &p, NULL, CUDA_SUCCESS);
+}
+
+/* a CUfunction's module; a CUkernel (what the runtime launches) has none: the driver fails
+ * here (measured on the H200), as does a function made by name alone */
+EXPORT CUresult cuFuncGetModule(CUmodule *mod, CUfunction f)
+{
+	cuFuncGetModule_params p = { mod, f };
+	ENTER(cuFuncGetModule, &p, NULL);
+	if (!f || f->magic != OBJ_FUNCTION || !f->mod)
+		LEAVE(cuFuncGetModule, &p, NULL, CUDA_ERROR_INVALID_HANDLE);
+	*mod = f->mod;
+	LEAVE(cuFuncGetModule, &p, NULL, CUDA_SUCCESS);
 }

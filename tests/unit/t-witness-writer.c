@@ -439,6 +439,10 @@ static void modules_bound_by_handle_and_name(void)
 	uint8_t d[32];
 	CHECK_INT(pvg_witness_module_digest(in, d), -ENOENT);
 	CHECK_INT(pvg_witness_module_digest(ig, d), 0);
+	/* a path learnt after the load: set once, never over one the module has */
+	pvg_witness_module_set_path(in, "/opt/l/liblazy.so", 8192);
+	pvg_witness_module_set_path(in, "/opt/l/other.so", 1);
+	pvg_witness_module_set_path(ia, "/opt/l/other.so", 1);
 
 	CHECK_INT(pvg_witness_flush(), 0);
 	char *buf = NULL;
@@ -468,6 +472,10 @@ static void modules_bound_by_handle_and_name(void)
 		      memcmp(f.modules[ia].path.p, a.path, f.modules[ia].path.n) == 0);
 		CHECK(f.modules[iv].unload_ns >= f.modules[iv].load_ns && f.modules[iv].unload_ns);
 		CHECK_INT(f.modules[ia].unload_ns, 0);
+		static const char lazy[] = "/opt/l/liblazy.so";
+		CHECK(f.modules[in].path.n == strlen(lazy) &&
+		      memcmp(f.modules[in].path.p, lazy, f.modules[in].path.n) == 0);
+		CHECK_INT(f.modules[in].file_offset, 8192);
 		CHECK_INT(f.modules[ig].path.n, 0);
 	}
 	const struct pvg_witness_entry *e1 = find_grid(&f, "dup", 1), *e2 = find_grid(&f, "dup", 2),
