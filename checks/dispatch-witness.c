@@ -442,9 +442,13 @@ enum witness_from dispatch_witness_from(const struct witness_code *code,
 {
 	*mod = NULL;
 	*d = NULL;
-	if (f->h.version < 3 || e->code == 0 || e->bind == PVG_WITNESS_BIND_NONE ||
-	    !f->modules || e->code > f->n_modules)
-		return WITNESS_FROM_NAME_ONLY;
+	if (f->h.version < 3 || !(f->h.flags & PVG_WITNESS_F_MODULES) || !f->modules)
+		return WITNESS_FROM_NAME_ONLY; /* a file without module identity: the name rule */
+	/* the writer recorded modules, but not this launch's (its module found no room, or no
+	 * loaded module defines the name): the code that ran is not known, and its name is no
+	 * evidence for it */
+	if (e->code == 0 || e->bind == PVG_WITNESS_BIND_NONE || e->code > f->n_modules)
+		return WITNESS_FROM_UNDECIDED;
 	const struct pvg_witness_mod *m = &f->modules[e->code - 1];
 	*mod = m;
 	if (e->bind == PVG_WITNESS_BIND_AMBIGUOUS)

@@ -37,7 +37,10 @@
  *                                                           record's module unknown)
  *                                        api cuda|hsa|none
  *                                        flags N           header flags (default: recording,
- *                                                           and with version 3 modules)
+ *                                                           and, when the description has a
+ *                                                           module line, modules: a writer
+ *                                                           that records no module at all
+ *                                                           is one whose API cannot say)
  *                                        module [sha256=HEX] size=N origin=file|memory|
  *                                               ptx-jit|embedded|unknown [path=P] [load_ns=N]
  *                                               [unload_ns=N] [flags=N] [arch=N]
@@ -440,7 +443,8 @@ static int build(const char *desc, const char *out_path, char **ident)
 	h.strings_size = (uint32_t)b_n_strings;
 	h.api = api;
 	h.flags = flags_set ? flags
-			    : PVG_WITNESS_F_RECORDING | (version >= 3 ? PVG_WITNESS_F_MODULES : 0);
+			    : PVG_WITNESS_F_RECORDING |
+				      (version >= 3 && n_mods ? PVG_WITNESS_F_MODULES : 0);
 	h.pid = h.nspid = (int32_t)getpid();
 	h.nspid_levels = 1;
 	if (ident) {

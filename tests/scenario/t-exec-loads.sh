@@ -33,11 +33,26 @@ setup() {
 			{"exempt": "the witness files of these tests are hand-written"}}}' \
 		provgate.json >p.json && mv p.json provgate.json
 	# what the engine loaded while it started: its extension's code object, well before
-	spec warm.spec "module origin=embedded load_ns=now-60 size=65536 path=$W/site/vllm_demo/_rocm_C.abi3.so"
+	# (the artifact's gfx90a code object, by its digest, as gate 6 reads it)
+	pg inspect --digests "$W/site/vllm_demo/_rocm_C.abi3.so"
+	art_sha=$(awk '$5 ~ /^gfx90a/ { f = 1; next } f && $1 == "sha256" { print $2; exit }' <<<"$out")
+	[ ${#art_sha} = 64 ] || fail "no gfx90a digest of the artifact: '$art_sha'"
+	ART_MODULE="module sha256=$art_sha origin=embedded load_ns=now-60 size=65536 path=$W/site/vllm_demo/_rocm_C.abi3.so"
+	spec warm.spec "$ART_MODULE"
 	witness warm.spec
 }
 
-spec() { local f=$1; shift; { echo "version ${VERSION:-3}"; echo "record name=wvSplitK_832 count=5"; printf '%s\n' "$@"; } >"$f"; }
+# spec FILE MODULE...: the engine's launches of the stand-in kernel, from the first module
+# given (a version 2 file: no modules, the launches by name only)
+spec() {
+	local f=$1; shift
+	{
+		echo "version ${VERSION:-3}"
+		if [ "${VERSION:-3}" = 2 ]; then echo "record name=wvSplitK_832 count=5"
+		else echo "record name=wvSplitK_832 count=5 module=1 bind=handle"; fi
+		printf '%s\n' "$@"
+	} >"$f"
+}
 witness() { "$TOOL" build "$1" wdir "$engine" "$engine" 1 "$ticks" "$boot" >/dev/null; }
 after7() { jq -r ".after.gates[6] | $1" r.json; }
 
@@ -46,7 +61,7 @@ bench() { printf '%s "%s" build %s wdir %s %s 1 %s %s >/dev/null\n' "${1:-}" "$T
 
 test_module_loaded_during_benchmark_fails_after() {
 	setup
-	spec jit.spec "module origin=embedded load_ns=now-60 size=65536 path=$W/site/vllm_demo/_rocm_C.abi3.so" \
+	spec jit.spec "$ART_MODULE" \
 		"module origin=memory load_ns=now size=4096" "module origin=ptx-jit load_ns=now size=8192"
 	bench "" jit.spec >b.sh
 	pg exec --out r.json -- sh b.sh
@@ -81,7 +96,7 @@ test_loads_before_the_benchmark_pass() {
 test_allowed_loads_pass_and_are_listed() {
 	setup
 	jq '.benchmark = {"allow_loads": true}' provgate.json >p.json && mv p.json provgate.json
-	spec jit.spec "module origin=memory load_ns=now size=4096"
+	spec jit.spec "$ART_MODULE" "module origin=memory load_ns=now size=4096"
 	bench "" jit.spec >b.sh
 	pg exec --out r.json -- sh b.sh
 	assert_eq "$rc" 0 "exit ($out)"

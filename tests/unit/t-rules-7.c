@@ -458,6 +458,7 @@ static void code_fixture(struct code_fixture *x)
 					      .bind = PVG_WITNESS_BIND_HANDLE };
 	x->e[4] = (struct pvg_witness_entry){ .name = k, .count = 3 };
 	x->file.h.version = 3;
+	x->file.h.flags = PVG_WITNESS_F_MODULES;
 	x->file.entries = x->e;
 	x->file.n = 5;
 	x->file.modules = x->mods;
@@ -481,8 +482,14 @@ static void code_launch_counts_by_its_module_bytes(void)
 	/* ambiguous never counts, even when the module it names is the artifact's */
 	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[2], &m, &d), WITNESS_FROM_AMBIGUOUS);
 	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[3], &m, &d), WITNESS_FROM_PTX_JIT);
-	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[4], &m, &d), WITNESS_FROM_NAME_ONLY);
+	/* a launch with no module in a file that records modules: undecided, never by name */
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[4], &m, &d), WITNESS_FROM_UNDECIDED);
 	CHECK(m == NULL);
+	/* a file whose writer did not record modules (an API that cannot say): by name only */
+	x.file.h.flags = 0;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[4], &m, &d), WITNESS_FROM_NAME_ONLY);
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_NAME_ONLY);
+	x.file.h.flags = PVG_WITNESS_F_MODULES;
 	/* an older file: whatever its records say, by name only */
 	x.file.h.version = 2;
 	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_NAME_ONLY);
