@@ -42,10 +42,16 @@
  *   pid                                 "pid N"
  *   sleep MS
  * At the end of input it exits (the witness writes its final file). Names are variables of
- * the script; kernels are functions made by name.
+ * the script. A kernel named in launch, kernel, setk or quiet-set is a function of the module
+ * STANDIN_KERNELS (tests/fixtures/witness-modules/standin-kernels.cu compiled by nvcc), loaded
+ * with cuModuleLoadData at the first launch of one of its kernels and got with
+ * cuModuleGetFunction, as with a real driver every launched function belongs to a loaded
+ * module; a name that module does not define is a function made by name alone, with no
+ * module (its launches' code is not known).
  */
 #include <dlfcn.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,13 +122,68 @@ static void set(const char *name, void *p)
 	vars[n_vars++].p = p;
 }
 
+/* the kernels' cubin in STANDIN_KERNELS' mapped data (dlopen'd at the first kernel asked
+ * for), its size, and the module loaded from it */
+static const unsigned char *kernels_image;
+static size_t kernels_size;
+static CUmodule kernels;
+
+/* 1 when the cubin has a section ".text.NAME": NAME is one of its kernels */
+static int kernels_define(const char *name)
+{
+	char sec[160];
+	int n = snprintf(sec, sizeof(sec), ".text.%s", name);
+	if (n < 0 || (size_t)n >= sizeof(sec))
+		return 0;
+	for (size_t i = 0; i + (size_t)n + 1 <= kernels_size; i++)
+		if (!memcmp(kernels_image + i, sec, (size_t)n + 1))
+			return 1;
+	return 0;
+}
+
+/* NAME's function in the kernels' module (loaded now if it was not, from the shared object's
+ * mapped data, as an application loads the code its own files hold), NULL when the module
+ * does not define it */
+static CUfunction module_function(const char *name)
+{
+	if (!kernels_image) {
+		void *h = dlopen(STANDIN_KERNELS, RTLD_NOW | RTLD_LOCAL);
+		kernels_image = h ? dlsym(h, "standin_image") : NULL;
+		uint64_t shoff;
+		uint16_t shentsize, shnum;
+		if (!kernels_image || memcmp(kernels_image, "\177ELF", 4) != 0) {
+			fprintf(stderr, "cuda-sim: %s: no cubin (%s)\n", STANDIN_KERNELS, dlerror());
+			exit(1);
+		}
+		memcpy(&shoff, kernels_image + 40, 8);
+		memcpy(&shentsize, kernels_image + 58, 2);
+		memcpy(&shnum, kernels_image + 60, 2);
+		kernels_size = (size_t)(shoff + (uint64_t)shentsize * shnum);
+	}
+	if (!kernels_define(name))
+		return NULL;
+	CUresult r;
+	if (!kernels && (r = cuModuleLoadData(&kernels, kernels_image)) != CUDA_SUCCESS) {
+		fprintf(stderr, "cuda-sim: cuModuleLoadData(%s): %d\n", STANDIN_KERNELS, (int)r);
+		exit(1);
+	}
+	CUfunction f = NULL;
+	if ((r = cuModuleGetFunction(&f, kernels, name)) != CUDA_SUCCESS) {
+		fprintf(stderr, "cuda-sim: cuModuleGetFunction(%s): %d\n", name, (int)r);
+		exit(1);
+	}
+	return f;
+}
+
 static CUfunction fn(const char *name)
 {
 	char key[128];
 	snprintf(key, sizeof(key), "fn:%.120s", name);
 	CUfunction f = get(key);
 	if (!f) {
-		f = standin_function(name);
+		f = module_function(name);
+		if (!f)
+			f = standin_function(name);
 		set(key, f);
 	}
 	return f;

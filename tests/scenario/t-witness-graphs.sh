@@ -227,9 +227,13 @@ send() {
 	done
 }
 
+# the artifact: the cubin whose module cuda-sim loads its kernels from (a launch counts only
+# when its module's bytes are an artifact's code object)
+KERNELS="$PVG_SRC/tests/fixtures/witness-modules/standin-kernels.sm_90.cubin"
 config() { # REQUIRE [FORBID] [ANSWER_MS]
 	cat >provgate.json <<JSON
-{ "witness": { "dir": "wdir", "require": $1, "forbid": ${2:-[]}, "answer_ms": ${3:-2000} } }
+{ "arch": "sm_90", "artifacts": [{ "name": "kernels", "build": "$KERNELS", "install": "$KERNELS" }],
+  "witness": { "dir": "wdir", "require": $1, "forbid": ${2:-[]}, "answer_ms": ${3:-2000} } }
 JSON
 }
 
@@ -256,7 +260,17 @@ test_gate_certifies_from_replays_and_via() {
 	assert_eq "$(ev '.required[0].in_graph_replays')" 7
 	assert_eq "$(ev '.graph_replays_itemized')" 7
 	assert_eq "$(jq -c '[.gates[6].evidence.witness.kernels[] | select(.via == "graph") | .name] | sort' report.json)" '["attn_decode()","rmsnorm()"]'
+	assert_eq "$(jq -r '.gates[6].evidence.witness.modules[0].artifact' report.json)" kernels
 	validate report.json
+	# the same launches with no artifact named: their module's bytes are compared with none
+	cat >provgate.json <<'JSON'
+{ "witness": { "dir": "wdir", "require": [{"kernel": "attn_decode", "min_count": 7}] } }
+JSON
+	rm report.json
+	gate7
+	assert_eq "$status" unverifiable "no artifact ($codes)"
+	assert_eq "$codes" dispatch-marker.witness-code-unknown
+	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" 'the config names no artifact'
 	config '[{"kernel": "attn_decode", "via": "graph", "min_count": 7}]'
 	gate7
 	assert_eq "$status" pass "via graph ($codes)"
@@ -267,7 +281,7 @@ test_gate_certifies_from_replays_and_via() {
 	assert_eq "$codes" dispatch-marker.witness-too-few
 	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" '{attn_decode via=eager}: 0 launches seen by the witness, 1 required; its launches inside graph replays do not count (via eager)'
 	# and the other way round
-	send "launch _Z6prefillv 64 256"
+	send "launch _Z7prefillv 64 256"
 	config '[{"kernel": "prefill", "via": "graph"}]'
 	gate7
 	assert_eq "$status" fail
@@ -283,6 +297,19 @@ test_gate_refuses_a_replay_that_runs_the_fallback() {
 	assert_eq "$status" fail
 	assert_eq "$codes" "dispatch-marker.witness-too-few dispatch-marker.witness-forbidden"
 	assert_contains "$(jq -r '.gates[6].problems[1].message' report.json)" 'launched attn_decode_naive() 5 times'
+}
+
+# A launched function no loaded module defines (made by name alone, which no real driver
+# does): the code that ran is not known, and its name is no evidence for it.
+test_a_kernel_of_no_module_is_code_not_known() {
+	start_live
+	send init "launch _Z6warmupv 4 64" "launch _Z8orphanedv 4 64"
+	config '[{"kernel": "warmup"}, {"kernel": "orphaned"}]'
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_eq "$codes" dispatch-marker.witness-code-unknown
+	assert_contains "$("$TOOL" dump wdir/*.pvgw)" 'name="_Z8orphanedv" demangled="orphaned()" module="" grid=4,1,1 block=64,1,1 via=1 flags=0 count=1'
+	assert_contains "$(jq -r '.gates[6].problems[0].message' report.json)" '{orphaned}: 0 launches'
 }
 
 # The writer's periodic write is an hour away (PROVGATE_WITNESS_INTERVAL_MS=60000 here): only
