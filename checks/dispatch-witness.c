@@ -444,14 +444,11 @@ enum witness_from dispatch_witness_from(const struct witness_code *code,
 	*d = NULL;
 	if (f->h.version < 3 || !(f->h.flags & PVG_WITNESS_F_MODULES) || !f->modules)
 		return WITNESS_FROM_NAME_ONLY; /* a file without module identity: the name rule */
-	/* a config that names no artifact (gate 7 alone on a process): there are no bytes to
-	 * compare with, and witness.require asks for names; the evidence says "by name only" */
-	bool no_artifact = code->read && code->n_arts == 0;
 	/* the writer recorded modules, but not this launch's (its module found no room, or no
 	 * loaded module defines the name): the code that ran is not known, and its name is no
 	 * evidence for it */
 	if (e->code == 0 || e->bind == PVG_WITNESS_BIND_NONE || e->code > f->n_modules)
-		return no_artifact ? WITNESS_FROM_NAME_ONLY : WITNESS_FROM_UNDECIDED;
+		return WITNESS_FROM_UNDECIDED;
 	const struct pvg_witness_mod *m = &f->modules[e->code - 1];
 	*mod = m;
 	if (e->bind == PVG_WITNESS_BIND_AMBIGUOUS)
@@ -478,8 +475,6 @@ enum witness_from dispatch_witness_from(const struct witness_code *code,
 			return WITNESS_FROM_OTHER;
 		}
 	}
-	if (no_artifact)
-		return WITNESS_FROM_NAME_ONLY;
 	/* other bytes: unless an artifact's code object could not be hashed (it may be that) */
 	return code->why || !code->read ? WITNESS_FROM_UNDECIDED : WITNESS_FROM_OTHER;
 }

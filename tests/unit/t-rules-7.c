@@ -490,11 +490,6 @@ static void code_launch_counts_by_its_module_bytes(void)
 	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[4], &m, &d), WITNESS_FROM_NAME_ONLY);
 	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_NAME_ONLY);
 	x.file.h.flags = PVG_WITNESS_F_MODULES;
-	/* a config without an artifact: nothing to compare the bytes with, the name rule */
-	x.code.n_arts = 0;
-	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[1], &m, &d), WITNESS_FROM_NAME_ONLY);
-	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[4], &m, &d), WITNESS_FROM_NAME_ONLY);
-	x.code.n_arts = 1;
 	/* an older file: whatever its records say, by name only */
 	x.file.h.version = 2;
 	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_NAME_ONLY);
