@@ -222,8 +222,9 @@ struct marker_read *dispatch_markers_read(struct pvg_ctx *ctx)
 	struct marker_read *m = pvg_xcalloc(1, sizeof(*m));
 	m->ev = cJSON_CreateObject();
 	pvg_marker_scan_init(&m->scan);
-	if (dispatch_window_active(ctx))
-		m->events = dispatch_window_log_patterns;
+	/* torch.compile's lines: the benchmark window's compiles and the compile cache's
+	 * folders (dispatch-compile.c) */
+	m->events = dispatch_window_log_patterns;
 	struct pvg_service_view view;
 	m->view_r = pvg_service_view_get(ctx, &view);
 	if (m->view_r < 0) {
