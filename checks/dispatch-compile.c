@@ -91,6 +91,13 @@ static void mark_pidless(struct compile_facts *cf, bool loaded, bool compiled)
 	}
 }
 
+static int by_offset(const void *a, const void *b)
+{
+	const struct pvg_log_event *x = *(const struct pvg_log_event *const *)a;
+	const struct pvg_log_event *y = *(const struct pvg_log_event *const *)b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
 void dispatch_compile_from_log(const struct marker_read *m, struct compile_facts *cf)
 {
 	if (!m) {
@@ -105,8 +112,13 @@ void dispatch_compile_from_log(const struct marker_read *m, struct compile_facts
 	cf->log_read = true;
 	const struct pvg_marker_scan *s = &m->scan;
 	cf->lines_lost = s->events_live - s->events_kept;
+	/* the scan notes a block's lines pattern by pattern: in the log's order again */
+	const struct pvg_log_event *ev[PVG_MARKER_EVENTS];
+	for (size_t k = 0; k < s->events_kept; k++)
+		ev[k] = &s->event[(s->events_first + k) % PVG_MARKER_EVENTS];
+	qsort(ev, s->events_kept, sizeof(ev[0]), by_offset);
 	for (size_t k = 0; k < s->events_kept; k++) {
-		const struct pvg_log_event *e = &s->event[(s->events_first + k) % PVG_MARKER_EVENTS];
+		const struct pvg_log_event *e = ev[k];
 		const char *t = e->text, *p;
 		if ((p = strstr(t, USING)) != NULL) {
 			p += strlen(USING);

@@ -241,6 +241,7 @@ static void lines_not_kept_are_unverifiable(void)
 static void event(struct pvg_marker_scan *s, const char *text, bool has_pid, pid_t pid)
 {
 	struct pvg_log_event *e = &s->event[s->events_kept++];
+	e->offset = 1000 * s->events_kept;
 	e->text = (char *)text;
 	e->has_pid = has_pid;
 	e->pid = pid;
@@ -270,6 +271,25 @@ static void log_lines_name_each_process_folder(void)
 	CHECK_STR(cf.n_uses > 1 ? cf.uses[1].dir : NULL, DIR1);
 	CHECK(cf.n_uses > 1 && !cf.uses[1].loaded && cf.uses[1].compiled);
 	CHECK_INT(cf.loads_untold, 1);
+	dispatch_compile_clear(&cf);
+}
+
+/* The scan notes a block's lines pattern by pattern (compile and load lines before the
+ * "Using cache directory" lines): the folders are read in the log's order. */
+static void lines_are_taken_in_the_log_order(void)
+{
+	struct marker_read m = { 0 };
+	struct pvg_marker_scan *s = &m.scan;
+	event(s, "(VllmWorker rank=0 pid=41) INFO 12-04 10:00:03 [backends.py:161] Directly load "
+		 "the compiled graph(s) for dynamic shape from the cache, took 1.212 s", true, 41);
+	event(s, "(VllmWorker rank=0 pid=41) INFO 12-04 10:00:01 [backends.py:540] Using cache "
+		 "directory: " DIR0 " for vLLM's torch.compile", true, 41);
+	s->event[0].offset = 200;
+	s->event[1].offset = 100;
+	struct compile_facts cf = { 0 };
+	dispatch_compile_from_log(&m, &cf);
+	CHECK(cf.n_uses == 1 && cf.uses[0].loaded);
+	CHECK_INT(cf.loads_untold, 0);
 	dispatch_compile_clear(&cf);
 }
 
@@ -318,6 +338,7 @@ int main(void)
 	RUN(cache_in_use_without_a_telling_line);
 	RUN(lines_not_kept_are_unverifiable);
 	RUN(log_lines_name_each_process_folder);
+	RUN(lines_are_taken_in_the_log_order);
 	RUN(pidless_lines_with_several_folders_are_ambiguous);
 	TAP_EXIT();
 }
