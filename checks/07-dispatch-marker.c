@@ -46,6 +46,19 @@
  *     no-loads               no module of a live witness file loaded in the window
  *     no-compiles            no compile line of the live service (vLLM's torch.compile) in it
  *
+ *   the compile cache (dispatch-compile.c): a torch.compile graph the live service loaded from
+ *   vLLM's cache is no older than the changed Python files it traced (SPEC §12). Told by the
+ *   service log's own lines (the folder each process used, and whether it loaded a graph from
+ *   it), the folder's graph files' times and computation_graph.py's traced files; judged in
+ *   every run, whatever part is configured. It fires only for a change that installs a
+ *   Python file the graph traced (named in computation_graph.py, or compile_cache.traced, or
+ *   under vllm/model_executor/ where that file cannot be read) and a folder the service
+ *   loaded from, written before that file took its installed content: fail; the same where
+ *   the log cannot tie the load to the folder: unverifiable. A cache in use (a folder held
+ *   open, or a vLLM service whose cache root exists and is not disabled) that no log line
+ *   names: unverifiable. No cache in use, or no Python file in the change: not applied.
+ *     compile-cache          see above
+ *
  * Each configured source must pass; a failure outranks an unverifiable part.
  */
 #include "07-dispatch-marker.h"
