@@ -25,15 +25,12 @@
  * absent: split_gm.print_readable(), whose nodes' stack traces print as
  * "# File: PATH:LINE in FUNC, code: ..."), inductor_cache/, triton_cache/.
  */
-#include <dirent.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "dispatch-compile.h"
-#include "sys/witness.h"
+#include "sys/vllm-cache.h"
 
 /* ---- the log ------------------------------------------------------------------------------ */
 
@@ -148,11 +145,6 @@ void dispatch_compile_from_log(const struct marker_read *m, struct compile_facts
 
 /* ---- the service and its cache root ------------------------------------------------------- */
 
-static bool names_vllm(const char *s)
-{
-	return s && strcasestr(s, "vllm") != NULL;
-}
-
 struct open_scan {
 	char *found;
 };
@@ -178,27 +170,6 @@ static pid_t host_pid(const struct pvg_targets *t, bool has_pid, pid_t pid)
 	return t->primary;
 }
 
-/* Opens path (as the process sees it: absolute in its root, relative in its working folder)
- * with its user's rights; a directory when dir. The fd, or -errno (*refused). */
-static int open_as(const char *procfs, pid_t pid, const char *path, bool dir, uint64_t max,
-		   enum pvg_refusal *refused)
-{
-	_cleanup_free_ char *base = pvg_asprintf("%s/%d/%s", procfs, (int)pid,
-						 path[0] == '/' ? "root" : "cwd");
-	_cleanup_close_ int root = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0)
-		return -errno;
-	struct pvg_creds creds;
-	bool as_user = pvg_proc_creds(procfs, pid, &creds) == 0 && creds.uid != geteuid();
-	const struct pvg_untrusted how = { .root_fd = root, .want_dir = dir, .max_size = max,
-					   .as = as_user ? &creds : NULL };
-	struct pvg_untrusted_file f = { 0 };
-	int fd = pvg_open_untrusted(path, &how, &f);
-	if (refused)
-		*refused = f.refused;
-	return fd;
-}
-
 static void read_service(struct pvg_ctx *ctx, struct compile_facts *cf, const struct pvg_targets *t)
 {
 	const struct pvg_proc *root = pvg_targets_find(t, t->root);
@@ -208,7 +179,7 @@ static void read_service(struct pvg_ctx *ctx, struct compile_facts *cf, const st
 		const struct pvg_proc *p = &t->procs[i];
 		if (!p->in_tree)
 			continue;
-		cf->vllm |= names_vllm(p->comm) || names_vllm(p->cmdline);
+		cf->vllm |= pvg_names_vllm(p->comm) || pvg_names_vllm(p->cmdline);
 		struct open_scan o = { 0 };
 		if (!cf->open_folder && pvg_proc_fds(ctx->procfs, p->pid, open_fd, &o) == 0 && o.found)
 			cf->open_folder = o.found;
@@ -216,34 +187,13 @@ static void read_service(struct pvg_ctx *ctx, struct compile_facts *cf, const st
 			free(o.found);
 	}
 	/* vllm/envs.py's VLLM_CACHE_ROOT */
-	_cleanup_free_ char *v = NULL, *home = NULL, *xdg = NULL, *dis = NULL;
-	int r = pvg_proc_getenv(ctx->procfs, t->primary, "VLLM_CACHE_ROOT", &v);
-	if (r < 0 && r != -ENOENT)
-		return;
-	cf->env_read = true;
-	if (pvg_proc_getenv(ctx->procfs, t->primary, "VLLM_DISABLE_COMPILE_CACHE", &dis) == 0) {
-		char *end;
-		long n = strtol(dis, &end, 10);
-		cf->env_disabled = end != dis && *end == '\0' && n != 0;
-	}
-	pvg_proc_getenv(ctx->procfs, t->primary, "HOME", &home);
-	_cleanup_free_ char *path = NULL;
-	if (v && v[0]) {
-		if (v[0] == '~' && (v[1] == '/' || !v[1]))
-			path = home ? pvg_asprintf("%s%s", home, v + 1) : NULL;
-		else
-			path = pvg_strdup(v);
-	} else if (pvg_proc_getenv(ctx->procfs, t->primary, "XDG_CACHE_HOME", &xdg) == 0 && xdg[0]) {
-		path = pvg_asprintf("%s/vllm", xdg);
-	} else if (home && home[0]) {
-		path = pvg_asprintf("%s/.cache/vllm", home);
-	}
-	if (!path)
-		return;
-	cf->cache_root = pvg_utf8_sanitize(path, strlen(path));
-	_cleanup_free_ char *tcc = pvg_asprintf("%s/torch_compile_cache", path);
-	_cleanup_close_ int fd = open_as(ctx->procfs, t->primary, tcc, true, 0, NULL);
-	cf->root_exists = fd >= 0;
+	struct pvg_vllm_cache c;
+	pvg_vllm_cache_read(ctx->procfs, t->primary, &c);
+	cf->env_read = c.env_read;
+	cf->env_disabled = c.disabled;
+	cf->cache_root = TAKE_PTR(c.root);
+	cf->root_exists = c.exists;
+	pvg_vllm_cache_clear(&c);
 }
 
 /* ---- the folders -------------------------------------------------------------------------- */
@@ -307,7 +257,7 @@ static void read_folder(struct pvg_ctx *ctx, const struct pvg_targets *t, struct
 		return;
 	}
 	pid_t pid = host_pid(t, u->has_pid, u->pid);
-	_cleanup_close_ int dfd = open_as(ctx->procfs, pid, u->dir, true, 0, &u->refused);
+	_cleanup_close_ int dfd = pvg_proc_open_as(ctx->procfs, pid, u->dir, true, 0, &u->refused);
 	if (dfd < 0) {
 		u->err = dfd;
 		return;
