@@ -111,4 +111,21 @@ test_no_cache_the_rule_does_not_apply() {
 	validate r.json
 }
 
+# init says whether the rule applies to the service it sees, and proposes the changed Python
+# files as compile_cache.traced where a cache is in use.
+test_init_says_whether_the_rule_applies() {
+	setup
+	rm -f provgate.json
+	pg init
+	assert_eq "$rc" 0 "init ($err)"
+	assert_contains "$out" "compile-cache rule does not apply now: no torch.compile cache at $W/vcache/torch_compile_cache"
+	assert_eq "$(sed '/^\/\//d' provgate.json | jq -c .compile_cache)" null
+	cache 0 "-1 hour" "$W/site/vllm_demo/_custom_ops.py" >/dev/null
+	pg init --force
+	assert_eq "$rc" 0 "init ($err)"
+	assert_contains "$out" "compile_cache.traced: the 1 changed Python file installed (the vLLM service uses the torch.compile cache at $W/vcache/torch_compile_cache"
+	assert_eq "$(sed '/^\/\//d' provgate.json | jq -c .compile_cache.traced)" '["vllm_demo/_custom_ops.py"]'
+	/usr/bin/python3 "$PVG_SRC/tests/validate-config.py" provgate.json || fail "config does not validate"
+}
+
 run_tests
