@@ -50,7 +50,8 @@
  *   vLLM's cache is no older than the changed Python files it traced (SPEC §12). Told by the
  *   service log's own lines (the folder each process used, and whether it loaded a graph from
  *   it), the folder's graph files' times and computation_graph.py's traced files; judged in
- *   every run, whatever part is configured. It fires only for a change that installs a
+ *   every run, whatever part is configured (the log is searched for those lines where a
+ *   process of the tree is named vLLM, and in exec's after-check). It fires only for a change that installs a
  *   Python file the graph traced (named in computation_graph.py, or compile_cache.traced, or
  *   under vllm/model_executor/ where that file cannot be read) and a folder the service
  *   loaded from, written before that file took its installed content: fail; the same where

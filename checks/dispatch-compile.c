@@ -26,6 +26,7 @@
  * "# File: PATH:LINE in FUNC, code: ..."), inductor_cache/, triton_cache/.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,6 +105,11 @@ void dispatch_compile_from_log(const struct marker_read *m, struct compile_facts
 	if (!dispatch_markers_scanned(m)) {
 		cf->log_why = pvg_strdup(m->view_r < 0 ? "no live service to attribute log lines to"
 							: "the service log could not be read");
+		return;
+	}
+	if (!m->events) {
+		cf->log_why = pvg_strdup("no process of the service is named vLLM, so its log was not "
+					 "searched for torch.compile lines");
 		return;
 	}
 	cf->log_read = true;
@@ -213,32 +219,52 @@ static void folder_times(int dfd, struct compile_use *u)
 	}
 }
 
-/* Is path one that computation_graph.py's "# File: PATH:LINE in ..." comments name? */
-static bool graph_names(const char *text, size_t len, const char *path)
-{
-	size_t pl = strlen(path);
-	const char *p = text, *end = text + len;
-	while (p < end) {
-		const char *hit = memmem(p, (size_t)(end - p), "# File: ", 8);
-		if (!hit)
-			return false;
-		const char *s = hit + 8;
-		if ((size_t)(end - s) > pl && memcmp(s, path, pl) == 0 && s[pl] == ':')
-			return true;
-		p = s;
-	}
-	return false;
-}
-
-static size_t graph_count(const char *text, size_t len)
+/* The files computation_graph.py's "# File: PATH:LINE ..." comments name, once each; the
+ * number of comments. */
+static size_t graph_files(const char *text, size_t len, struct pvg_strv *out)
 {
 	size_t n = 0;
 	const char *p = text, *end = text + len;
 	while (p < end && (p = memmem(p, (size_t)(end - p), "# File: ", 8)) != NULL) {
 		n++;
 		p += 8;
+		const char *le = memchr(p, '\n', (size_t)(end - p));
+		le = le ? le : end;
+		const char *q = p;
+		while (q + 1 < le && !(q[0] == ':' && q[1] >= '0' && q[1] <= '9'))
+			q++;
+		if (q + 1 >= le || q == p || (size_t)(q - p) >= PATH_MAX)
+			continue;
+		_cleanup_free_ char *path = pvg_xcalloc(1, (size_t)(q - p) + 1);
+		memcpy(path, p, (size_t)(q - p));
+		pvg_strv_add_unique(out, path);
 	}
 	return n;
+}
+
+/* Is the change's installed file one the graph names: the same path, or (a service in
+ * another mount namespace sees it elsewhere) a named file of the same name that is the same
+ * file, opened as the service sees it. */
+static bool graph_names(struct pvg_ctx *ctx, pid_t pid, const struct pvg_strv *named,
+			const struct compile_change *c)
+{
+	if (pvg_strv_has(named, c->installed))
+		return true;
+	if (c->err)
+		return false;
+	const char *base = strrchr(c->installed, '/');
+	base = base ? base + 1 : c->installed;
+	for (size_t i = 0; i < named->n; i++) {
+		const char *nb = strrchr(named->v[i], '/');
+		if (!nb || strcmp(nb + 1, base) != 0 || named->v[i][0] != '/')
+			continue;
+		struct stat st;
+		_cleanup_close_ int fd = pvg_proc_open_as(ctx->procfs, pid, named->v[i], false, 0,
+							  NULL);
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == c->dev && st.st_ino == c->ino)
+			return true;
+	}
+	return false;
 }
 
 static bool under_model_executor(const char *path)
@@ -281,11 +307,12 @@ static void read_folder(struct pvg_ctx *ctx, const struct pvg_targets *t, struct
 		u->named_why = pvg_strdup("computation_graph.py could not be read");
 	else
 		u->named_read = true;
+	_cleanup_(pvg_strv_clear) struct pvg_strv named = { 0 };
 	if (u->named_read)
-		u->n_named = graph_count(text, len);
+		u->n_named = graph_files(text, len, &named);
 	for (size_t i = 0; i < cf->n_changes; i++) {
 		const struct compile_change *c = &cf->changes[i];
-		if (u->named_read && graph_names(text, len, c->installed))
+		if (u->named_read && graph_names(ctx, pid, &named, c))
 			u->traced_how[i] = "named in computation_graph.py";
 		else if (c->glob)
 			u->traced_how[i] = "compile_cache.traced";
@@ -337,6 +364,8 @@ static void read_change(struct pvg_ctx *ctx, struct compile_facts *cf)
 		}
 		close(fd);
 		struct stat st = f.st;
+		c->dev = st.st_dev;
+		c->ino = st.st_ino;
 		bool later = st.st_ctim.tv_sec > st.st_mtim.tv_sec ||
 			     (st.st_ctim.tv_sec == st.st_mtim.tv_sec &&
 			      st.st_ctim.tv_nsec > st.st_mtim.tv_nsec);

@@ -26,7 +26,6 @@
 #include "facts.h"
 
 #define COMPILE_USES_MAX 64       /* cache folders kept; the rest counted */
-#define COMPILE_NAMED_MAX 1024    /* files a computation_graph.py names, kept */
 #define COMPILE_GRAPH_MAX (32u << 20) /* computation_graph.py is read up to this size */
 #define COMPILE_CHANGES_MAX 4096  /* changed .py files considered */
 
@@ -36,6 +35,8 @@ struct compile_change {
 	char *installed;       /* its install location */
 	int err;               /* reading its times: 0 or -errno */
 	struct timespec took;  /* when it took its installed content: max(mtime, ctime) */
+	dev_t dev;             /* the installed file's identity */
+	ino_t ino;
 	bool glob;             /* compile_cache.traced names it */
 	bool model_executor;   /* installed under a vllm/model_executor/ folder */
 };

@@ -3,6 +3,7 @@
  * lines as the log scan keeps them, cache folders and changed files as read, with no service,
  * log or folder behind them. */
 #include "dispatch-compile.h"
+#include "dispatch-window.h"
 #include "tap.h"
 
 static const char *code_of(const struct pvg_outcome *o, size_t i)
@@ -250,7 +251,7 @@ static void event(struct pvg_marker_scan *s, const char *text, bool has_pid, pid
 
 static void log_lines_name_each_process_folder(void)
 {
-	struct marker_read m = { 0 };
+	struct marker_read m = { .events = dispatch_window_log_patterns };
 	struct pvg_marker_scan *s = &m.scan;
 	event(s, "(VllmWorker rank=0 pid=41) INFO 12-04 10:00:01 [backends.py:540] Using cache "
 		 "directory: " DIR0 " for vLLM's torch.compile", true, 41);
@@ -278,7 +279,7 @@ static void log_lines_name_each_process_folder(void)
  * "Using cache directory" lines): the folders are read in the log's order. */
 static void lines_are_taken_in_the_log_order(void)
 {
-	struct marker_read m = { 0 };
+	struct marker_read m = { .events = dispatch_window_log_patterns };
 	struct pvg_marker_scan *s = &m.scan;
 	event(s, "(VllmWorker rank=0 pid=41) INFO 12-04 10:00:03 [backends.py:161] Directly load "
 		 "the compiled graph(s) for dynamic shape from the cache, took 1.212 s", true, 41);
@@ -295,7 +296,7 @@ static void lines_are_taken_in_the_log_order(void)
 
 static void pidless_lines_with_several_folders_are_ambiguous(void)
 {
-	struct marker_read m = { 0 };
+	struct marker_read m = { .events = dispatch_window_log_patterns };
 	struct pvg_marker_scan *s = &m.scan;
 	event(s, "INFO 12-04 10:00:01 [backends.py:540] Using cache directory: " DIR0
 		 " for vLLM's torch.compile", false, 0);
@@ -313,7 +314,7 @@ static void pidless_lines_with_several_folders_are_ambiguous(void)
 	CHECK_INT(cf.disabled_lines, 1);
 	dispatch_compile_clear(&cf);
 	/* one folder only: the load is its own */
-	struct marker_read m1 = { 0 };
+	struct marker_read m1 = { .events = dispatch_window_log_patterns };
 	event(&m1.scan, "INFO 12-04 10:00:01 [backends.py:540] Using cache directory: " DIR0
 			" for vLLM's torch.compile", false, 0);
 	event(&m1.scan, "INFO 12-04 10:00:03 [backends.py:161] Directly load the compiled "
@@ -324,6 +325,13 @@ static void pidless_lines_with_several_folders_are_ambiguous(void)
 	/* no log */
 	dispatch_compile_from_log(NULL, &cf);
 	CHECK(!cf.log_read && cf.log_why && strstr(cf.log_why, "markers.log"));
+	dispatch_compile_clear(&cf);
+	/* a log not searched for them (the service is not named vLLM) is not read as saying
+	 * nothing */
+	m1.events = NULL;
+	dispatch_compile_from_log(&m1, &cf);
+	CHECK(!cf.log_read && cf.log_why && strstr(cf.log_why, "not searched"));
+	CHECK_INT(cf.n_uses, 0);
 	dispatch_compile_clear(&cf);
 }
 
