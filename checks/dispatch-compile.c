@@ -295,7 +295,7 @@ static void read_folder(struct pvg_ctx *ctx, const struct pvg_targets *t, struct
 	struct pvg_creds creds;
 	bool as_user = pvg_proc_creds(ctx->procfs, pid, &creds) == 0 && creds.uid != geteuid();
 	const struct pvg_untrusted how = { .root_fd = -1, .max_size = COMPILE_GRAPH_MAX,
-					   .as = as_user ? &creds : NULL };
+					   .nofollow = true, .as = as_user ? &creds : NULL };
 	struct pvg_untrusted_file f = { 0 };
 	_cleanup_close_ int gfd = pvg_openat_untrusted(dfd, "computation_graph.py", &how, &f);
 	_cleanup_free_ char *text = NULL;
@@ -460,6 +460,23 @@ static void use_outcome(struct pvg_outcome *o, const struct compile_facts *cf,
 					    "holds vllm_compile_cache.py or computation_graph.py: when "
 					    "they were written is not known", dir);
 		return;
+	}
+	/* which files its graph traced cannot be read: a changed file newer than the folder may
+	 * be one of them */
+	for (size_t i = 0; !u->named_read && i < cf->n_changes; i++) {
+		const struct compile_change *c = &cf->changes[i];
+		if ((u->traced && u->traced[i]) || (!c->err && ts_before(c->took, u->written)))
+			continue;
+		_cleanup_free_ char *path = pvg_utf8_sanitize(c->path, strlen(c->path));
+		char w[48];
+		fmt_ts(u->written, w, sizeof(w));
+		pvg_outcome_problem(o, PVG_UNVERIFIABLE, "dispatch-marker.compile-cache-undecided",
+				    STALE_HINT,
+				    "%s was written %s, and its graph may have traced %s, installed "
+				    "after that or not readable: which files it traced cannot be read "
+				    "(%s)", dir, w, path,
+				    u->named_why ? u->named_why : "computation_graph.py");
+		break;
 	}
 	for (size_t i = 0; i < cf->n_changes; i++) {
 		const struct compile_change *c = &cf->changes[i];

@@ -86,6 +86,29 @@ test_reuse_of_a_graph_the_change_did_not_trace_is_certified() {
 	validate r.json
 }
 
+# The loaded folder's computation_graph.py is no file to read (a FIFO, a link out of it): which
+# files its graph traced is not known, and a changed file is newer than it.
+test_unreadable_graph_file_is_unverifiable() {
+	setup
+	d0=$(cache 0 "-1 hour" "$W/site/vllm_demo/__init__.py")
+	rm "$d0/computation_graph.py"
+	mkfifo "$d0/computation_graph.py"
+	touch -d "-1 hour" "$d0/computation_graph.py"
+	used 0 "$d0"; loaded 0
+	pg certify --json r.json
+	assert_eq "$rc" 1 "exit ($out)"
+	assert_eq "$(g7 .status)" unverifiable
+	assert_eq "$(g7 '[.problems[].code] | join(" ")')" dispatch-marker.compile-cache-undecided
+	assert_contains "$(g7 '.problems[0].message')" "computation_graph.py: a FIFO"
+	assert_eq "$(g7 '.evidence.compile_cache.folders[0].graph_read')" false
+	rm "$d0/computation_graph.py"
+	ln -s "$W/site/vllm_demo/__init__.py" "$d0/computation_graph.py"
+	pg certify --json r.json
+	assert_eq "$(g7 .status)" unverifiable
+	assert_contains "$(g7 '.problems[0].message')" "computation_graph.py: "
+	validate r.json
+}
+
 # A cache folder is there for the service, and its log says nothing about which graph it loaded.
 test_cache_in_use_with_no_telling_line_is_unverifiable() {
 	setup

@@ -130,6 +130,28 @@ static void compiled_only_decides_by_when_the_folder_was_made(void)
 	pvg_outcome_clear(&o);
 }
 
+/* computation_graph.py could not be read (gone, a FIFO, a link, too big): a changed file
+ * newer than the folder may be one it traced. */
+static void untold_traced_files_are_unverifiable(void)
+{
+	struct fixture x;
+	fixture(&x);
+	x.use[0].named_read = false;
+	x.use[0].named_why = "computation_graph.py: a FIFO";
+	x.traced[0][0] = false;
+	x.how[0][0] = NULL;
+	struct pvg_outcome o = rule_compile_cache(&x.cf);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.compile-cache-undecided");
+	CHECK(message_has(&o, 0, "a FIFO"));
+	pvg_outcome_clear(&o);
+	/* the change is older than the folder: whatever it traced was as installed */
+	x.use[0].written = (struct timespec){ .tv_sec = 1500 };
+	o = rule_compile_cache(&x.cf);
+	CHECK_INT(o.status, PVG_PASS);
+	pvg_outcome_clear(&o);
+}
+
 static void ambiguous_load_is_unverifiable(void)
 {
 	struct fixture x;
@@ -341,6 +363,7 @@ int main(void)
 	RUN(graph_written_after_the_change_passes);
 	RUN(untraced_change_passes);
 	RUN(compiled_only_decides_by_when_the_folder_was_made);
+	RUN(untold_traced_files_are_unverifiable);
 	RUN(ambiguous_load_is_unverifiable);
 	RUN(unreadable_folder_or_file_is_unverifiable);
 	RUN(cache_in_use_without_a_telling_line);
