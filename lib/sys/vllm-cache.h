@@ -3,7 +3,7 @@
  * vLLM's torch.compile cache as a process would find it (vllm/envs.py): VLLM_CACHE_ROOT
  * (expanduser'd), else $XDG_CACHE_HOME/vllm, else ~/.cache/vllm; its compiled graphs under
  * ROOT/torch_compile_cache/; VLLM_DISABLE_COMPILE_CACHE (bool(int(value))) turns it off.
- * Read for gate 7's compile-cache rule and for init.
+ * Read by checks/ (the compile cache's graphs) and by init.
  */
 #pragma once
 #include "util/untrusted.h"
