@@ -46,9 +46,24 @@
  *     no-loads               no module of a live witness file loaded in the window
  *     no-compiles            no compile line of the live service (vLLM's torch.compile) in it
  *
+ *   the compile cache (dispatch-compile.c): a torch.compile graph the live service loaded from
+ *   vLLM's cache is no older than the changed Python files it traced (SPEC §12). Told by the
+ *   service log's own lines (the folder each process used, and whether it loaded a graph from
+ *   it), the folder's graph files' times and computation_graph.py's traced files; judged in
+ *   every run, whatever part is configured (the log is searched for those lines where a
+ *   process of the tree is named vLLM, and in exec's after-check). It fires only for a change that installs a
+ *   Python file the graph traced (named in computation_graph.py, or compile_cache.traced, or
+ *   under vllm/model_executor/ where that file cannot be read) and a folder the service
+ *   loaded from, written before that file took its installed content: fail; the same where
+ *   the log cannot tie the load to the folder: unverifiable. A cache in use (a folder held
+ *   open, or a vLLM service whose cache root exists and is not disabled) that no log line
+ *   names: unverifiable. No cache in use, or no Python file in the change: not applied.
+ *     compile-cache          see above
+ *
  * Each configured source must pass; a failure outranks an unverifiable part.
  */
 #include "07-dispatch-marker.h"
+#include "dispatch-compile.h"
 
 /* A part of the gate as its rules are evaluated: the problems go to res as they come. */
 struct walk {
@@ -1207,7 +1222,7 @@ static void marker_read_freep(struct marker_read **m)
 
 /* The markers' part: the log read (by prepare, or now), then the rules in order. */
 static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res,
-				   struct window_facts *wf)
+				   struct window_facts *wf, struct compile_facts *cf)
 {
 	_cleanup_(marker_read_freep) struct marker_read *m = NULL;
 	_cleanup_free_ char *elsewhere = NULL;
@@ -1235,6 +1250,7 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res,
 		take(&w, rule_markers_zone_file(&f, w.status));
 	if (m && wf && dispatch_markers_scanned(m))
 		dispatch_window_from_log(&m->scan, wf);
+	dispatch_compile_from_log(m, cf);
 	return w.status;
 }
 
@@ -1359,13 +1375,14 @@ static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, 
 /* Markers, the witness, or both (each configured part must pass; a failure outranks an
  * unverifiable part). */
 static enum pvg_status run_parts(struct pvg_ctx *ctx, struct pvg_result *res,
-				 struct window_facts *wf)
+				 struct window_facts *wf, struct compile_facts *cf)
 {
 	const struct pvg_config *cfg = ctx->cfg;
 	if (!dispatch_witness_configured(cfg))
-		return run_markers(ctx, res, wf);
+		return run_markers(ctx, res, wf, cf);
 	_cleanup_free_ char *wsum = NULL;
 	if (!dispatch_markers_configured(cfg)) {
+		dispatch_compile_from_log(NULL, cf);
 		enum pvg_status st = run_witness(ctx, res, &wsum, wf);
 		if (st == PVG_PASS || !res->n_problems)
 			pvg_summary(res, "%s", wsum ? wsum : "witness");
@@ -1373,7 +1390,7 @@ static enum pvg_status run_parts(struct pvg_ctx *ctx, struct pvg_result *res,
 			pvg_summary(res, "%s", res->problems[0].message);
 		return st;
 	}
-	enum pvg_status ms = run_markers(ctx, res, wf);
+	enum pvg_status ms = run_markers(ctx, res, wf, cf);
 	_cleanup_free_ char *msum = res->summary ? pvg_strdup(res->summary) : NULL;
 	enum pvg_status ws = run_witness(ctx, res, &wsum, wf);
 	pvg_summary(res, "markers: %s; %s", msum ? msum : "?", wsum ? wsum : "witness");
@@ -1391,13 +1408,33 @@ static const struct window_rule {
 
 /* In exec's after-check, the parts read what fell in the benchmark's window as they went;
  * its rules come last, and its words join the summary. */
+/* The compile cache's rule, after the parts (whose log read named the folders); its problem
+ * joins the summary. */
+static enum pvg_status run_compile_cache(struct pvg_ctx *ctx, struct pvg_result *res,
+					 struct compile_facts *cf, enum pvg_status st)
+{
+	dispatch_compile_read(ctx, cf);
+	struct pvg_outcome o = rule_compile_cache(cf);
+	_cleanup_free_ char *first = o.n_problems ? pvg_strdup(o.problems[0].message) : NULL;
+	st = pvg_status_worst(st, pvg_outcome_into(res, o));
+	dispatch_compile_evidence(res->evidence, cf);
+	if (first) {
+		_cleanup_free_ char *parts = res->summary ? pvg_strdup(res->summary) : NULL;
+		pvg_summary(res, "%s; compile cache: %s", parts ? parts : "?", first);
+	}
+	dispatch_compile_clear(cf);
+	return st;
+}
+
 static enum pvg_status run_dispatch_marker(struct pvg_ctx *ctx, struct pvg_result *res)
 {
+	struct compile_facts cf = { 0 };
 	if (!dispatch_window_active(ctx))
-		return run_parts(ctx, res, NULL);
+		return run_compile_cache(ctx, res, &cf, run_parts(ctx, res, NULL, &cf));
 	struct window_facts wf;
 	dispatch_window_init(ctx, &wf);
-	enum pvg_status st = run_parts(ctx, res, &wf);
+	enum pvg_status st = run_parts(ctx, res, &wf, &cf);
+	st = run_compile_cache(ctx, res, &cf, st);
 	size_t first = res->n_problems;
 	for (size_t i = 0; i < ARRAY_SIZE(window_rules); i++)
 		st = pvg_status_worst(st, pvg_outcome_into(res, window_rules[i].check(&wf)));

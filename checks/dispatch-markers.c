@@ -15,6 +15,7 @@
 #include "dispatch-markers.h"
 #include "dispatch-window.h"
 #include "facts.h"
+#include "sys/vllm-cache.h"
 
 bool dispatch_markers_configured(const struct pvg_config *cfg)
 {
@@ -216,13 +217,28 @@ static void read_log(const struct pvg_config *cfg, struct pvg_service_view *view
 	scan_log(cfg, view, fd, m);
 }
 
+/* A process of the service's tree is vLLM's (its title or command line says so). */
+static bool service_is_vllm(struct pvg_ctx *ctx)
+{
+	const struct pvg_targets *t;
+	if (pvg_targets_get(ctx, &t) < 0 || t->err)
+		return false;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->procs[i].in_tree &&
+		    (pvg_names_vllm(t->procs[i].comm) || pvg_names_vllm(t->procs[i].cmdline)))
+			return true;
+	return false;
+}
+
 struct marker_read *dispatch_markers_read(struct pvg_ctx *ctx)
 {
 	const struct pvg_config *cfg = ctx->cfg;
 	struct marker_read *m = pvg_xcalloc(1, sizeof(*m));
 	m->ev = cJSON_CreateObject();
 	pvg_marker_scan_init(&m->scan);
-	if (dispatch_window_active(ctx))
+	/* torch.compile's lines: the benchmark window's compiles, and for a vLLM service the
+	 * compile cache's folders (dispatch-compile.c); other logs are not searched for them */
+	if (dispatch_window_active(ctx) || service_is_vllm(ctx))
 		m->events = dispatch_window_log_patterns;
 	struct pvg_service_view view;
 	m->view_r = pvg_service_view_get(ctx, &view);

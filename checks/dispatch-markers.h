@@ -36,7 +36,8 @@ struct marker_read {
 	struct pvg_proc_zone zone;     /* the service's time zone */
 	struct pvg_line_zone line_zone;
 	char *undecided;  /* why a time can be before or after the start */
-	const char *const *events; /* exec's after-check: the compile lines to note, or NULL */
+	const char *const *events; /* the compile lines to note (torch.compile's: exec's
+				    * after-check, or a vLLM service), or NULL */
 	struct pvg_marker_scan scan;
 };
 

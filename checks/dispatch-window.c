@@ -11,12 +11,16 @@
  *   "Dynamo bytecode transform time: N s"                        Dynamo traced the model
  *   "Compiling a graph for dynamic shape takes N s"              Inductor compiled a graph
  *     (also "for compile range (1, 2048)", "for shape N", "for general shape")
- *   "Directly load the compiled graph(s) for dynamic shape from the cache, took N s" */
+ *   "Directly load the compiled graph(s) for dynamic shape from the cache, took N s"
+ *   "vLLM's torch.compile cache is disabled."                    the backend begins, no cache
+ * The same lines tell gate 7's compile-cache rule which cache folder each process used
+ * (dispatch-compile.c). */
 const char *const dispatch_window_log_patterns[] = {
 	"Compiling a graph for ",
 	"Directly load the compiled graph(s) for ",
 	"Dynamo bytecode transform time",
 	"for vLLM's torch.compile",
+	"vLLM's torch.compile cache is disabled",
 	NULL,
 };
 

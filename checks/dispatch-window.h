@@ -59,9 +59,10 @@ static inline bool dispatch_window_active(const struct pvg_ctx *ctx)
 {
 	return ctx->window_start_ns != 0;
 }
-/* The compile lines the log scan notes (vLLM's torch.compile), NULL-terminated. */
+/* The compile lines the log scan notes (vLLM's torch.compile), NULL-terminated; noted in
+ * every run (the compile-cache rule reads them), picked for the window in exec's. */
 extern const char *const dispatch_window_log_patterns[];
-#define DISPATCH_WINDOW_N_PATTERNS 4
+#define DISPATCH_WINDOW_N_PATTERNS 5
 
 void dispatch_window_init(const struct pvg_ctx *ctx, struct window_facts *wf);
 void dispatch_window_clear(struct window_facts *wf);

@@ -137,6 +137,10 @@ static char *render(const struct pvg_discovery *g, const char *schema)
 		cJSON_AddItemToObject(e, "kernels", strv_json(&ds->kernels));
 		cJSON_AddItemToObject(srcs, ds->path, e);
 	}
+	/* gate 7's compile-cache rule: the changed Python files a graph may have traced */
+	if (g->compile_traced.n)
+		cJSON_AddItemToObject(cJSON_AddObjectToObject(root, "compile_cache"), "traced",
+				      strv_json(&g->compile_traced));
 	_cleanup_free_ char *body = cJSON_Print(root);
 	cJSON_Delete(root);
 	/* the guesses and the gaps as comments at the top: provgate allows // comments. They

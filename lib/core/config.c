@@ -122,6 +122,11 @@ static const struct field benchmark_fields[] = {
 	END,
 };
 
+static const struct field compile_cache_fields[] = {
+	CF("traced", F_STRV, compile_cache.traced),
+	END,
+};
+
 #define AF(k, kind, member) { k, kind, offsetof(struct pvg_artifact, member), NULL, false }
 #define AFX(k, kind, member) { k, kind, offsetof(struct pvg_artifact, member), NULL, true }
 static const struct field artifact_fields[] = {
@@ -147,6 +152,7 @@ static const struct field top_fields[] = {
 	{ "markers", F_SECTION, 0, markers_fields, false },
 	{ "witness", F_SECTION, 0, witness_fields, false },
 	{ "benchmark", F_SECTION, 0, benchmark_fields, false },
+	{ "compile_cache", F_SECTION, 0, compile_cache_fields, false },
 	{ "artifacts", F_ARTIFACTS, 0, NULL, false },
 	END,
 };
@@ -242,6 +248,7 @@ void pvg_config_free(struct pvg_config *cfg)
 	free(cfg->witness.api);
 	free(cfg->witness.library);
 	strv_free(&cfg->benchmark.inputs);
+	strv_free(&cfg->compile_cache.traced);
 	for (size_t i = 0; i < cfg->n_artifacts; i++) {
 		struct pvg_artifact *a = &cfg->artifacts[i];
 		free(a->name);

@@ -106,6 +106,11 @@ struct pvg_config {
 		 * the after-check (it is still listed) */
 		bool allow_loads;
 	} benchmark;
+	struct {
+		/* globs of repo-relative changed files that torch.compile traces, beside those a
+		 * compiled graph's computation_graph.py names (gate 7's compile-cache rule) */
+		struct pvg_strv traced;
+	} compile_cache;
 	/* "artifacts": empty when the config uses the single form (see pvg_config_artifacts) */
 	struct pvg_artifact *artifacts;
 	size_t n_artifacts;

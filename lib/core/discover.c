@@ -75,6 +75,7 @@ void pvg_discovery_clear(struct pvg_discovery *g)
 		free(g->more[i].python_module);
 	}
 	free(g->more);
+	pvg_strv_clear(&g->compile_traced);
 	for (size_t i = 0; i < g->n_sources; i++) {
 		free(g->sources[i].path);
 		pvg_strv_clear(&g->sources[i].kernels);
@@ -1258,7 +1259,7 @@ static void changed_device_sources(struct pvg_discovery *g, const struct pvg_sco
 	pvg_buildlog_done(&log);
 }
 
-static void classify_changes(struct pvg_discovery *g)
+static void classify_changes(struct pvg_discovery *g, const char *procfs)
 {
 	if (!g->workdir || !g->baseline)
 		return;
@@ -1308,6 +1309,7 @@ static void classify_changes(struct pvg_discovery *g)
 		todo(g, "source: ... and %zu more changed files like that", unknown - 10);
 	note(g, "%zu files changed since %s (merge base %.12s)", s->n, g->baseline, s->merge_base);
 	changed_device_sources(g, s);
+	pvg_discover_compile_cache(g, procfs, s);
 	if (s->n == 0)
 		todo(g, "source.baseline: nothing changed since %s; set the branch your change is "
 			"based on", g->baseline);
@@ -1515,7 +1517,7 @@ void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *g)
 	find_install(g);
 	place_more_artifacts(g, procfs ? procfs : pvg_procfs_root());
 	find_arch(g);
-	classify_changes(g);
+	classify_changes(g, procfs ? procfs : pvg_procfs_root());
 	if (!g->service_log && !g->match)
 		todo(g, "markers.log and markers.prefix: the service's log and the word the kernel "
 			"prints when it is dispatched");

@@ -56,6 +56,10 @@ struct pvg_discovery {
 	/* the change set's device sources with kernels (witness.changed_sources) */
 	struct pvg_discovered_source *sources;
 	size_t n_sources;
+	/* gate 7's compile-cache rule applies to the service (vLLM, its torch.compile cache in
+	 * use); the change's installed Python files proposed as compile_cache.traced */
+	bool compile_applies;
+	struct pvg_strv compile_traced;
 	struct pvg_strv todo;  /* what the user must still fill in */
 	struct pvg_strv notes; /* what was guessed, and from what */
 };
@@ -67,3 +71,7 @@ void pvg_discover(const char *dir, const char *procfs, struct pvg_discovery *d);
 void pvg_discovery_clear(struct pvg_discovery *d);
 /* path relative to the config's folder when under it ("logs/build.log"), else path itself */
 const char *pvg_discovery_rel(const struct pvg_discovery *d, const char *path);
+/* The compile-cache part of discovery (discover-compile.c), given the change set. */
+struct pvg_scope;
+void pvg_discover_compile_cache(struct pvg_discovery *g, const char *procfs,
+				const struct pvg_scope *s);

@@ -912,6 +912,8 @@ static void event_line(struct pvg_marker_scan *s, size_t pattern, const char *ls
 	e->pattern = pattern;
 	e->offset = off;
 	e->took_s = line_took(hit, le);
+	e->has_pid = h->has_pid && !h->remote;
+	e->pid = h->pid;
 	e->has_time = h->has_time;
 	if (h->runtime_time) {
 		e->lo_ns = e->hi_ns = h->time_ns;

@@ -146,6 +146,8 @@ struct pvg_log_event {
 	size_t pattern;  /* index into events */
 	char *text;      /* sanitized, cut at PVG_MARKER_SAMPLE */
 	uint64_t offset; /* of the line in the log file */
+	bool has_pid;
+	pid_t pid;       /* the pid its head names (the writer's own pid namespace) */
 	bool has_time;
 	/* the instants its time can mean, CLOCK_REALTIME ns: a time to the second spans that
 	 * second (and an unknown zone every zone's); a runtime's record time is exact */
