@@ -3,7 +3,7 @@
  * Triton cache files, parsed (see triton-cache.h). json.dumps(metadata, default=vars) writes
  * the target as {"backend": "cuda", "arch": 90, "warp_size": 32} on NVIDIA (the compute
  * capability as a number) and {"backend": "hip", "arch": "gfx90a", "warp_size": 64} on ROCm
- * (the target id, features kept): both become a target as gate 6 writes it.
+ * (the target id, features kept): both become a target id as formats/codeobj writes them.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>

@@ -18,7 +18,7 @@
 struct pvg_triton_meta {
 	char name[PVG_TRITON_MAX_NAME]; /* the kernel (the @triton.jit function's name) */
 	char backend[16];               /* "cuda" or "hip" */
-	char arch[64];                  /* as gate 6 writes targets: "sm_90", "gfx90a:xnack-" */
+	char arch[64];                  /* a target id as codeobj writes it: "sm_90", "gfx90a:xnack-" */
 	char triton_version[32];        /* "" when absent */
 	long warp_size;                 /* 0 when absent */
 };
