@@ -93,24 +93,11 @@ int pvg_profiler_dir_read(const char *procfs, pid_t pid, const char *var,
 	if (!value[0])
 		return -ENOENT; /* set but empty: the frameworks take it as not set */
 	out->dir = pvg_utf8_sanitize(value, strlen(value));
-	/* inside the process's root (an absolute value) or its working folder (a relative one):
-	 * no link leads out of it */
-	_cleanup_free_ char *base = pvg_asprintf("%s/%d/%s", procfs, (int)pid,
-						 value[0] == '/' ? "root" : "cwd");
-	_cleanup_close_ int root = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0) {
-		out->err = -errno;
-		return 0;
-	}
-	struct pvg_creds creds;
-	bool as_user = pvg_proc_creds(procfs, pid, &creds) == 0 && creds.uid != geteuid();
-	const struct pvg_untrusted how = { .root_fd = root, .want_dir = true,
-					   .as = as_user ? &creds : NULL };
-	struct pvg_untrusted_file f = { 0 };
-	_cleanup_close_ int dfd = pvg_open_untrusted(value, &how, &f);
+	/* inside the process's root (an absolute value) or its working folder (a relative one),
+	 * with its user's rights: no link leads out of it */
+	_cleanup_close_ int dfd = pvg_proc_open_as(procfs, pid, value, true, 0, &out->refused);
 	if (dfd < 0) {
 		out->err = dfd;
-		out->refused = f.refused;
 		return 0;
 	}
 	list_traces(dfd, since, out);

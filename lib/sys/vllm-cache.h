@@ -21,11 +21,5 @@ struct pvg_vllm_cache {
 void pvg_vllm_cache_read(const char *procfs, pid_t pid, struct pvg_vllm_cache *out);
 void pvg_vllm_cache_clear(struct pvg_vllm_cache *c);
 
-/* Opens path as process pid sees it (absolute: inside its root; relative: in its working
- * folder) with its user's rights, never following a link out (util/untrusted.h); a folder
- * when dir, else a regular file of at most max bytes (0: any). The fd, or -errno. */
-int pvg_proc_open_as(const char *procfs, pid_t pid, const char *path, bool dir, uint64_t max,
-		     enum pvg_refusal *refused);
-
 /* Does a process name or command line say vLLM? */
 bool pvg_names_vllm(const char *s);

@@ -665,3 +665,22 @@ int pvg_proc_creds(const char *procfs, pid_t pid, struct pvg_creds *out)
 	}
 	return have_uid && have_gid ? 0 : -EINVAL;
 }
+
+int pvg_proc_open_as(const char *procfs, pid_t pid, const char *path, bool dir, uint64_t max,
+		     enum pvg_refusal *refused)
+{
+	_cleanup_free_ char *base = pvg_asprintf("%s/%d/%s", procfs, (int)pid,
+						 path[0] == '/' ? "root" : "cwd");
+	_cleanup_close_ int root = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -errno;
+	struct pvg_creds creds;
+	bool as_user = pvg_proc_creds(procfs, pid, &creds) == 0 && creds.uid != geteuid();
+	const struct pvg_untrusted how = { .root_fd = root, .want_dir = dir, .max_size = max,
+					   .as = as_user ? &creds : NULL };
+	struct pvg_untrusted_file f = { 0 };
+	int fd = pvg_open_untrusted(path, &how, &f);
+	if (refused)
+		*refused = f.refused;
+	return fd;
+}

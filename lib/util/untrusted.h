@@ -86,5 +86,11 @@ uint64_t pvg_data_bytes(int fd, uint64_t size);
  * Groups). 0 or -errno (-ESRCH gone). */
 int pvg_proc_creds(const char *procfs, pid_t pid, struct pvg_creds *out);
 
+/* Opens path as process pid sees it (absolute: inside its root; relative: in its working
+ * folder) with its user's rights, never following a link out (util/untrusted.h); a folder
+ * when dir, else a regular file of at most max bytes (0: any). The fd, or -errno. */
+int pvg_proc_open_as(const char *procfs, pid_t pid, const char *path, bool dir, uint64_t max,
+		     enum pvg_refusal *refused);
+
 /* Test seam: PROVGATE_NO_OPENAT2=1 takes the walk that kernels before 5.6 get. */
 bool pvg_untrusted_use_openat2(void);
