@@ -219,7 +219,7 @@ size_t pvg_triton_py_kernels(const char *text, size_t len, struct pvg_strv *out)
 				if (memcmp(q, "jit", 3) == 0 && !ident_char(q[-1]) &&
 				    (q + 3 == eol || !ident_char(q[3])))
 					plain_jit = true;
-		} else if (*s == '@' && s + 1 < eol) {
+		} else if (s + 1 < eol && *s == '@') {
 			const char *n = s + 1;
 			bool jit = (starts(n, eol, "triton.jit") && (n + 10 == eol || !ident_char(n[10]))) ||
 				   (plain_jit && starts(n, eol, "jit") && (n + 3 == eol || !ident_char(n[3])));

@@ -25,7 +25,7 @@ while IFS= read -r c; do
 	$CC "${flags[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" -c "$c" -o "$o"
 	objs+=("$o")
 done < <(find "$src/lib" "$src/checks" -name '*.c' -not -path "$src/lib/witness/*" | sort)
-targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind escape pymodule resolve})
+targets=(${PVG_FUZZ_TARGETS:-offload-bundle ccob amdgpu cuda-fatbin elf-sections buildlog ninja-deps markers proc-text config dsse hostlist elf-note compare cluster witness report-kind escape pymodule resolve triton})
 for t in "${targets[@]}"; do
 	$CC "${flags[@]}" "$src/tests/fuzz/fuzz-$t.c" "${objs[@]}" -o "$out/fuzz-$t" \
 		-lelf -lcjson -lproc2 -lz -lzstd -llz4 -lcrypto -lgit2 -lpthread
@@ -75,6 +75,12 @@ JSON
 			printf '{"payloadType": "x", "payload": "eyJfdHlwZSI6ImluLXRvdG8iLCJwcmVkaWNhdGVUeXBlIjoicHJvdmdhdGUifQ=="}' >"$corpus/dsse.json" ;;
 		escape) printf '\033[2J\n{\233 \302\233 \357\277\276 */ \342\200\250 <&>"' >"$corpus/a"
 			printf 'svc \355\240\200 \364\220\200\200 \300\257 \342\200\256 x' >"$corpus/b" ;;
+		triton) cp "$src"/tests/fixtures/triton-cache/*.json "$corpus/" 2>/dev/null || true
+			printf '{"hash": "ab", "target": {"backend": "hip", "arch": "gfx936:xnack-", "warp_size": 64}, "name": "k", "triton_version": "3.6.0"}' >"$corpus/meta.json"
+			printf '#loc = loc("/site/pkg/ops/k.py":7:0)\nmodule {\n}' >"$corpus/k.source"
+			printf 'import triton\n@triton.autotune(configs=[])\n@triton.jit\ndef k(x):\n    pass\n' >"$corpus/k.py"
+			printf 'file:///opt/rocm/lib/librocsparse.so.0#offset=0x3000&size=4096' >"$corpus/uri-file"
+			printf 'memory://1234#offset=0x7f00deadbeef&size=5504' >"$corpus/uri-mem" ;;
 		pymodule) cp "$src"/tests/fixtures/pymodule/*.cfg "$src"/tests/fixtures/pymodule/*.py \
 			"$src"/tests/fixtures/pymodule/*.pth "$corpus/" ;;
 		resolve) # a tree and lookups (fuzz-resolve.c): links up, out, absolute, looping, to
@@ -97,7 +103,7 @@ for a in sorted(glob.glob(sys.argv[2] + "/*/A.json"))[:1]:
     open(sys.argv[1], "wb").write(t + b"\0" + t)
 PY
 		;;
-		witness) cp "$src"/tests/gpu/results/*/*.pvgw "$src"/tests/gpu/results/*/*/*.engine.pvgw "$fx"/bundle-gfx906.bin "$corpus/" ;;
+		witness) cp "$src"/tests/fixtures/witness-modules/*.pvgw "$src"/tests/gpu/results/*/*.pvgw "$src"/tests/gpu/results/*/*/*.engine.pvgw "$fx"/bundle-gfx906.bin "$corpus/" ;;
 		markers) cp "$src"/tests/fixtures/markers/*.log "$corpus/" 2>/dev/null ||
 			printf '(EngineCore_DP0 pid=1) INFO 11-29 12:00:00 [a.py:1] DCU_KERNEL_DIAG selected=True shape=(1, 2) dtype="x y"\n' >"$corpus/seed.log"
 			# the recorded runtime logs, cut to -max_len, and zone files

@@ -125,6 +125,15 @@ static void py_cases(void)
 	pvg_triton_py_kernels(plain, strlen(plain), &k);
 	ok(k.n == 1 && pvg_strv_has(&k, "k1"), "py_kernels_only_decorated_defs (%zu)", k.n);
 	pvg_strv_clear(&k);
+	/* a text that ends in blanks with no newline, in a buffer of exactly its size: the scan
+	 * reads nothing past it (found by fuzz-triton) */
+	static const char tail[] = "@triton.jit\ndef k(x):\n  pass\n  ";
+	char *exact = pvg_xcalloc(sizeof(tail) - 1, 1);
+	memcpy(exact, tail, sizeof(tail) - 1);
+	pvg_triton_py_kernels(exact, sizeof(tail) - 1, &k);
+	ok(k.n == 1 && pvg_strv_has(&k, "k"), "py_kernels_text_ending_in_blanks (%zu)", k.n);
+	pvg_strv_clear(&k);
+	free(exact);
 }
 
 static void index_cases(void)
