@@ -16,6 +16,7 @@
 #include "formats/buildlog.h"
 #include "formats/codeobj/codeobj.h"
 #include "formats/ctrlog.h"
+#include "formats/triton-cache.h"
 #include "sys/container-log.h"
 #include "sys/environment.h"
 #include "sys/gpu-procs.h"
@@ -1192,6 +1193,37 @@ static const char *const not_runtime[] = {
 	"**/*.cmake",
 };
 
+/* The changed .py files that define @triton.jit functions (their content in the work tree):
+ * JIT device code, whose kernels gate 7 requires as it does a .cu's (SPEC 12). */
+static void changed_triton_sources(struct pvg_discovery *g, const struct pvg_scope *s)
+{
+	if (!g->workdir)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pvg_change *c = &s->changes[i];
+		size_t n = strlen(c->path);
+		if (c->kind == 'D' || c->submodule || n < 4 || strcmp(c->path + n - 3, ".py") != 0)
+			continue;
+		_cleanup_free_ char *path = pvg_path_join(g->workdir, c->path);
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		struct pvg_strv k = { 0 };
+		if (pvg_read_file(path, PVG_TRITON_MAX_SOURCE, &text, &len) == 0)
+			pvg_triton_py_kernels(text, len, &k);
+		if (!k.n)
+			continue;
+		g->sources = pvg_xrealloc(g->sources, g->n_sources + 1, sizeof(*g->sources));
+		struct pvg_discovered_source *ds = &g->sources[g->n_sources++];
+		memset(ds, 0, sizeof(*ds));
+		ds->path = pvg_strdup(c->path);
+		ds->kernels = k;
+		note(g, "witness.changed_sources %s: %zu @triton.jit kernel%s (gate 7 requires one "
+			"launched from a fresh Triton cache entry of the installed file once witness.dir "
+			"is set)",
+		     ds->path, k.n, k.n == 1 ? "" : "s");
+	}
+}
+
 /* The changed .cu/.hip sources and the kernels of g->arch in the objects the build log
  * compiled from each (gate 7 requires them once a witness records). */
 static void changed_device_sources(struct pvg_discovery *g, const struct pvg_scope *s)
@@ -1309,6 +1341,7 @@ static void classify_changes(struct pvg_discovery *g, const char *procfs)
 		todo(g, "source: ... and %zu more changed files like that", unknown - 10);
 	note(g, "%zu files changed since %s (merge base %.12s)", s->n, g->baseline, s->merge_base);
 	changed_device_sources(g, s);
+	changed_triton_sources(g, s);
 	pvg_discover_compile_cache(g, procfs, s);
 	if (s->n == 0)
 		todo(g, "source.baseline: nothing changed since %s; set the branch your change is "

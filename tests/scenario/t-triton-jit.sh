@@ -174,4 +174,16 @@ test_triton_kernel_never_run_fails_naming_the_source() {
 	assert_contains "$msgs" "changed source $PY: none of its kernels (add_kernel, scale_kernel) was launched"
 }
 
+# init proposes the changed .py's @triton.jit kernels as a changed source, as it does a .cu's
+test_init_proposes_the_triton_kernels_of_a_changed_py() {
+	repo
+	rm provgate.json
+	cd r && pg init . && cd ..
+	assert_eq "$rc" 0 "init ($err)"
+	assert_eq "$(grep -v '^//' r/provgate.json | jq -c .witness.changed_sources)" \
+		"{\"$PY\":{\"kernels\":[\"add_kernel\",\"scale_kernel\"]}}"
+	assert_contains "$(cat r/provgate.json)" "// guessed: witness.changed_sources $PY: 2 @triton.jit kernels"
+	/usr/bin/python3 "$PVG_SRC/tests/validate-config.py" r/provgate.json || fail "config does not validate"
+}
+
 run_tests
