@@ -24,6 +24,7 @@ void dispatch_sources_clear(struct changed_sources *s)
 		free(c->why);
 		pvg_strv_clear(&c->kernels);
 		pvg_source_kernels_clear(&c->read);
+		free(c->in_art);
 	}
 	free(s->v);
 	free(s->why);
@@ -36,6 +37,34 @@ static const struct pvg_witness_source *configured(const struct pvg_config *cfg,
 		if (strcmp(cfg->witness.sources[i].path, rel) == 0)
 			return &cfg->witness.sources[i];
 	return NULL;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Which configured artifacts the source's objects are linked into: an artifact whose build
+ * file has the name of an output the log links them into. Where the log shows no such link,
+ * or names none of the artifacts, in_art stays NULL (any artifact's code counts). */
+static void linked_artifacts(struct pvg_ctx *ctx, struct changed_source *c)
+{
+	const struct pvg_strv *into = &c->read.linked_into;
+	if (!into->n || !ctx->n_arts)
+		return;
+	bool *in = pvg_xcalloc(ctx->n_arts, sizeof(*in));
+	bool any = false;
+	for (size_t ai = 0; ai < ctx->n_arts; ai++) {
+		const char *b = ctx->arts[ai].a.build;
+		for (size_t k = 0; b && k < into->n && !in[ai]; k++)
+			in[ai] = strcmp(base_name(b), base_name(into->v[k])) == 0;
+		any |= in[ai];
+	}
+	if (any)
+		c->in_art = in;
+	else
+		free(in);
 }
 
 /* The objects the log compiled from the source and their kernels. */
@@ -173,6 +202,7 @@ void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 							    : strerror(-lr));
 			else
 				read_source(c, &log, &g, &roots, scope->workdir, out->arch);
+			linked_artifacts(ctx, c);
 		}
 		pvg_strv_clear(&roots);
 		pvg_linkgraph_done(&g);

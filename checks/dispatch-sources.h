@@ -48,6 +48,9 @@ struct changed_source {
 	const struct pvg_source_object *objs; /* read.objs */
 	size_t n_objs;
 	struct pvg_source_kernels read; /* the objects as read */
+	bool *in_art;        /* [ctx->n_arts]: the configured artifacts its objects are linked
+			      * into (by the output's file name); NULL: the log does not say,
+			      * and a launch from any artifact's code counts */
 	struct source_count count;
 };
 

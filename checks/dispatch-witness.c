@@ -569,6 +569,17 @@ static bool source_matches(const struct changed_source *s, const struct pvg_witn
 	return false;
 }
 
+/* Is one of the artifacts the source is linked into a holder of these bytes? */
+static bool in_source_artifact(const struct witness_code *code, const struct changed_source *c,
+			       const uint8_t sha256[32])
+{
+	for (size_t i = 0; i < code->n; i++)
+		if (code->d[i].art < code->n_arts && c->in_art[code->d[i].art] &&
+		    memcmp(code->d[i].sha256, sha256, 32) == 0)
+			return true;
+	return false;
+}
+
 /* The launches of each changed source's kernels: any grid, any kind of launch. */
 static void count_sources(const struct witness_read *wr, struct changed_sources *srcs)
 {
@@ -587,7 +598,13 @@ static void count_sources(const struct witness_read *wr, struct changed_sources 
 				const struct pvg_witness_mod *m;
 				const struct witness_digest *d;
 				uint64_t k = e->count;
-				switch (dispatch_witness_from(&wr->code, &f->file, e, &m, &d)) {
+				enum witness_from from = dispatch_witness_from(&wr->code, &f->file, e, &m, &d);
+				/* another configured artifact's copy of the name: not the code the
+				 * source was built into */
+				if (from == WITNESS_FROM_ARTIFACT && c->in_art && m &&
+				    !in_source_artifact(&wr->code, c, m->sha256))
+					from = WITNESS_FROM_OTHER;
+				switch (from) {
 				case WITNESS_FROM_ARTIFACT:
 				case WITNESS_FROM_JIT_LINKED:
 					n->from_artifact = add_sat(n->from_artifact, k);

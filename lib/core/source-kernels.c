@@ -34,6 +34,7 @@ bool pvg_is_device_header(const char *path)
 void pvg_source_kernels_clear(struct pvg_source_kernels *k)
 {
 	pvg_strv_clear(&k->kernels);
+	pvg_strv_clear(&k->linked_into);
 	for (size_t i = 0; i < k->n_objs; i++) {
 		free(k->objs[i].path);
 		free(k->objs[i].why);
@@ -166,6 +167,11 @@ void pvg_source_kernels_read(const struct pvg_buildlog *log, const struct pvg_li
 		if (dup)
 			continue;
 		pvg_strv_add_unique(&seen, cs->object);
+		size_t outs[8];
+		size_t n_out = pvg_linkgraph_outputs_of(g, cs->object, cs->dir, outs, 8);
+		for (size_t k = 0; k < n_out; k++)
+			if (outs[k] < g->n_links && g->links[outs[k]].output)
+				pvg_strv_add_unique(&out->linked_into, g->links[outs[k]].output);
 		out->objs = pvg_xrealloc(out->objs, out->n_objs + 1, sizeof(*out->objs));
 		struct pvg_source_object *ob = &out->objs[out->n_objs++];
 		memset(ob, 0, sizeof(*ob));

@@ -29,6 +29,8 @@ struct pvg_source_kernels {
 	struct pvg_source_object *objs;
 	size_t n_objs;
 	bool device_code;          /* some object holds device code (for any arch) */
+	struct pvg_strv linked_into; /* the outputs the log links its objects into (as written);
+				      * empty: the log does not show it */
 	int err;                   /* 0; -ENOENT: no compile line writes an object from it;
 				    * -ENODATA: its objects hold no device code at all (a device
 				    * compile leaves a bundle or fatbin even without kernels);

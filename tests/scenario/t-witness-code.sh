@@ -201,6 +201,26 @@ record name=$KERNEL grid=1 block=256 count=3 module=1"
 	assert_eq "$(jq -c .chain.witness r.json)" '{"live_files":1,"required_met":1,"required":1,"forbidden_seen":0,"changed_sources_met":1,"changed_sources":1}'
 }
 
+# The changed source is linked into _moe_C (the build log says so); a launch of its kernel's
+# name from another configured artifact's code (_C's) is not its code: it fails, naming _C.
+test_the_name_from_another_artifact_is_not_the_sources_code() {
+	scenario
+	local other
+	other=$(digest "$W/build/_C.abi3.so" gfx90a)
+	[ ${#other} = 64 ] && [ "$other" != "$NEW" ] || fail "no other gfx90a digest in _C: '$other'"
+	witness "module sha256=$other size=4440 origin=embedded path=$W/site/vllm/_C.abi3.so
+record name=$KERNEL grid=1 block=256 count=3 module=1"
+	with_witness '{}'
+	gate7
+	assert_eq "$status" fail "status ($codes: $msgs)"
+	assert_eq "$codes" dispatch-marker.witness-source-other-code
+	assert_contains "$msgs" "$W/site/vllm/_C.abi3.so"
+	# the module is one of _C's code objects: the evidence says so, and the source's count
+	# puts it elsewhere
+	assert_eq "$(jq -r '.gates[6].evidence.witness.modules[0].artifact' r.json)" _C
+	assert_eq "$(source_ev | jq -r .launches.from_artifact)" 0
+}
+
 test_the_same_name_from_other_bytes_fails_naming_it() {
 	scenario
 	# the baseline build's copy of the kernel, loaded from the old library: same name, other
