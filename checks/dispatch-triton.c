@@ -34,6 +34,7 @@ void dispatch_triton_init(struct triton_jit *j, struct pvg_ctx *ctx, pid_t pid)
 	memset(j, 0, sizeof(*j));
 	j->ctx = ctx;
 	j->pid = pid;
+	j->root_fd = -1;
 }
 
 void dispatch_triton_clear(struct triton_jit *j)
@@ -43,7 +44,10 @@ void dispatch_triton_clear(struct triton_jit *j)
 	free(j->v);
 	free(j->why);
 	pvg_triton_index_clear(&j->idx);
+	if (j->root_fd >= 0)
+		close(j->root_fd);
 	memset(j, 0, sizeof(*j));
+	j->root_fd = -1;
 }
 
 static void build(struct triton_jit *j)
@@ -54,15 +58,15 @@ static void build(struct triton_jit *j)
 		j->why = pvg_strdup("no live service to read the caches of");
 		return;
 	}
+	/* the service's root and user, once: the walk and each entry's source use them */
 	_cleanup_free_ char *rootp = pvg_asprintf("%s/%d/root", ctx->procfs, (int)j->pid);
-	_cleanup_close_ int root = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0) {
+	j->root_fd = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (j->root_fd < 0) {
 		j->why = pvg_asprintf("the service's root cannot be opened: %s", strerror(errno));
 		return;
 	}
-	struct pvg_creds creds;
-	bool as_user = pvg_proc_creds(ctx->procfs, j->pid, &creds) == 0 && creds.uid != geteuid();
-	struct pvg_triton_where w = { .root_fd = root, .as = as_user ? &creds : NULL };
+	j->as_user = pvg_proc_creds(ctx->procfs, j->pid, &j->creds) == 0 && j->creds.uid != geteuid();
+	struct pvg_triton_where w = { .root_fd = j->root_fd, .as = j->as_user ? &j->creds : NULL };
 	_cleanup_free_ char *tcd = NULL, *th = NULL, *home = NULL, *vroot = NULL;
 	pvg_proc_getenv(ctx->procfs, j->pid, "TRITON_CACHE_DIR", &tcd);
 	pvg_proc_getenv(ctx->procfs, j->pid, "TRITON_HOME", &th);
@@ -168,14 +172,12 @@ static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_t
 	}
 	_cleanup_free_ char *src = pvg_utf8_sanitize(e->src_path, strlen(e->src_path));
 	/* the file as the service sees it, with its user's rights */
-	_cleanup_free_ char *rootp = pvg_asprintf("%s/%d/root", j->ctx->procfs, (int)j->pid);
-	_cleanup_close_ int root = open(rootp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct pvg_creds creds;
-	bool as_user = pvg_proc_creds(j->ctx->procfs, j->pid, &creds) == 0 && creds.uid != geteuid();
-	const struct pvg_untrusted how = { .root_fd = root, .as = as_user ? &creds : NULL,
+	const struct pvg_untrusted how = { .root_fd = j->root_fd,
+					   .as = j->as_user ? &j->creds : NULL,
 					   .max_size = PVG_TRITON_MAX_SOURCE };
 	struct pvg_untrusted_file f = { 0 };
-	_cleanup_close_ int fd = root < 0 ? -EBADF : pvg_open_untrusted(e->src_path, &how, &f);
+	_cleanup_close_ int fd = j->root_fd < 0 ? -EBADF
+						: pvg_open_untrusted(e->src_path, &how, &f);
 	const struct pvg_change *ch = NULL, *copy = NULL, *unmapped = NULL;
 	for (size_t i = 0; i < scope->n && !ch; i++) {
 		const struct pvg_change *c = &scope->changes[i];

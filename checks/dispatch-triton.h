@@ -40,6 +40,9 @@ struct triton_jit {
 	struct pvg_ctx *ctx;
 	pid_t pid;          /* the service's primary process */
 	bool built;
+	int root_fd;        /* the service's root (O_PATH), opened once when built; -1: none */
+	struct pvg_creds creds; /* the service's user, read once when built */
+	bool as_user;       /* open as that user (not provgate's own) */
 	char *why;          /* the folders could not be read at all: why */
 	struct pvg_triton_index idx;
 	struct triton_judged *v;
