@@ -99,3 +99,19 @@ ctr_run() {
 
 ctr_exec() { podman_ exec "$@"; }
 ctr_pid() { podman_ inspect -f '{{.State.Pid}}' "$1"; }
+
+# in_ctr [-e VAR=VALUE]... CTR CMD...: podman exec in $T with a test's environment (no colour,
+# UTF-8, the GPU and sysfs stand-ins under $T); sets rc, out, err (t-bundle.sh, t-wheel.sh)
+in_ctr() {
+	local opts=() o e
+	while [ "$1" = -e ]; do opts+=(-e "$2"); shift 2; done
+	local ctr=$1; shift
+	o=$(mktemp) e=$(mktemp)
+	set +e
+	ctr_exec -w "$T" -e NO_COLOR=1 -e LC_ALL=C.UTF-8 -e "PROVGATE_GPU_DEVICES=$T/gpu*" \
+		-e "PROVGATE_SYSFS=$T/sys" "${opts[@]}" "$ctr" "$@" >"$o" 2>"$e"
+	rc=$?
+	set -e
+	out=$(cat "$o") err=$(cat "$e")
+	rm -f "$o" "$e"
+}

@@ -86,20 +86,6 @@ py_service() {
 	fail "the engine did not answer"
 }
 
-# in [-e VAR=VALUE]... CTR CMD...: podman exec with the test's environment; sets rc, out, err
-in_ctr() {
-	local opts=() o e
-	while [ "$1" = -e ]; do opts+=(-e "$2"); shift 2; done
-	local ctr=$1; shift
-	o=$(mktemp) e=$(mktemp)
-	set +e
-	ctr_exec -w "$T" -e NO_COLOR=1 -e LC_ALL=C.UTF-8 -e "PROVGATE_GPU_DEVICES=$T/gpu*" \
-		-e "PROVGATE_SYSFS=$T/sys" "${opts[@]}" "$ctr" "$@" >"$o" 2>"$e"
-	rc=$?
-	set -e
-	out=$(cat "$o") err=$(cat "$e")
-	rm -f "$o" "$e"
-}
 
 # kfd_tree PID...: a stand-in for amdgpu's list of GPU processes (pids of the host's namespace)
 kfd_tree() {

@@ -218,20 +218,6 @@ test_debian12_venv_installs_certifies_and_uninstalls() {
 
 # ---- Debian 11 and 12 root file systems ---------------------------------------------------
 
-# in [-e VAR=VALUE]... CTR CMD...: podman exec with the test's environment; sets rc, out, err
-in_ctr() {
-	local opts=() o e
-	while [ "$1" = -e ]; do opts+=(-e "$2"); shift 2; done
-	local ctr=$1; shift
-	o=$(mktemp) e=$(mktemp)
-	set +e
-	ctr_exec -w "$T" -e NO_COLOR=1 -e LC_ALL=C.UTF-8 -e "PROVGATE_GPU_DEVICES=$T/gpu*" \
-		-e "PROVGATE_SYSFS=$T/sys" "${opts[@]}" "$ctr" "$@" >"$o" 2>"$e"
-	rc=$?
-	set -e
-	out=$(cat "$o") err=$(cat "$e")
-	rm -f "$o" "$e"
-}
 
 # venv_in_rootfs ROOTFS-ARRAY DEBIAN GLIBC PYTHON: the wheel in a fresh venv of that root file
 # system's python3, in podman: install, --version, certify of the demo, uninstall, pytest
