@@ -1246,8 +1246,10 @@ static enum pvg_status run_markers(struct pvg_ctx *ctx, struct pvg_result *res,
 	else
 		markers_summary(res, first, w.status, m);
 	free(w.summary);
+	w.summary = NULL;
 	if (m)
 		take(&w, rule_markers_zone_file(&f, w.status));
+	free(w.summary); /* the gate's summary is written: a later rule's is not shown */
 	if (m && wf && dispatch_markers_scanned(m))
 		dispatch_window_from_log(&m->scan, wf);
 	dispatch_compile_from_log(m, cf);
