@@ -8,4 +8,4 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/stage-gate7.sh" "$1" "$2"
 cp "$here/run-identity.sh" "$here/common.sh" "$here/../ext/vendor/vendor_ops.cu" "$2/"
-cp "$here/../jit/record-jit.sh" "$here/../jit/jit_service.py" "$here/../jit/pvgjit_kern.py" "$2/"
+cp "$here"/../jit/*.sh "$here"/../jit/*.py "$2/"
