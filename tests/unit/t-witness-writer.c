@@ -3,8 +3,9 @@
  * The witness library's writer (lib/witness/writer.c, compiled in with the sanitizers):
  * launches counted from many threads at once while the helper thread rewrites the file every
  * 10 ms, and a reader that keeps parsing the file meanwhile never sees a torn one. The module
- * table: its own SHA-256 against libcrypto's, modules bound by handle and by name (ambiguous
- * when loaded copies differ), the records' code asked once per new key, the table's bound.
+ * table: the digests of what it hashes, modules bound by handle and by name (ambiguous when
+ * loaded copies differ), the records' code asked once per new key, the table's bound. The
+ * SHA-256 itself is t-witness-sha256's.
  */
 #include <dirent.h>
 #include <openssl/sha.h>
@@ -16,7 +17,6 @@
 #include "formats/witness.h"
 #include "tap.h"
 #include "util/util.h"
-#include "witness/sha256.h"
 #include "witness/witness.h"
 
 #define THREADS 8
@@ -274,44 +274,6 @@ static void graph_replays_counted_while_lists_change(void)
 	rmdir(gdir);
 }
 
-/* The library's SHA-256 (it links no libcrypto) gives libcrypto's digests: every length
- * around the block and padding edges, a large buffer, and updates split at odd places. */
-static void sha256_matches_libcrypto(void)
-{
-	static uint8_t data[1 << 20];
-	uint64_t x = 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < sizeof(data); i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		data[i] = (uint8_t)x;
-	}
-	int bad = 0;
-	for (size_t n = 0; n <= 300; n++) {
-		uint8_t a[32], b[32];
-		pvg_wsha256(data, n, a);
-		SHA256(data, n, b);
-		bad += memcmp(a, b, 32) != 0;
-	}
-	CHECK_INT(bad, 0);
-	uint8_t a[32], b[32];
-	SHA256(data, sizeof(data), b);
-	pvg_wsha256(data, sizeof(data), a);
-	CHECK(memcmp(a, b, 32) == 0);
-	const size_t cuts[] = { 1, 63, 64, 65, 127, 1000, 4097 };
-	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
-		struct pvg_wsha256 ctx;
-		pvg_wsha256_init(&ctx);
-		for (size_t at = 0; at < sizeof(data); at += cuts[c])
-			pvg_wsha256_update(&ctx, data + at,
-					   sizeof(data) - at < cuts[c] ? sizeof(data) - at : cuts[c]);
-		pvg_wsha256_final(&ctx, a);
-		CHECK(memcmp(a, b, 32) == 0);
-	}
-	/* FIPS 180-4's "abc" */
-	pvg_wsha256("abc", 3, a);
-	static const uint8_t abc[4] = { 0xba, 0x78, 0x16, 0xbf };
-	CHECK(memcmp(a, abc, 4) == 0);
-}
-
 static atomic_int code_of_calls;
 
 /* a front end's code_of: the handle's module, else the one by name */
@@ -523,7 +485,6 @@ static void modules_bound_by_handle_and_name(void)
 
 int main(void)
 {
-	RUN(sha256_matches_libcrypto);
 	RUN(writer_counts_concurrent_launches_and_never_tears);
 	RUN(graph_replays_counted_while_lists_change);
 	RUN(modules_bound_by_handle_and_name);
