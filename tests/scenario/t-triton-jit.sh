@@ -48,10 +48,11 @@ repo() {
 # cache PYFILE: a cache tree under cache/ whose entries' .source name PYFILE
 cache() { sh "$F/make.sh" cache "$PWD/cache" "$1" >/dev/null || fail "make.sh cache failed"; }
 
-# start CACHEDIR: the live service, its environment naming the cache
+# start CACHEDIR [VLLM_CACHE_ROOT]: the live service, its environment naming the cache
 start() {
 	mkdir -p wdir
-	TRITON_CACHE_DIR=$1 PROVGATE_WITNESS_DIR=$PWD/wdir CUDA_INJECTION64_PATH=$LIB sleep 300 &
+	VLLM_CACHE_ROOT=${2:-} TRITON_CACHE_DIR=$1 PROVGATE_WITNESS_DIR=$PWD/wdir \
+		CUDA_INJECTION64_PATH=$LIB sleep 300 &
 	svc=$!
 	trap 'kill $svc 2>/dev/null || true' EXIT
 	for _ in $(seq 50); do [ "$(readlink /proc/$svc/exe)" != "$(readlink /proc/$$/exe)" ] && break; sleep 0.02; done
@@ -69,14 +70,15 @@ witness() {
 }
 
 # witness_mods SHA:KERNEL...: the service loaded one module from memory per argument, each
-# of those bytes, and launched KERNEL from it 4 times
+# of those bytes, and launched KERNEL from it 4 times (none where KERNEL is empty)
 witness_mods() {
 	local i=0 a
 	: >w.txt
 	for a in "$@"; do
 		i=$((i + 1))
 		printf 'module sha256=%s size=3968 origin=memory arch=90\n' "${a%%:*}" >>w.txt
-		printf 'record name=%s grid=8 block=128 count=4 module=%d\n' "${a#*:}" "$i" >>w.txt
+		[ -n "${a#*:}" ] &&
+			printf 'record name=%s grid=8 block=128 count=4 module=%d\n' "${a#*:}" "$i" >>w.txt
 	done
 	"$TOOL" build w.txt w.pvgw || fail "witness-tool build failed"
 	rm -f wdir/*.pvgw
@@ -198,8 +200,8 @@ test_truncated_json_is_unverifiable() {
 	gate7
 	assert_eq "$status" unverifiable "status ($codes)"
 	assert_contains "$codes" dispatch-marker.triton-no-entry
-	assert_contains "$msgs" "its cache entry"
-	assert_contains "$msgs" "cannot be read"
+	assert_contains "$msgs" "from cache entry"
+	assert_contains "$msgs" "it cannot be read: not JSON"
 	assert_eq "$(mod_ev verdict)" bad-entry
 }
 
@@ -255,7 +257,7 @@ test_stale_variant_that_ran_is_refused_beside_a_fresh_one() {
 	assert_eq "$codes" dispatch-marker.triton-stale
 	# the stale variant's entry is named; its fresh sibling does not cover for it
 	assert_contains "$msgs" "sha256 ${B256:0:12}"
-	assert_contains "$msgs" "cache entry $PWD/cache/variants/$old (scale_kernel, num_warps 8)"
+	assert_contains "$msgs" "from cache entry $old (scale_kernel, num_warps 8, num_stages 3) in $PWD/cache/variants:"
 	assert_contains "$msgs" "before $PWD/inst/$PY took its content"
 	assert_not_contains "$msgs" "${B128:0:12}"
 	assert_eq "$(mod_of "$B128" verdict),$(mod_of "$B256" verdict)" linked,stale
@@ -269,10 +271,43 @@ test_stale_variant_not_loaded_is_no_failure_but_noted() {
 	witness_mods "$B128:scale_kernel" "$B256:scale_kernel"
 	gate7
 	assert_eq "$status" pass "status ($codes: $msgs)"
-	# not the code that ran: listed, not judged against the run
-	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.not_loaded | length' r.json)" 1
-	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.not_loaded[0] | "\(.entry) \(.kernel) \(.verdict)"' r.json)" \
-		"$old scale_kernel stale"
+	# not the code that ran: listed with its verdict, no problem
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.other_variants | length' r.json)" 1
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.other_variants[0] | "\(.entry) \(.kernel) \(.verdict) \(.loaded)"' r.json)" \
+		"$old scale_kernel stale false"
+}
+
+test_stale_variant_loaded_but_never_launched_is_no_failure() {
+	# its module was loaded (Triton loads what it compiles or finds), nothing ran from it
+	repo; cache "$PWD/inst/$PY"
+	old=$(entry_of cache/variants "$B256"); stale "cache/variants/$old"
+	start "$PWD/cache/variants"
+	witness_mods "$B128:scale_kernel" "$B256:"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules | length' r.json)" 1
+	assert_eq "$(jq -r --arg s "$B256" '.gates[6].evidence.witness.triton.other_variants[] | select(.sha256 == $s) | "\(.verdict) \(.loaded)"' r.json)" \
+		"stale true"
+	assert_eq "$(jq -r --arg s "$B256R" '.gates[6].evidence.witness.triton.other_variants[] | select(.sha256 == $s) | "\(.verdict) \(.loaded)"' r.json)" \
+		"linked false"
+}
+
+# vLLM sets TRITON_CACHE_DIR at run time, per rank, under its compile cache: the service's
+# environment names only VLLM_CACHE_ROOT, and the walk goes down to the triton_cache folders
+test_entries_in_vllm_per_rank_triton_caches_are_found() {
+	repo; cache "$PWD/inst/$PY"
+	local tc=vroot/torch_compile_cache/0123456789
+	mkdir -p $tc/rank_0_0/backbone $tc/rank_1_0/backbone
+	cp -a cache/variants $tc/rank_0_0/backbone/triton_cache
+	cp -a cache/twins/rank_1_0 $tc/rank_1_0/backbone/triton_cache
+	start "" "$PWD/vroot"
+	witness_mods "$B128:scale_kernel" "$B256:scale_kernel"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.caches[] | select(.from == "VLLM_CACHE_ROOT") | .entries' r.json)" 4
+	assert_eq "$(mod_of "$B256" verdict):$(mod_of "$B256" entry)" "linked:$(entry_of $tc/rank_0_0/backbone/triton_cache "$B256")"
+	# the b128 bytes in both ranks' caches
+	assert_eq "$(mod_of "$B128" verdict):$(jq -r --arg s "$B128" '.gates[6].evidence.witness.triton.modules[] | select(.sha256 == $s) | .same_bytes | length' r.json)" linked:1
 }
 
 # ---- two entries with the same bytes: decided by content ---------------------------------
@@ -329,7 +364,8 @@ test_same_bytes_none_fresh_from_the_installed_file_is_refused() {
 		echo "$repo_cfg" >provgate.json; kill $svc
 		assert_eq "$status" fail "order $order: status ($codes)"
 		assert_contains "$codes" dispatch-marker.triton-stale
-		assert_contains "$msgs" "cache entry $PWD/cache/twins/rank_0_0/"
+		assert_contains "$msgs" "in $PWD/cache/twins/rank_0_0: the entry was written at"
+		assert_contains "$msgs" "no other entry with these bytes links them (1: other-copy)"
 		assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules[0].same_bytes[0].verdict' r.json)" other-copy
 	done
 }
@@ -345,7 +381,7 @@ test_same_bytes_stale_and_unreadable_is_unverifiable() {
 	start "$PWD/cache/twins/rank_0_0"; witness_mods "$B128:scale_kernel"
 	gate7
 	assert_eq "$status" unverifiable "status ($codes)"
-	assert_eq "$codes" dispatch-marker.triton-no-entry
+	assert_contains "$codes" dispatch-marker.triton-no-entry
 	assert_eq "$(mod_ev verdict)" bad-entry
 	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules[0].same_bytes[0].verdict' r.json)" stale
 }
