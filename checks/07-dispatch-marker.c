@@ -1351,6 +1351,7 @@ static enum pvg_status run_witness(struct pvg_ctx *ctx, struct pvg_result *res, 
 		wr.code.jit = &jit;
 		dispatch_witness_count(ctx, &wr);
 		jit.n_required = jit.n;
+		dispatch_triton_variants(&jit, &wr.dir);
 		dispatch_triton_evidence(ev, &jit);
 		dispatch_witness_kernels_evidence(ev, &wr);
 		dispatch_witness_required_evidence(ev, cfg, &wr);

@@ -18,6 +18,9 @@
  * not be before the installed file's latest mtime or ctime. An entry compiled by an earlier run of the service after the install
  * passes (Triton reuses its cache). What this cannot see: a stale entry copied into the
  * cache later with fresh times (cp without -p), or file times set by the service's user.
+ *
+ * Entries of the same bytes are each judged (dispatch-triton.h says how they decide); a
+ * pass always rests on one entry that is itself a fresh compile of the installed file.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -39,9 +42,16 @@ void dispatch_triton_init(struct triton_jit *j, struct pvg_ctx *ctx, pid_t pid)
 
 void dispatch_triton_clear(struct triton_jit *j)
 {
-	for (size_t i = 0; i < j->n; i++)
+	for (size_t i = 0; i < j->n; i++) {
 		free(j->v[i].why);
+		for (size_t k = 0; k < j->v[i].n_same; k++)
+			free(j->v[i].same[k].why);
+		free(j->v[i].same);
+	}
 	free(j->v);
+	for (size_t i = 0; i < j->n_variants; i++)
+		free(j->variants[i].why);
+	free(j->variants);
 	free(j->why);
 	pvg_triton_index_clear(&j->idx);
 	if (j->root_fd >= 0)
@@ -248,42 +258,34 @@ static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_t
 	return TRITON_LINKED;
 }
 
-const struct triton_judged *dispatch_triton_judge(struct triton_jit *j,
-						  const struct pvg_witness_mod *m)
+/* One entry against the node's arch and the change set. */
+static enum triton_verdict judge_entry(struct triton_jit *j, const struct pvg_triton_entry *e,
+				       char **why)
 {
-	for (size_t i = 0; i < j->n; i++)
-		if (memcmp(j->v[i].sha256, m->sha256, 32) == 0)
-			return &j->v[i];
-	if (!j->built)
-		build(j);
-	j->v = pvg_xrealloc(j->v, j->n + 1, sizeof(*j->v));
-	struct triton_judged *d = &j->v[j->n++];
-	memset(d, 0, sizeof(*d));
-	memcpy(d->sha256, m->sha256, 32);
-	const struct pvg_triton_entry *e = pvg_triton_index_find(&j->idx, m->sha256);
-	d->e = e;
 	const char *arch = node_arch(j->ctx);
-	if (!e) {
-		d->v = TRITON_NO_ENTRY;
-		d->why = pvg_asprintf("no Triton cache entry holds these bytes (%zu entr%s in %zu "
-				      "folder%s looked at%s%s%s)",
-				      j->idx.n, j->idx.n == 1 ? "y" : "ies", j->idx.n_folders,
-				      j->idx.n_folders == 1 ? "" : "s", j->idx.cut ? "; walk cut at its "
-				      "bound of " : "", j->idx.cut ? j->idx.cut : "",
-				      j->why ? j->why : "");
-	} else if (!e->meta_ok || !e->src_path) {
-		d->v = TRITON_BAD_ENTRY;
-		_cleanup_free_ char *k = pvg_utf8_sanitize(e->key, strlen(e->key));
-		d->why = pvg_asprintf("its cache entry %s cannot be read: %s", k,
-				      e->why ? e->why : "?");
-	} else if (!arch_ok(arch, &e->meta)) {
-		d->v = TRITON_WRONG_ARCH;
-		d->why = pvg_asprintf("its cache entry was compiled for %s, the node is %s",
-				      e->meta.arch, arch ? arch : "(arch not set)");
-	} else {
-		d->v = judge_source(j, e, &d->why);
+	if (!e->meta_ok || !e->src_path) {
+		*why = pvg_asprintf("it cannot be read: %s", e->why ? e->why : "?");
+		return TRITON_BAD_ENTRY;
 	}
-	return d;
+	if (!arch_ok(arch, &e->meta)) {
+		*why = pvg_asprintf("its cache entry was compiled for %s, the node is %s",
+				    e->meta.arch, arch ? arch : "(arch not set)");
+		return TRITON_WRONG_ARCH;
+	}
+	return judge_source(j, e, why);
+}
+
+/* Which of several entries with the same bytes speaks for them: a link, then what may still
+ * be one (an entry whose file or install path cannot be told), then the refusals, the most
+ * telling first; "not changed" last (the requirement's own rule speaks for other code). */
+static int verdict_rank(enum triton_verdict v)
+{
+	static const int rank[] = {
+		[TRITON_LINKED] = 0,    [TRITON_INSTALL_UNKNOWN] = 1, [TRITON_BAD_ENTRY] = 2,
+		[TRITON_STALE] = 3,     [TRITON_OTHER_COPY] = 4,      [TRITON_WRONG_ARCH] = 5,
+		[TRITON_NOT_CHANGED] = 6, [TRITON_NO_ENTRY] = 7,
+	};
+	return rank[v];
 }
 
 static const char *const verdict_names[] = {
@@ -293,6 +295,152 @@ static const char *const verdict_names[] = {
 	[TRITON_STALE] = "stale",         [TRITON_INSTALL_UNKNOWN] = "install-unknown",
 };
 
+const struct triton_judged *dispatch_triton_judge(struct triton_jit *j,
+						  const struct pvg_witness_mod *m)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (memcmp(j->v[i].sha256, m->sha256, 32) == 0)
+			return &j->v[i];
+	if (!j->built)
+		build(j);
+	/* every entry with these bytes, judged */
+	struct triton_entry_verdict *all = NULL;
+	size_t n_all = 0, unjudged = 0, best = 0;
+	for (const struct pvg_triton_entry *e = pvg_triton_index_find(&j->idx, m->sha256); e;
+	     e = pvg_triton_index_next(&j->idx, m->sha256, e)) {
+		if (n_all == TRITON_MAX_SAME_BYTES) {
+			unjudged++;
+			continue;
+		}
+		all = pvg_xrealloc(all, n_all + 1, sizeof(*all));
+		struct triton_entry_verdict *a = &all[n_all++];
+		memset(a, 0, sizeof(*a));
+		a->e = e;
+		a->v = judge_entry(j, e, &a->why);
+		if (verdict_rank(a->v) < verdict_rank(all[best].v))
+			best = n_all - 1;
+	}
+	j->v = pvg_xrealloc(j->v, j->n + 1, sizeof(*j->v));
+	struct triton_judged *d = &j->v[j->n++];
+	memset(d, 0, sizeof(*d));
+	memcpy(d->sha256, m->sha256, 32);
+	if (!n_all) {
+		d->v = TRITON_NO_ENTRY;
+		d->why = pvg_asprintf("no Triton cache entry holds these bytes (%zu entr%s in %zu "
+				      "folder%s looked at%s%s%s)",
+				      j->idx.n, j->idx.n == 1 ? "y" : "ies", j->idx.n_folders,
+				      j->idx.n_folders == 1 ? "" : "s", j->idx.cut ? "; walk cut at its "
+				      "bound of " : "", j->idx.cut ? j->idx.cut : "",
+				      j->why ? j->why : "");
+		return d;
+	}
+	d->v = all[best].v;
+	d->e = all[best].e;
+	d->why = all[best].why;
+	d->same_unjudged = unjudged;
+	for (size_t i = 0; i < n_all; i++) {
+		if (i == best)
+			continue;
+		d->same = pvg_xrealloc(d->same, d->n_same + 1, sizeof(*d->same));
+		d->same[d->n_same++] = all[i];
+	}
+	free(all);
+	if (d->v == TRITON_LINKED)
+		return d;
+	/* none links them: say what the others are */
+	char others[256] = "";
+	size_t at = 0;
+	for (size_t i = 0; i < d->n_same && at + 40 < sizeof(others); i++)
+		at += (size_t)snprintf(others + at, sizeof(others) - at, "%s%s", i ? ", " : "",
+				       verdict_names[d->same[i].v]);
+	char *why = d->why;
+	if (unjudged) {
+		/* one of those not judged may be the fresh compile: not decided */
+		enum triton_verdict was = d->v;
+		d->v = TRITON_BAD_ENTRY;
+		d->why = pvg_asprintf("%zu entries hold these bytes, more than the %u judged, and "
+				      "none judged links them (the nearest: %s, %s)",
+				      n_all + unjudged, TRITON_MAX_SAME_BYTES, verdict_names[was], why);
+		free(why);
+	} else if (d->n_same) {
+		d->why = pvg_asprintf("%s; no other entry with these bytes links them (%zu: %s)", why,
+				      d->n_same, others);
+		free(why);
+	}
+	return d;
+}
+
+/* Does an entry compile the kernel of a judged module's entry, from the same .source path? */
+static bool variant_of(const struct pvg_triton_entry *e, const struct pvg_triton_entry *of)
+{
+	return of && of->meta_ok && of->src_path && e->meta_ok && e->src_path &&
+	       strcmp(e->meta.name, of->meta.name) == 0 && strcmp(e->src_path, of->src_path) == 0;
+}
+
+static bool judged_bytes(const struct triton_jit *j, const uint8_t sha256[32])
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (memcmp(j->v[i].sha256, sha256, 32) == 0)
+			return true;
+	return false;
+}
+
+static bool loaded_bytes(const struct pvg_witness_dir *dir, const uint8_t sha256[32])
+{
+	for (size_t i = 0; dir && i < dir->n; i++) {
+		const struct pvg_witness_file *f = &dir->files[i].file;
+		for (size_t k = 0; dir->files[i].bytes && f->modules && k < f->n_modules; k++)
+			if (!(f->modules[k].flags & PVG_WITNESS_M_NOT_HASHED) &&
+			    memcmp(f->modules[k].sha256, sha256, 32) == 0)
+				return true;
+	}
+	return false;
+}
+
+void dispatch_triton_variants(struct triton_jit *j, const struct pvg_witness_dir *dir)
+{
+	for (size_t i = 0; i < j->idx.n; i++) {
+		const struct pvg_triton_entry *e = &j->idx.v[i];
+		if (judged_bytes(j, e->sha256))
+			continue;
+		bool variant = false;
+		for (size_t k = 0; k < j->n && !variant; k++) {
+			variant = variant_of(e, j->v[k].e);
+			for (size_t s = 0; s < j->v[k].n_same && !variant; s++)
+				variant = variant_of(e, j->v[k].same[s].e);
+		}
+		if (!variant)
+			continue;
+		if (j->variants_total++ >= TRITON_MAX_VARIANTS)
+			continue;
+		j->variants = pvg_xrealloc(j->variants, j->n_variants + 1, sizeof(*j->variants));
+		struct triton_entry_verdict *a = &j->variants[j->n_variants++];
+		memset(a, 0, sizeof(*a));
+		a->e = e;
+		a->v = judge_entry(j, e, &a->why);
+		a->loaded = loaded_bytes(dir, e->sha256);
+	}
+}
+
+/* "KEY (KERNEL, num_warps N, num_stages N, maxnreg N) in FOLDER" */
+static char *entry_text(const struct pvg_triton_entry *e)
+{
+	_cleanup_free_ char *k = pvg_utf8_sanitize(e->key, strlen(e->key));
+	_cleanup_free_ char *f = pvg_utf8_sanitize(e->folder, strlen(e->folder));
+	if (!e->meta_ok)
+		return pvg_asprintf("%s in %s", k, f);
+	const struct pvg_triton_meta *m = &e->meta;
+	char opts[96] = "";
+	size_t at = 0;
+	if (m->num_warps)
+		at += (size_t)snprintf(opts + at, sizeof(opts) - at, ", num_warps %ld", m->num_warps);
+	if (m->num_stages)
+		at += (size_t)snprintf(opts + at, sizeof(opts) - at, ", num_stages %ld", m->num_stages);
+	if (m->maxnreg)
+		snprintf(opts + at, sizeof(opts) - at, ", maxnreg %ld", m->maxnreg);
+	return pvg_asprintf("%s (%s%s) in %s", k, m->name, opts, f);
+}
+
 struct pvg_outcome rule_witness_triton(const struct triton_jit *j)
 {
 	struct pvg_outcome o = { 0 };
@@ -301,6 +449,10 @@ struct pvg_outcome rule_witness_triton(const struct triton_jit *j)
 		char h[13];
 		for (int b = 0; b < 6; b++)
 			snprintf(h + 2 * b, 3, "%02x", d->sha256[b]);
+		/* the entry that decided, named: a fresh sibling variant is no cover for it */
+		_cleanup_free_ char *et = d->e ? entry_text(d->e) : NULL;
+		_cleanup_free_ char *from = et ? pvg_asprintf(" from cache entry %s", et)
+					       : pvg_strdup("");
 		switch (d->v) {
 		case TRITON_LINKED:
 		case TRITON_NOT_CHANGED: /* other code: the requirement's own rule says so */
@@ -311,20 +463,20 @@ struct pvg_outcome rule_witness_triton(const struct triton_jit *j)
 					    "name the folder the service's Triton writes to in "
 					    "witness.triton_caches (vLLM sets TRITON_CACHE_DIR at run "
 					    "time), and keep its entries until the check",
-					    "JIT module (memory, sha256 %s…): %s", h, d->why);
+					    "JIT module (memory, sha256 %s…)%s: %s", h, from, d->why);
 			break;
 		case TRITON_INSTALL_UNKNOWN:
 			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.triton-install-unknown",
 					    "map the package's folder to where it is installed "
 					    "(source.install_map) so that the entry's source can be "
 					    "matched to the installed file",
-					    "JIT module (memory, sha256 %s…): %s", h, d->why);
+					    "JIT module (memory, sha256 %s…)%s: %s", h, from, d->why);
 			break;
 		case TRITON_WRONG_ARCH:
 			pvg_outcome_problem(&o, PVG_FAIL, "dispatch-marker.triton-arch",
 					    "clear the Triton cache and run the service on the node's "
 					    "GPU so that it compiles for it",
-					    "JIT module (memory, sha256 %s…): %s", h, d->why);
+					    "JIT module (memory, sha256 %s…)%s: %s", h, from, d->why);
 			break;
 		case TRITON_OTHER_COPY:
 		case TRITON_STALE:
@@ -333,10 +485,47 @@ struct pvg_outcome rule_witness_triton(const struct triton_jit *j)
 								 : "dispatch-marker.triton-other-copy",
 					    "restart the service on the installed change (with a Triton "
 					    "cache cleared of older entries) and run the benchmark again",
-					    "JIT module (memory, sha256 %s…): %s", h, d->why);
+					    "JIT module (memory, sha256 %s…)%s: %s", h, from, d->why);
 			break;
 		}
 	}
+	return o;
+}
+
+/* An entry's own fields in the evidence. */
+static void entry_evidence(cJSON *o, const struct pvg_triton_entry *e)
+{
+	pvg_json_add_str(o, "entry", e->key);
+	pvg_json_add_str(o, "cache", e->folder);
+	if (e->meta_ok) {
+		pvg_json_add_str(o, "kernel", e->meta.name);
+		pvg_json_add_str(o, "arch", e->meta.arch);
+		if (e->meta.num_warps)
+			cJSON_AddNumberToObject(o, "num_warps", (double)e->meta.num_warps);
+		if (e->meta.num_stages)
+			cJSON_AddNumberToObject(o, "num_stages", (double)e->meta.num_stages);
+		if (e->meta.maxnreg)
+			cJSON_AddNumberToObject(o, "maxnreg", (double)e->meta.maxnreg);
+	}
+	if (e->src_path) {
+		pvg_json_add_str(o, "source", e->src_path);
+		pvg_json_add_u64(o, "line", e->src_line);
+	}
+	pvg_json_add_u64(o, "written", (uint64_t)e->written.tv_sec);
+}
+
+static cJSON *verdict_evidence(const struct triton_entry_verdict *a, bool variant)
+{
+	cJSON *o = cJSON_CreateObject();
+	entry_evidence(o, a->e);
+	char hex[65];
+	for (int b = 0; b < 32; b++)
+		snprintf(hex + 2 * b, 3, "%02x", a->e->sha256[b]);
+	pvg_json_add_str(o, "sha256", hex);
+	pvg_json_add_str(o, "verdict", verdict_names[a->v]);
+	pvg_json_add_str(o, "why", a->why);
+	if (variant)
+		pvg_json_add_bool(o, "loaded", a->loaded);
 	return o;
 }
 
@@ -372,19 +561,21 @@ void dispatch_triton_evidence(cJSON *ev, const struct triton_jit *j)
 		pvg_json_add_str(o, "sha256", hex);
 		pvg_json_add_str(o, "verdict", verdict_names[d->v]);
 		pvg_json_add_str(o, "why", d->why);
-		if (d->e) {
-			pvg_json_add_str(o, "entry", d->e->key);
-			pvg_json_add_str(o, "cache", d->e->folder);
-			if (d->e->meta_ok) {
-				pvg_json_add_str(o, "kernel", d->e->meta.name);
-				pvg_json_add_str(o, "arch", d->e->meta.arch);
-			}
-			if (d->e->src_path) {
-				pvg_json_add_str(o, "source", d->e->src_path);
-				pvg_json_add_u64(o, "line", d->e->src_line);
-			}
-			pvg_json_add_u64(o, "written", (uint64_t)d->e->written.tv_sec);
+		if (d->e)
+			entry_evidence(o, d->e);
+		if (d->n_same || d->same_unjudged) {
+			cJSON *sb = cJSON_AddArrayToObject(o, "same_bytes");
+			for (size_t k = 0; k < d->n_same; k++)
+				cJSON_AddItemToArray(sb, verdict_evidence(&d->same[k], false));
+			if (d->same_unjudged)
+				pvg_json_add_u64(o, "same_bytes_unjudged", d->same_unjudged);
 		}
 		cJSON_AddItemToArray(ms, o);
+	}
+	if (j->variants_total) {
+		cJSON *vs = cJSON_AddArrayToObject(t, "other_variants");
+		for (size_t k = 0; k < j->n_variants; k++)
+			cJSON_AddItemToArray(vs, verdict_evidence(&j->variants[k], true));
+		pvg_json_add_u64(t, "other_variants_total", j->variants_total);
 	}
 }

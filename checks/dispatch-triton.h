@@ -9,6 +9,14 @@
  * arch, its .source names a changed .py as installed, with the change's content, and it was
  * written after that file took its content. Judged only for modules that ran a required
  * kernel; the decision on the verdicts is 07-dispatch-marker.c's.
+ *
+ * Several entries can hold the module's bytes (one kernel in vLLM's per-rank folders, or
+ * compiled again under another key): each is judged, and the bytes are the installed code
+ * when any one of them is a fresh compile of the installed file, since the same bytes ran
+ * whichever entry Triton read them from. None linked: the best of the others decides (one
+ * that cannot be read or matched may still be that compile: unverifiable; else a fail).
+ * An autotuner's other variants of a kernel that ran (same name and source, other bytes)
+ * are not the code that ran: listed, judged for the reader, never a problem.
  */
 #pragma once
 #include "checks.h"
@@ -16,6 +24,7 @@
 #include "facts.h"
 #include "formats/witness.h"
 #include "sys/triton-cache.h"
+#include "sys/witness.h"
 
 enum triton_verdict {
 	TRITON_LINKED,        /* a fresh entry of a changed file, for the node's arch */
@@ -29,11 +38,25 @@ enum triton_verdict {
 				 * known: whether it is the installed file cannot be told */
 };
 
+#define TRITON_MAX_SAME_BYTES 64u /* entries judged for one module's bytes */
+#define TRITON_MAX_VARIANTS 64u   /* other variants listed in the evidence */
+
+/* One entry, judged. */
+struct triton_entry_verdict {
+	const struct pvg_triton_entry *e;
+	enum triton_verdict v;
+	char *why;
+	bool loaded; /* (variants) a module the witness saw loaded has its bytes */
+};
+
 struct triton_judged {
 	uint8_t sha256[32];
 	enum triton_verdict v;
-	const struct pvg_triton_entry *e; /* NULL with NO_ENTRY */
+	const struct pvg_triton_entry *e; /* the entry that decided; NULL with NO_ENTRY */
 	char *why;                        /* in words */
+	struct triton_entry_verdict *same; /* the other entries with these bytes */
+	size_t n_same;
+	size_t same_unjudged; /* past TRITON_MAX_SAME_BYTES */
 };
 
 struct triton_jit {
@@ -48,6 +71,8 @@ struct triton_jit {
 	struct triton_judged *v;
 	size_t n;
 	size_t n_required; /* the first n_required were judged for required kernels */
+	struct triton_entry_verdict *variants; /* dispatch_triton_variants */
+	size_t n_variants, variants_total;
 };
 
 void dispatch_triton_init(struct triton_jit *j, struct pvg_ctx *ctx, pid_t pid);
@@ -55,6 +80,11 @@ void dispatch_triton_clear(struct triton_jit *j);
 /* The verdict on a MEMORY module (judged once per digest). */
 const struct triton_judged *dispatch_triton_judge(struct triton_jit *j,
 						  const struct pvg_witness_mod *m);
+/* The other variants of the kernels judged: entries of the same kernel name and .source
+ * path as a judged module's entry whose bytes no judged module has (an autotuner's other
+ * configs, other specialisations), each judged and marked loaded when a module in dir has
+ * its bytes. Evidence only: they are not the code that ran a required kernel. */
+void dispatch_triton_variants(struct triton_jit *j, const struct pvg_witness_dir *dir);
 /* One problem per module that ran a required kernel and is not linked. */
 struct pvg_outcome rule_witness_triton(const struct triton_jit *j);
 /* evidence.witness.triton: the folders looked at, the modules judged. */

@@ -66,6 +66,20 @@ static int cuda_arch(const cJSON *a, char *out, size_t size, char **why)
 	return 0;
 }
 
+/* An optional whole-number option in [lo, hi]; null only where null_ok (*out stays 0). */
+static int get_count(const cJSON *o, const char *key, long lo, long hi, bool null_ok, long *out,
+		     char **why)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!v || (null_ok && cJSON_IsNull(v)))
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble < (double)lo || v->valuedouble > (double)hi ||
+	    v->valuedouble != (double)(long)v->valuedouble)
+		return bad(why, "\"%s\" is not a whole number in its bounds", key);
+	*out = (long)v->valuedouble;
+	return 0;
+}
+
 int pvg_triton_meta_parse(const char *text, size_t len, struct pvg_triton_meta *out, char **why)
 {
 	memset(out, 0, sizeof(*out));
@@ -85,6 +99,10 @@ int pvg_triton_meta_parse(const char *text, size_t len, struct pvg_triton_meta *
 		;
 	else if (get_str(root, "triton_version", out->triton_version,
 			 sizeof(out->triton_version), false, why) < 0)
+		;
+	else if (get_count(root, "num_warps", 1, 1024, false, &out->num_warps, why) < 0 ||
+		 get_count(root, "num_stages", 0, 1024, false, &out->num_stages, why) < 0 ||
+		 get_count(root, "maxnreg", 1, 65535, true, &out->maxnreg, why) < 0)
 		;
 	else if (!cJSON_IsObject(t))
 		bad(why, "\"%s\" is not an object", "target");

@@ -21,10 +21,15 @@ struct pvg_triton_meta {
 	char arch[64];                  /* a target id as codeobj writes it: "sm_90", "gfx90a:xnack-" */
 	char triton_version[32];        /* "" when absent */
 	long warp_size;                 /* 0 when absent */
+	/* the options that tell an autotuner's variants of one kernel apart (Triton's key
+	 * hashes them and the constexprs, which the json does not keep): 0 when absent, and
+	 * maxnreg 0 also when null (no cap) */
+	long num_warps, num_stages, maxnreg;
 };
 
 /* Parses NAME.json. 0, or -EBADMSG with *why (allocated): not JSON, not an object, a field of
- * the wrong type or out of bounds, a backend other than cuda/hip, an arch that is no target. */
+ * the wrong type or out of bounds (num_warps 1..1024, num_stages 0..1024, maxnreg null or
+ * 1..65535), a backend other than cuda/hip, an arch that is no target. */
 int pvg_triton_meta_parse(const char *text, size_t len, struct pvg_triton_meta *out, char **why);
 
 /* The binary's file name suffix for a backend: "cubin", "hsaco"; NULL for another. */

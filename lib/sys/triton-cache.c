@@ -154,6 +154,7 @@ static char *entry_stem(int efd)
 			close(dup_fd);
 		return NULL;
 	}
+	rewinddir(d); /* the descriptor's offset is shared with every dup of it */
 	char *stem = NULL;
 	struct dirent *de;
 	for (int n = 0; (de = readdir(d)) && n < 64 && !stem; n++) {
@@ -175,6 +176,10 @@ static void walk_dir(struct walk *k, int dfd, int depth)
 			close(dup_fd);
 		return;
 	}
+	/* from the start: entry_stem read this folder through a dup of the same descriptor,
+	 * and a dup shares the offset (without this, no folder below the first level, such as
+	 * vLLM's per-rank triton_cache folders, was ever read) */
+	rewinddir(d);
 	struct dirent *de;
 	while ((de = readdir(d)) && !bounded(k)) {
 		if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
@@ -216,13 +221,20 @@ void pvg_triton_index_add(struct pvg_triton_index *idx, const struct pvg_triton_
 	walk_dir(&k, dfd, 0);
 }
 
-const struct pvg_triton_entry *pvg_triton_index_find(const struct pvg_triton_index *idx,
-						     const uint8_t sha256[32])
+const struct pvg_triton_entry *pvg_triton_index_next(const struct pvg_triton_index *idx,
+						     const uint8_t sha256[32],
+						     const struct pvg_triton_entry *prev)
 {
-	for (size_t i = 0; i < idx->n; i++)
+	for (size_t i = prev ? (size_t)(prev - idx->v) + 1 : 0; i < idx->n; i++)
 		if (memcmp(idx->v[i].sha256, sha256, 32) == 0)
 			return &idx->v[i];
 	return NULL;
+}
+
+const struct pvg_triton_entry *pvg_triton_index_find(const struct pvg_triton_index *idx,
+						     const uint8_t sha256[32])
+{
+	return pvg_triton_index_next(idx, sha256, NULL);
 }
 
 void pvg_triton_index_clear(struct pvg_triton_index *idx)

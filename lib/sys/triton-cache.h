@@ -61,6 +61,12 @@ struct pvg_triton_where {
  * holding entries (vLLM's compile cache). */
 void pvg_triton_index_add(struct pvg_triton_index *idx, const struct pvg_triton_where *w,
 			  const char *path, const char *from);
+/* The first entry whose binary has these bytes; _next the one after prev. Several entries
+ * may hold the same bytes (one kernel in two folders, as vLLM's per-rank caches keep it, or
+ * compiled again under another key): each is its own claim of where they came from. */
 const struct pvg_triton_entry *pvg_triton_index_find(const struct pvg_triton_index *idx,
 						     const uint8_t sha256[32]);
+const struct pvg_triton_entry *pvg_triton_index_next(const struct pvg_triton_index *idx,
+						     const uint8_t sha256[32],
+						     const struct pvg_triton_entry *prev);
 void pvg_triton_index_clear(struct pvg_triton_index *idx);

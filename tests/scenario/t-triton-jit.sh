@@ -13,6 +13,10 @@ F="$PVG_SRC/tests/fixtures/triton-cache"
 BOOT=$(cat /proc/sys/kernel/random/boot_id)
 SM90=$(sha256sum "$F/add_kernel.sm_90.cubin" | cut -c1-64)
 SM80=$(sha256sum "$F/add_kernel.sm_80.cubin" | cut -c1-64)
+# scale_kernel's autotuned variants: one name, one source, three cubins
+B128=$(sha256sum "$F/scale_kernel.b128.sm_90.cubin" | cut -c1-64)
+B256=$(sha256sum "$F/scale_kernel.b256.sm_90.cubin" | cut -c1-64)
+B256R=$(sha256sum "$F/scale_kernel.b256r32.sm_90.cubin" | cut -c1-64)
 PY=pkg/ops/add_kernel.py
 
 export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.org GIT_COMMITTER_NAME=t \
@@ -44,10 +48,11 @@ repo() {
 # cache PYFILE: a cache tree under cache/ whose entries' .source name PYFILE
 cache() { sh "$F/make.sh" cache "$PWD/cache" "$1" >/dev/null || fail "make.sh cache failed"; }
 
-# start CACHEDIR: the live service, its environment naming the cache
+# start CACHEDIR [VLLM_CACHE_ROOT]: the live service, its environment naming the cache
 start() {
 	mkdir -p wdir
-	TRITON_CACHE_DIR=$1 PROVGATE_WITNESS_DIR=$PWD/wdir CUDA_INJECTION64_PATH=$LIB sleep 300 &
+	VLLM_CACHE_ROOT=${2:-} TRITON_CACHE_DIR=$1 PROVGATE_WITNESS_DIR=$PWD/wdir \
+		CUDA_INJECTION64_PATH=$LIB sleep 300 &
 	svc=$!
 	trap 'kill $svc 2>/dev/null || true' EXIT
 	for _ in $(seq 50); do [ "$(readlink /proc/$svc/exe)" != "$(readlink /proc/$$/exe)" ] && break; sleep 0.02; done
@@ -63,6 +68,41 @@ witness() {
 	"$TOOL" restamp w.pvgw wdir "$svc" "$svc" 1 "$(ticks_of "$svc")" "$BOOT" >/dev/null ||
 		fail "restamp failed"
 }
+
+# witness_mods SHA:KERNEL...: the service loaded one module from memory per argument, each
+# of those bytes, and launched KERNEL from it 4 times (none where KERNEL is empty)
+witness_mods() {
+	local i=0 a
+	: >w.txt
+	for a in "$@"; do
+		i=$((i + 1))
+		printf 'module sha256=%s size=3968 origin=memory arch=90\n' "${a%%:*}" >>w.txt
+		[ -n "${a#*:}" ] &&
+			printf 'record name=%s grid=8 block=128 count=4 module=%d\n' "${a#*:}" "$i" >>w.txt
+	done
+	"$TOOL" build w.txt w.pvgw || fail "witness-tool build failed"
+	rm -f wdir/*.pvgw
+	"$TOOL" restamp w.pvgw wdir "$svc" "$svc" 1 "$(ticks_of "$svc")" "$BOOT" >/dev/null ||
+		fail "restamp failed"
+}
+
+# caches PATH...: witness.triton_caches, read after the folders the environment names
+caches() {
+	jq '.witness.triton_caches = $ARGS.positional' provgate.json --args "$@" >p.json &&
+		mv p.json provgate.json
+}
+
+# entry_of DIR SHA: the entry folder under DIR whose binary has these bytes
+entry_of() {
+	local d
+	for d in "$1"/*/; do
+		[ "$(sha256sum "$d"*.cubin | cut -c1-64)" = "$2" ] && { basename "$d"; return; }
+	done
+	fail "no entry of $2 under $1"
+}
+
+# stale DIR: the entry folder's files as an earlier compile left them, before the install
+stale() { touch -d '2020-01-01 00:00' "$1"/*; }
 
 gate7() {
 	pg run -c provgate.json --pid "$svc" --gates 7 --json r.json
@@ -160,8 +200,8 @@ test_truncated_json_is_unverifiable() {
 	gate7
 	assert_eq "$status" unverifiable "status ($codes)"
 	assert_contains "$codes" dispatch-marker.triton-no-entry
-	assert_contains "$msgs" "its cache entry"
-	assert_contains "$msgs" "cannot be read"
+	assert_contains "$msgs" "from cache entry"
+	assert_contains "$msgs" "it cannot be read: not JSON"
 	assert_eq "$(mod_ev verdict)" bad-entry
 }
 
@@ -172,6 +212,178 @@ test_triton_kernel_never_run_fails_naming_the_source() {
 	assert_eq "$status" fail "status ($codes)"
 	assert_contains "$codes" dispatch-marker.witness-source-not-launched
 	assert_contains "$msgs" "changed source $PY: none of its kernels (add_kernel, scale_kernel) was launched"
+}
+
+# ---- autotuned variants: one kernel, one source, several entries -------------------------
+
+mod_of() { jq -r --arg s "$1" ".gates[6].evidence.witness.triton.modules[] | select(.sha256 == \$s) | .$2" r.json; }
+
+test_autotuned_variants_all_fresh_certify_listing_each_entry() {
+	repo; cache "$PWD/inst/$PY"
+	start "$PWD/cache/variants"
+	witness_mods "$B128:scale_kernel" "$B256:scale_kernel" "$B256R:scale_kernel"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(jq '.gates[6].evidence.witness.triton.modules | length' r.json)" 3
+	assert_eq "$(jq -r '[.gates[6].evidence.witness.triton.modules[].verdict] | unique | join(",")' r.json)" linked
+	# each variant's own entry, told apart by its options
+	assert_eq "$(mod_of "$B128" entry)" "$(entry_of cache/variants "$B128")"
+	assert_eq "$(mod_of "$B256" entry)" "$(entry_of cache/variants "$B256")"
+	assert_eq "$(mod_of "$B256R" entry)" "$(entry_of cache/variants "$B256R")"
+	assert_eq "$(jq -r '[.gates[6].evidence.witness.triton.modules[].entry] | unique | length' r.json)" 3
+	assert_eq "$(mod_of "$B128" num_warps),$(mod_of "$B256" num_warps),$(mod_of "$B256R" num_warps)" 4,8,8
+	assert_eq "$(mod_of "$B256R" maxnreg),$(mod_of "$B256R" num_stages)" 32,2
+	assert_eq "$(mod_of "$B256" kernel):$(mod_of "$B256" line)" scale_kernel:16
+	assert_eq "$(jq -r '.gates[6].evidence.witness.kernels[] | select(.name == "scale_kernel") | .code' r.json | sort -u)" jit-linked
+}
+
+test_one_variant_meets_the_default_requirement() {
+	# three entries of the kernel, the service ran one; add_kernel never ran
+	repo; cache "$PWD/inst/$PY"
+	start "$PWD/cache/variants"; witness_mods "$B256:scale_kernel"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(mod_ev verdict):$(mod_ev entry)" "linked:$(entry_of cache/variants "$B256")"
+	assert_eq "$(jq -r --arg s "$PY" '.gates[6].evidence.witness.changed_sources[] | select(.source == $s) | .launches | "\(.from_artifact) \(.other_code)"' r.json)" "4 0"
+}
+
+test_stale_variant_that_ran_is_refused_beside_a_fresh_one() {
+	repo; cache "$PWD/inst/$PY"
+	old=$(entry_of cache/variants "$B256"); stale "cache/variants/$old"
+	start "$PWD/cache/variants"
+	witness_mods "$B128:scale_kernel" "$B256:scale_kernel"
+	gate7
+	assert_eq "$status" fail "status ($codes)"
+	assert_eq "$codes" dispatch-marker.triton-stale
+	# the stale variant's entry is named; its fresh sibling does not cover for it
+	assert_contains "$msgs" "sha256 ${B256:0:12}"
+	assert_contains "$msgs" "from cache entry $old (scale_kernel, num_warps 8, num_stages 3) in $PWD/cache/variants:"
+	assert_contains "$msgs" "before $PWD/inst/$PY took its content"
+	assert_not_contains "$msgs" "${B128:0:12}"
+	assert_eq "$(mod_of "$B128" verdict),$(mod_of "$B256" verdict)" linked,stale
+	assert_eq "$(jq -r --arg s "$PY" '.gates[6].evidence.witness.changed_sources[] | select(.source == $s) | .launches | "\(.from_artifact) \(.other_code)"' r.json)" "4 4"
+}
+
+test_stale_variant_not_loaded_is_no_failure_but_noted() {
+	repo; cache "$PWD/inst/$PY"
+	old=$(entry_of cache/variants "$B256R"); stale "cache/variants/$old"
+	start "$PWD/cache/variants"
+	witness_mods "$B128:scale_kernel" "$B256:scale_kernel"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	# not the code that ran: listed with its verdict, no problem
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.other_variants | length' r.json)" 1
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.other_variants[0] | "\(.entry) \(.kernel) \(.verdict) \(.loaded)"' r.json)" \
+		"$old scale_kernel stale false"
+}
+
+test_stale_variant_loaded_but_never_launched_is_no_failure() {
+	# its module was loaded (Triton loads what it compiles or finds), nothing ran from it
+	repo; cache "$PWD/inst/$PY"
+	old=$(entry_of cache/variants "$B256"); stale "cache/variants/$old"
+	start "$PWD/cache/variants"
+	witness_mods "$B128:scale_kernel" "$B256:"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules | length' r.json)" 1
+	assert_eq "$(jq -r --arg s "$B256" '.gates[6].evidence.witness.triton.other_variants[] | select(.sha256 == $s) | "\(.verdict) \(.loaded)"' r.json)" \
+		"stale true"
+	assert_eq "$(jq -r --arg s "$B256R" '.gates[6].evidence.witness.triton.other_variants[] | select(.sha256 == $s) | "\(.verdict) \(.loaded)"' r.json)" \
+		"linked false"
+}
+
+# vLLM sets TRITON_CACHE_DIR at run time, per rank, under its compile cache: the service's
+# environment names only VLLM_CACHE_ROOT, and the walk goes down to the triton_cache folders
+test_entries_in_vllm_per_rank_triton_caches_are_found() {
+	repo; cache "$PWD/inst/$PY"
+	local tc=vroot/torch_compile_cache/0123456789
+	mkdir -p $tc/rank_0_0/backbone $tc/rank_1_0/backbone
+	cp -a cache/variants $tc/rank_0_0/backbone/triton_cache
+	cp -a cache/twins/rank_1_0 $tc/rank_1_0/backbone/triton_cache
+	start "" "$PWD/vroot"
+	witness_mods "$B128:scale_kernel" "$B256:scale_kernel"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.caches[] | select(.from == "VLLM_CACHE_ROOT") | .entries' r.json)" 4
+	assert_eq "$(mod_of "$B256" verdict):$(mod_of "$B256" entry)" "linked:$(entry_of $tc/rank_0_0/backbone/triton_cache "$B256")"
+	# the b128 bytes in both ranks' caches
+	assert_eq "$(mod_of "$B128" verdict):$(jq -r --arg s "$B128" '.gates[6].evidence.witness.triton.modules[] | select(.sha256 == $s) | .same_bytes | length' r.json)" linked:1
+}
+
+# ---- two entries with the same bytes: decided by content ---------------------------------
+
+# twins: the same entry (key and bytes) in two per-rank folders; TRITON_CACHE_DIR names the
+# first, witness.triton_caches the second, so the walk meets them in this order
+test_same_bytes_stale_then_fresh_entry_certifies() {
+	repo; cache "$PWD/inst/$PY"
+	stale cache/twins/rank_0_0/*
+	caches "$PWD/cache/twins/rank_1_0"
+	start "$PWD/cache/twins/rank_0_0"; witness_mods "$B128:scale_kernel"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(mod_ev verdict):$(mod_ev cache)" "linked:$PWD/cache/twins/rank_1_0"
+	# the other entry of these bytes is listed with its own verdict
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules[0].same_bytes | map("\(.cache) \(.verdict)") | join(";")' r.json)" \
+		"$PWD/cache/twins/rank_0_0 stale"
+}
+
+test_same_bytes_fresh_then_stale_entry_certifies() {
+	repo; cache "$PWD/inst/$PY"
+	stale cache/twins/rank_1_0/*
+	caches "$PWD/cache/twins/rank_1_0"
+	start "$PWD/cache/twins/rank_0_0"; witness_mods "$B128:scale_kernel"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(mod_ev verdict):$(mod_ev cache)" "linked:$PWD/cache/twins/rank_0_0"
+}
+
+test_same_bytes_fresh_copy_then_fresh_installed_certifies() {
+	repo; cache "$PWD/inst/$PY"
+	sh "$F/make.sh" cache "$PWD/copy" "$PWD/r/$PY" >/dev/null || fail "make.sh cache failed"
+	caches "$PWD/cache/twins/rank_1_0"
+	start "$PWD/copy/twins/rank_0_0"; witness_mods "$B128:scale_kernel"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(mod_ev verdict):$(mod_ev source)" "linked:$PWD/inst/$PY"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules[0].same_bytes[0].verdict' r.json)" other-copy
+}
+
+test_same_bytes_none_fresh_from_the_installed_file_is_refused() {
+	# a stale entry of the installed file and a fresh one of another copy: neither is a
+	# compile of the installed content, in either order
+	repo; cache "$PWD/inst/$PY"
+	sh "$F/make.sh" cache "$PWD/copy" "$PWD/r/$PY" >/dev/null || fail "make.sh cache failed"
+	stale cache/twins/rank_0_0/*
+	local first second
+	for order in 1 2; do
+		if [ $order = 1 ]; then first=$PWD/cache/twins/rank_0_0 second=$PWD/copy/twins/rank_1_0
+		else first=$PWD/copy/twins/rank_1_0 second=$PWD/cache/twins/rank_0_0; fi
+		repo_cfg=$(cat provgate.json); caches "$second"
+		start "$first"; witness_mods "$B128:scale_kernel"
+		gate7
+		echo "$repo_cfg" >provgate.json; kill $svc
+		assert_eq "$status" fail "order $order: status ($codes)"
+		assert_contains "$codes" dispatch-marker.triton-stale
+		assert_contains "$msgs" "in $PWD/cache/twins/rank_0_0: the entry was written at"
+		assert_contains "$msgs" "no other entry with these bytes links them (1: other-copy)"
+		assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules[0].same_bytes[0].verdict' r.json)" other-copy
+	done
+}
+
+test_same_bytes_stale_and_unreadable_is_unverifiable() {
+	# the unreadable entry may be a fresh compile of the installed file: not a pass, and
+	# not a refusal either
+	repo; cache "$PWD/inst/$PY"
+	stale cache/twins/rank_0_0/*
+	j=$(echo cache/twins/rank_1_0/*/scale_kernel.json)
+	head -c 40 "$j" >j.cut && mv j.cut "$j"
+	caches "$PWD/cache/twins/rank_1_0"
+	start "$PWD/cache/twins/rank_0_0"; witness_mods "$B128:scale_kernel"
+	gate7
+	assert_eq "$status" unverifiable "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-no-entry
+	assert_eq "$(mod_ev verdict)" bad-entry
+	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules[0].same_bytes[0].verdict' r.json)" stale
 }
 
 # init proposes the changed .py's @triton.jit kernels as a changed source, as it does a .cu's

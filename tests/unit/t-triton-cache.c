@@ -3,7 +3,8 @@
  * Triton cache entries: the metadata, .source and .py parsers on the files
  * tests/fixtures/triton-cache/make.sh writes in Triton 3.6's layout, and the folder walk on
  * such a tree (a real sm_90 and sm_80 cubin, a real gfx90a code object) with its hostile
- * variants: a truncated json, a link out of the cache, a 5 MiB json.
+ * variants: a truncated json, a link out of the cache, a 5 MiB json; and an autotuned
+ * kernel's variants (three real cubins of one name) and one entry in two folders.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -71,7 +72,25 @@ static void meta_cases(void)
 		   !pvg_target_compatible("gfx936", m.arch) && pvg_target_compatible("gfx90a:xnack-", m.arch),
 	   "meta_hip_gfx90a_serves_gfx90a_not_gfx936");
 	free(why);
+	/* the options that tell an autotuner's variants apart */
+	const char *opts = "{\"target\": {\"backend\": \"cuda\", \"arch\": 90}, \"name\": \"k\", "
+			   "\"num_warps\": 8, \"num_stages\": 2, \"maxnreg\": 32}";
+	ok(pvg_triton_meta_parse(opts, strlen(opts), &m, &why) == 0 && m.num_warps == 8 &&
+		   m.num_stages == 2 && m.maxnreg == 32,
+	   "meta_options (%ld %ld %ld)", m.num_warps, m.num_stages, m.maxnreg);
+	free(why);
+	const char *nocap = "{\"target\": {\"backend\": \"cuda\", \"arch\": 90}, \"name\": \"k\", "
+			    "\"num_warps\": 4, \"maxnreg\": null}";
+	ok(pvg_triton_meta_parse(nocap, strlen(nocap), &m, &why) == 0 && m.num_warps == 4 &&
+		   m.num_stages == 0 && m.maxnreg == 0,
+	   "meta_maxnreg_null_is_no_cap");
+	free(why);
 	const char *bad[] = {
+		"{\"target\": {\"backend\": \"cuda\", \"arch\": 90}, \"name\": \"k\", \"num_warps\": 0}",
+		"{\"target\": {\"backend\": \"cuda\", \"arch\": 90}, \"name\": \"k\", \"num_warps\": \"8\"}",
+		"{\"target\": {\"backend\": \"cuda\", \"arch\": 90}, \"name\": \"k\", \"num_stages\": 1e300}",
+		"{\"target\": {\"backend\": \"cuda\", \"arch\": 90}, \"name\": \"k\", \"num_warps\": null}",
+		"{\"target\": {\"backend\": \"cuda\", \"arch\": 90}, \"name\": \"k\", \"maxnreg\": 2.5}",
 		"{\"target\": {\"backend\": \"cuda\", \"arch\": 90}, \"name\": \"add_ker",
 		"[1,2]",
 		"{\"target\": {\"backend\": \"cuda\", \"arch\": \"90; rm\"}, \"name\": \"k\"}",
@@ -150,7 +169,8 @@ static void index_cases(void)
 	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct pvg_triton_where w = { .root_fd = root };
 	struct pvg_triton_index idx = { 0 };
-	const char *trees[] = { "good", "old-arch", "hip", "truncated", "mismatch", "link-out", "huge" };
+	const char *trees[] = { "good", "old-arch", "hip", "truncated", "mismatch", "link-out", "huge",
+				"variants", "twins" };
 	for (size_t i = 0; i < ARRAY_SIZE(trees); i++) {
 		snprintf(cmd, sizeof(cmd), "%s/%s", tmpl, trees[i]);
 		pvg_triton_index_add(&idx, &w, cmd, "test");
@@ -175,6 +195,43 @@ static void index_cases(void)
 	ok(n80 == 2, "index_old_arch_and_mismatch_entries (%zu)", n80);
 	ok(bad_meta == 2, "index_truncated_and_huge_json_not_taken (%zu)", bad_meta);
 	ok(in_link == 0, "index_never_follows_link_out_of_cache");
+	/* scale_kernel's variants: one name, three keys, three cubins, each with its options */
+	const char *vbin[] = { "scale_kernel.b128.sm_90.cubin", "scale_kernel.b256.sm_90.cubin",
+			       "scale_kernel.b256r32.sm_90.cubin" };
+	const long vwarps[] = { 4, 8, 8 }, vnreg[] = { 0, 0, 32 };
+	const char *vkey[3] = { 0 };
+	for (int v = 0; v < 3; v++) {
+		uint8_t sha[32];
+		sha_of(vbin[v], sha);
+		const struct pvg_triton_entry *x = NULL;
+		for (e = pvg_triton_index_find(&idx, sha); e; e = pvg_triton_index_next(&idx, sha, e))
+			if (strstr(e->folder, "/variants"))
+				x = e;
+		vkey[v] = x ? x->key : NULL;
+		ok(x && x->meta_ok && strcmp(x->meta.name, "scale_kernel") == 0 &&
+			   x->meta.num_warps == vwarps[v] && x->meta.maxnreg == vnreg[v] &&
+			   x->src_line == 16,
+		   "index_variant_%d_with_its_options", v);
+	}
+	ok(vkey[0] && vkey[1] && vkey[2] && strcmp(vkey[0], vkey[1]) != 0 &&
+		   strcmp(vkey[1], vkey[2]) != 0 && strcmp(vkey[0], vkey[2]) != 0,
+	   "index_variants_have_their_own_keys");
+	/* entries two levels down (vLLM's per-rank triton_cache folders): a folder that is
+	 * no entry is read again from its start */
+	const struct pvg_triton_folder *tw = &idx.folders[idx.n_folders - 1];
+	ok(strstr(tw->path, "/twins") && tw->entries == 2,
+	   "index_walks_folders_below_the_first_level (%zu)", tw->entries);
+	/* the b128 bytes: its variant entry and the entry kept in two per-rank folders, each
+	 * found (the first alone would hide the others) */
+	uint8_t b128[32];
+	sha_of("scale_kernel.b128.sm_90.cubin", b128);
+	size_t same = 0, twins = 0;
+	for (e = pvg_triton_index_find(&idx, b128); e; e = pvg_triton_index_next(&idx, b128, e)) {
+		same++;
+		twins += strstr(e->folder, "/twins") != NULL;
+	}
+	ok(same == 3 && twins == 2, "index_next_finds_every_entry_of_the_bytes (%zu, %zu)", same,
+	   twins);
 	pvg_triton_index_clear(&idx);
 	close(root);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
