@@ -805,8 +805,16 @@ struct pvg_outcome rule_witness_recording(const struct witness_tally *ta)
  * say how they were sent: then, like a full table, the shortfall is unverifiable. */
 /* Launches whose code cannot be told from the artifact's, in words. */
 static char *code_untold_text(uint64_t ambiguous, uint64_t jit, uint64_t undecided,
-			      const struct witness_code *code)
+			      uint64_t jit_unknown, const struct witness_code *code)
 {
+	/* JIT code from memory is undecided by its Triton cache entry, not by the artifacts */
+	_cleanup_free_ char *ju = jit_unknown ? pvg_asprintf(
+							"%" PRIu64 " launch%s of JIT code from memory "
+							"that no Triton cache entry links to the change "
+							"(evidence.witness.triton.modules says why)",
+							jit_unknown, jit_unknown == 1 ? "" : "es")
+					      : NULL;
+	undecided -= jit_unknown;
 	_cleanup_free_ char *a = ambiguous ? pvg_asprintf("%" PRIu64 " launch%s of a name several "
 							  "loaded modules define, none told",
 							  ambiguous, ambiguous == 1 ? "" : "es")
@@ -823,13 +831,18 @@ static char *code_untold_text(uint64_t ambiguous, uint64_t jit, uint64_t undecid
 						     code && code->why ? code->why
 								       : "its module was not hashed")
 					   : NULL;
-	return pvg_asprintf("%s%s%s%s%s", a ? a : "", a && (j || u) ? "; " : "", j ? j : "",
-			    j && u ? "; " : "", u ? u : "");
+	return pvg_asprintf("%s%s%s%s%s%s%s", a ? a : "", a && (j || u || ju) ? "; " : "",
+			    j ? j : "", j && (u || ju) ? "; " : "", u ? u : "", u && ju ? "; " : "",
+			    ju ? ju : "");
 }
 
-static const char *code_untold_hint(uint64_t ambiguous, uint64_t jit, uint64_t undecided)
+static const char *code_untold_hint(uint64_t ambiguous, uint64_t jit, uint64_t undecided,
+				    uint64_t jit_unknown)
 {
-	(void)undecided;
+	if (jit_unknown && jit_unknown == undecided && !jit && !ambiguous)
+		return "let provgate find the Triton cache entry of the code that ran: name the "
+		       "service's cache folders in witness.triton_caches, and install_map the .py "
+		       "it was compiled from";
 	if (jit)
 		return "build device code for the node's arch (nvcc -gencode arch=compute_NN,"
 		       "code=sm_NN) so that the driver loads the artifact's cubin, not PTX it "
@@ -865,7 +878,8 @@ static void need_problem(struct pvg_outcome *o, const struct witness_tally *ta,
 	uint64_t got = nd->got, other_n = nd->name_only;
 	uint64_t untold = nd->ambiguous + nd->jit + nd->undecided;
 	_cleanup_free_ char *untold_why = untold ? code_untold_text(nd->ambiguous, nd->jit,
-								    nd->undecided, code)
+								    nd->undecided, nd->jit_unknown,
+								    code)
 						 : NULL;
 	if (untold)
 		st = PVG_UNVERIFIABLE;
@@ -886,7 +900,7 @@ static void need_problem(struct pvg_outcome *o, const struct witness_tally *ta,
 	}
 	if (untold) {
 		pvg_outcome_problem(o, PVG_UNVERIFIABLE, "dispatch-marker.witness-code-unknown",
-				    code_untold_hint(nd->ambiguous, nd->jit, nd->undecided),
+				    code_untold_hint(nd->ambiguous, nd->jit, nd->undecided, nd->jit_unknown),
 				    "{%s}: %" PRIu64 " launch%s from the artifact's code, %ld required; "
 				    "%s%s",
 				    want, got, got == 1 ? "" : "es", nd->need, untold_why, why);
@@ -974,7 +988,8 @@ struct pvg_outcome rule_witness_changed_sources(const struct changed_sources *sr
 						      "not itemize may hold them"
 						    : "";
 		_cleanup_free_ char *untold_why = untold ? code_untold_text(n->ambiguous, n->jit,
-									    n->undecided, code)
+									    n->undecided, n->jit_unknown,
+									    code)
 							 : NULL;
 		if (n->elsewhere) {
 			_cleanup_free_ char *nm = dispatch_witness_entry_name(n->other);
@@ -1002,7 +1017,7 @@ struct pvg_outcome rule_witness_changed_sources(const struct changed_sources *sr
 					    src, ks, n->name_only, n->name_only == 1 ? "" : "s");
 		} else if (untold) {
 			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-code-unknown",
-					    code_untold_hint(n->ambiguous, n->jit, n->undecided),
+					    code_untold_hint(n->ambiguous, n->jit, n->undecided, n->jit_unknown),
 					    "changed source %s: no launch of its kernels (%s) is from the "
 					    "artifact's code; %s",
 					    src, ks, untold_why);

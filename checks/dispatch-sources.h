@@ -33,6 +33,7 @@ struct source_count {
 	uint64_t ambiguous;      /* several modules define the name, none was told */
 	uint64_t jit;            /* a module the driver compiled from PTX */
 	uint64_t undecided;      /* not hashed, or the artifact's digests not known */
+	uint64_t jit_unknown;    /* of undecided: JIT code no Triton entry decides */
 	const struct pvg_witness_entry *other;   /* the most launched elsewhere record */
 	const struct pvg_witness_mod *other_mod; /* its module */
 	uint64_t other_n;

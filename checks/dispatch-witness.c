@@ -344,7 +344,7 @@ static const char *const from_names[] = {
 	[WITNESS_FROM_ARTIFACT] = "artifact",   [WITNESS_FROM_NAME_ONLY] = "name-only",
 	[WITNESS_FROM_OTHER] = "other-code",    [WITNESS_FROM_AMBIGUOUS] = "ambiguous",
 	[WITNESS_FROM_PTX_JIT] = "ptx-jit",     [WITNESS_FROM_UNDECIDED] = "undecided",
-	[WITNESS_FROM_JIT_LINKED] = "jit-linked",
+	[WITNESS_FROM_JIT_LINKED] = "jit-linked", [WITNESS_FROM_JIT_UNKNOWN] = "undecided",
 };
 
 const char *dispatch_witness_from_name(enum witness_from f)
@@ -470,7 +470,7 @@ enum witness_from dispatch_witness_from(const struct witness_code *code,
 		case TRITON_NO_ENTRY:
 		case TRITON_BAD_ENTRY:
 		case TRITON_INSTALL_UNKNOWN:
-			return WITNESS_FROM_UNDECIDED;
+			return WITNESS_FROM_JIT_UNKNOWN;
 		default:
 			return WITNESS_FROM_OTHER;
 		}
@@ -538,6 +538,9 @@ static void count_need(const struct witness_read *wr, struct witness_need *nd)
 			case WITNESS_FROM_PTX_JIT:
 				nd->jit = add_sat(nd->jit, e->count);
 				break;
+			case WITNESS_FROM_JIT_UNKNOWN:
+				nd->jit_unknown = add_sat(nd->jit_unknown, e->count);
+				/* fall through */
 			case WITNESS_FROM_UNDECIDED:
 				nd->undecided = add_sat(nd->undecided, e->count);
 				break;
@@ -626,6 +629,9 @@ static void count_sources(const struct witness_read *wr, struct changed_sources 
 				case WITNESS_FROM_PTX_JIT:
 					n->jit = add_sat(n->jit, k);
 					break;
+				case WITNESS_FROM_JIT_UNKNOWN:
+					n->jit_unknown = add_sat(n->jit_unknown, k);
+					/* fall through */
 				case WITNESS_FROM_UNDECIDED:
 					n->undecided = add_sat(n->undecided, k);
 					break;

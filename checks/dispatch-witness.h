@@ -80,6 +80,9 @@ enum witness_from {
 	WITNESS_FROM_PTX_JIT,   /* compiled by the driver from PTX: no file holds those bytes */
 	WITNESS_FROM_UNDECIDED, /* not hashed, or the artifacts' digests are not (all) known */
 	WITNESS_FROM_JIT_LINKED, /* from memory, and its Triton cache entry links it to the change */
+	WITNESS_FROM_JIT_UNKNOWN, /* from memory, and no Triton cache entry decides what it is (no
+				   * entry, an unreadable one, the .py's installed path not known):
+				   * undecided, named "undecided" in reports */
 };
 const char *dispatch_witness_from_name(enum witness_from f);
 
@@ -113,6 +116,7 @@ struct witness_need {
 	const struct pvg_witness_mod *other_mod;   /* its module */
 	uint64_t other_e_n;
 	uint64_t ambiguous, jit, undecided; /* launches whose code cannot be told */
+	uint64_t jit_unknown;      /* of undecided: JIT code no Triton entry decides */
 	uint64_t in_graph;         /* of those, inside graph replays */
 	uint64_t name_only;        /* the kernel with other dimensions */
 	const struct pvg_witness_entry *other; /* the last of those */

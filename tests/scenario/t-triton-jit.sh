@@ -191,6 +191,10 @@ test_no_entry_is_unverifiable_naming_the_folders() {
 	assert_eq "$status" unverifiable "status ($codes)"
 	assert_contains "$codes" dispatch-marker.triton-no-entry
 	assert_contains "$msgs" "no Triton cache entry holds these bytes (1 entry in"
+	# the changed source's problem says the same: its JIT launches are undecided by their entry,
+	# not by an artifact (the config names none, which has nothing to do with JIT code)
+	assert_contains "$msgs" "launches of JIT code from memory that no Triton cache entry links to the change"
+	assert_not_contains "$msgs" "the config names no artifact"
 	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.caches[] | select(.from == "TRITON_CACHE_DIR") | .path' r.json)" "$PWD/cache/old-arch"
 }
 
