@@ -39,8 +39,10 @@ void dispatch_triton_init(struct triton_jit *j, struct pvg_ctx *ctx, pid_t pid)
 
 void dispatch_triton_clear(struct triton_jit *j)
 {
-	for (size_t i = 0; i < j->n; i++)
+	for (size_t i = 0; i < j->n; i++) {
 		free(j->v[i].why);
+		free(j->v[i].change);
+	}
 	free(j->v);
 	free(j->why);
 	pvg_triton_index_clear(&j->idx);
@@ -162,7 +164,7 @@ static bool is_file(const struct pvg_untrusted *how, const char *path, const str
  * where the change's install path is not known, which file is the installed one cannot be
  * told: unverifiable, never a pass. */
 static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_triton_entry *e,
-					char **why)
+					char **why, char **change)
 {
 	const struct pvg_scope *scope;
 	int r = pvg_scope_get(j->ctx, &scope);
@@ -245,6 +247,7 @@ static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_t
 	}
 	*why = pvg_asprintf("compiled from %s line %lu (changed: %s) after it took its content", src,
 			    e->src_line, ch->path);
+	*change = pvg_strdup(ch->path);
 	return TRITON_LINKED;
 }
 
@@ -281,7 +284,7 @@ const struct triton_judged *dispatch_triton_judge(struct triton_jit *j,
 		d->why = pvg_asprintf("its cache entry was compiled for %s, the node is %s",
 				      e->meta.arch, arch ? arch : "(arch not set)");
 	} else {
-		d->v = judge_source(j, e, &d->why);
+		d->v = judge_source(j, e, &d->why, &d->change);
 	}
 	return d;
 }

@@ -34,6 +34,8 @@ struct triton_judged {
 	enum triton_verdict v;
 	const struct pvg_triton_entry *e; /* NULL with NO_ENTRY */
 	char *why;                        /* in words */
+	char *change;                     /* LINKED: the changed .py it was compiled from
+					   * (repo-relative) */
 };
 
 struct triton_jit {

@@ -580,6 +580,16 @@ static bool in_source_artifact(const struct witness_code *code, const struct cha
 	return false;
 }
 
+/* Is the JIT module m linked (by its Triton cache entry) to the source c itself? */
+static bool linked_to(const struct witness_code *code, const struct pvg_witness_mod *m,
+		      const struct changed_source *c)
+{
+	if (!m || !code->jit)
+		return false;
+	const struct triton_judged *d = dispatch_triton_judge(code->jit, m);
+	return d->v == TRITON_LINKED && d->change && strcmp(d->change, c->path) == 0;
+}
+
 /* The launches of each changed source's kernels: any grid, any kind of launch. */
 static void count_sources(const struct witness_read *wr, struct changed_sources *srcs)
 {
@@ -603,6 +613,14 @@ static void count_sources(const struct witness_read *wr, struct changed_sources 
 				 * source was built into */
 				if (from == WITNESS_FROM_ARTIFACT && c->in_art && m &&
 				    !in_source_artifact(&wr->code, c, m->sha256))
+					from = WITNESS_FROM_OTHER;
+				/* a .py's Triton kernels are code compiled from that file: an
+				 * artifact's copy of the name is not, and neither is a JIT module
+				 * linked to another changed file (the same kernel name in two .py
+				 * files, or a .cu's kernel name) */
+				if (from == WITNESS_FROM_ARTIFACT && c->triton)
+					from = WITNESS_FROM_OTHER;
+				if (from == WITNESS_FROM_JIT_LINKED && !linked_to(&wr->code, m, c))
 					from = WITNESS_FROM_OTHER;
 				switch (from) {
 				case WITNESS_FROM_ARTIFACT:

@@ -174,6 +174,27 @@ test_triton_kernel_never_run_fails_naming_the_source() {
 	assert_contains "$msgs" "changed source $PY: none of its kernels (add_kernel, scale_kernel) was launched"
 }
 
+test_kernel_of_another_changed_py_does_not_cover_a_second_py() {
+	# two changed .py files whose @triton.jit kernels share a name: the module ran is linked
+	# to add_kernel.py only, so the second file's kernel did not run
+	repo
+	git -C r checkout -q main
+	printf 'import triton\n\n@triton.jit\ndef add_kernel(p):\n    pass\n' >r/pkg/ops/mul.py
+	git -C r add -A && git -C r commit -qm "mul: base"
+	git -C r checkout -q work && git -C r rebase -q main
+	printf 'import triton\n\n@triton.jit\ndef add_kernel(p, q):\n    pass\n' >r/pkg/ops/mul.py
+	git -C r add -A && git -C r commit -qm "mul: two arguments"
+	rm -rf inst && mkdir -p inst && cp -r r/pkg inst/pkg
+	cache "$PWD/inst/$PY"
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$(mod_ev verdict)" linked
+	assert_eq "$status" fail "status ($codes: $msgs)"
+	assert_contains "$codes" dispatch-marker.witness-source
+	assert_contains "$msgs" "changed source pkg/ops/mul.py: none of its kernels (add_kernel)"
+	assert_not_contains "$msgs" "changed source $PY"
+}
+
 # init proposes the changed .py's @triton.jit kernels as a changed source, as it does a .cu's
 test_init_proposes_the_triton_kernels_of_a_changed_py() {
 	repo
