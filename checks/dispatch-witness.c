@@ -457,6 +457,11 @@ enum witness_from dispatch_witness_from(const struct witness_code *code,
 		return WITNESS_FROM_PTX_JIT;
 	if (m->flags & PVG_WITNESS_M_NOT_HASHED)
 		return WITNESS_FROM_UNDECIDED;
+	/* launched after its module was unloaded: a record is keyed by the launched handle and
+	 * bound once, so a handle the driver gave out again (to another module's function) went
+	 * on counting in it; which code those launches ran is not known */
+	if (m->unload_ns && e->last_ns > m->unload_ns)
+		return WITNESS_FROM_UNDECIDED;
 	for (size_t i = 0; i < code->n; i++)
 		if (memcmp(code->d[i].sha256, m->sha256, 32) == 0) {
 			*d = &code->d[i];

@@ -503,6 +503,29 @@ static void code_launch_counts_by_its_module_bytes(void)
 	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[1], &m, &d), WITNESS_FROM_UNDECIDED);
 }
 
+/* The CUDA witness keys a record by the launched handle (a CUfunction or CUkernel) and binds
+ * its module once, when the record is made: a handle the driver hands out again after its
+ * module was unloaded lands in the old record. Launches after the module's unload are not
+ * that module's code. */
+static void code_launch_after_its_module_unloaded_is_undecided(void)
+{
+	struct code_fixture x;
+	code_fixture(&x);
+	const struct pvg_witness_mod *m;
+	const struct witness_digest *d;
+	x.mods[0].load_ns = 1000;
+	x.mods[0].unload_ns = 5000;
+	x.e[0].first_ns = 2000;
+	x.e[0].last_ns = 4000;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_ARTIFACT);
+	x.e[0].last_ns = 6000;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_UNDECIDED);
+	CHECK(m == &x.mods[0] && d == NULL);
+	/* still loaded when written: nothing to compare */
+	x.mods[0].unload_ns = 0;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_ARTIFACT);
+}
+
 static void code_require_from_other_code_fails_naming_it(void)
 {
 	struct code_fixture x;
@@ -757,6 +780,7 @@ int main(void)
 	RUN(witness_requirement_short_fails_unless_replays_hide_it);
 	RUN(witness_forbidden_launch_fails_and_opaque_replays_are_unproven);
 	RUN(code_launch_counts_by_its_module_bytes);
+	RUN(code_launch_after_its_module_unloaded_is_undecided);
 	RUN(code_require_from_other_code_fails_naming_it);
 	RUN(sources_launched_from_the_artifact_pass);
 	RUN(sources_never_launched_fail_naming_source_and_kernels);
