@@ -120,6 +120,18 @@ test_entry_older_than_the_installed_file_is_stale() {
 	assert_contains "$msgs" "before $PWD/inst/$PY took its content"
 }
 
+test_entry_with_times_at_the_epoch_is_stale() {
+	# file times normalised to 0 (an image built with reproducible times): the entry says it
+	# was written in 1970, before the installed file took its content; its ctime is now
+	repo; cache "$PWD/inst/$PY"
+	touch -d @0 cache/good/*/*
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" fail "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-stale
+	assert_eq "$(mod_ev written)" 0
+}
+
 test_entry_from_another_copy_is_refused() {
 	repo
 	# the same bytes at another path: the work tree's file, not the installed one
