@@ -828,8 +828,11 @@ static char *code_untold_text(uint64_t ambiguous, uint64_t jit, uint64_t undecid
 						     "%" PRIu64 " launch%s whose code cannot be "
 						     "compared: %s",
 						     undecided, undecided == 1 ? "" : "es",
-						     code && code->why ? code->why
-								       : "its module was not hashed")
+						     code && code->why
+							     ? code->why
+							     : "its module is not known, was not "
+							       "hashed, or was unloaded before the "
+							       "last of them")
 					   : NULL;
 	return pvg_asprintf("%s%s%s%s%s%s%s", a ? a : "", a && (j || u || ju) ? "; " : "",
 			    j ? j : "", j && (u || ju) ? "; " : "", u ? u : "", u && ju ? "; " : "",

@@ -435,30 +435,36 @@ static void use_outcome(struct pvg_outcome *o, const struct compile_facts *cf,
 			const struct compile_use *u)
 {
 	/* a folder this run made compiled its graphs from the files as installed */
-	bool may_load = u->loaded || u->preexisting || !u->read;
+	bool may_load = u->loaded || u->preexisting || !u->read ||
+			(u->compiled && (u->err || !u->has_graphs));
 	if (!may_load)
 		return;
 	_cleanup_free_ char *dir = pvg_utf8_sanitize(u->dir, strlen(u->dir));
+	/* compile lines alone: vLLM logs a load only when a shape's last graph was loaded, so
+	 * earlier graphs may have come from a folder whose age cannot be read */
+	const char *did = u->loaded ? "loaded compiled graphs from"
+				    : "compiled graphs in (vLLM logs a load only when a shape's last "
+				      "graph was loaded, so earlier ones may have come from it)";
 	if (!u->read || u->err) {
-		if (!u->loaded)
+		if (!u->loaded && !u->compiled)
 			return;
 		pvg_outcome_problem(o, PVG_UNVERIFIABLE, "dispatch-marker.compile-cache-unreadable",
 				    "let provgate read the folder as the service's user can (no link "
 				    "out of the service's root), or start the service with "
 				    "VLLM_DISABLE_COMPILE_CACHE=1",
-				    "the service loaded compiled graphs from %s, which cannot be read "
-				    "(%s): whether they are older than the changed files they traced is "
-				    "not known", dir[0] ? dir : "(a folder cut short in the log)",
+				    "the service %s %s, which cannot be read (%s): whether its graphs "
+				    "are older than the changed files they traced is not known", did,
+				    dir[0] ? dir : "(a folder cut short in the log)",
 				    u->refused ? pvg_refusal_text(u->refused) : strerror(-u->err));
 		return;
 	}
 	if (!u->has_graphs) {
-		if (u->loaded)
+		if (u->loaded || u->compiled)
 			pvg_outcome_problem(o, PVG_UNVERIFIABLE, "dispatch-marker.compile-cache-unreadable",
 					    STALE_HINT,
-					    "the service loaded compiled graphs from %s, which no longer "
-					    "holds vllm_compile_cache.py or computation_graph.py: when "
-					    "they were written is not known", dir);
+					    "the service %s %s, which no longer holds "
+					    "vllm_compile_cache.py or computation_graph.py: when its "
+					    "graphs were written is not known", did, dir);
 		return;
 	}
 	/* which files its graph traced cannot be read: a changed file newer than the folder may

@@ -144,6 +144,7 @@ void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 			c->state = ws && ws->exempt ? SOURCE_EXEMPT : SOURCE_KERNELS;
 			c->exempt = ws ? ws->exempt : NULL;
 			c->from_config = ws != NULL;
+			c->triton = true;
 			const struct pvg_strv *k = ws && !ws->exempt ? &ws->kernels : &py;
 			for (size_t j = 0; j < k->n; j++)
 				pvg_strv_add_unique(&c->kernels, k->v[j]);

@@ -43,6 +43,8 @@ struct changed_source {
 	char *path;          /* repo-relative */
 	enum changed_source_state state;
 	bool from_config;    /* kernels (or the exemption) from witness.changed_sources */
+	bool triton;         /* a .py with @triton.jit kernels: they run only as JIT modules
+			      * whose Triton cache entry was compiled from this very file */
 	char *why;           /* UNKNOWN, NO_KERNELS, HEADER: in words */
 	const char *exempt;  /* EXEMPT: the config's reason (borrowed) */
 	struct pvg_strv kernels;

@@ -44,13 +44,18 @@ void dispatch_triton_clear(struct triton_jit *j)
 {
 	for (size_t i = 0; i < j->n; i++) {
 		free(j->v[i].why);
-		for (size_t k = 0; k < j->v[i].n_same; k++)
+		free(j->v[i].change);
+		for (size_t k = 0; k < j->v[i].n_same; k++) {
 			free(j->v[i].same[k].why);
+			free(j->v[i].same[k].change);
+		}
 		free(j->v[i].same);
 	}
 	free(j->v);
-	for (size_t i = 0; i < j->n_variants; i++)
+	for (size_t i = 0; i < j->n_variants; i++) {
 		free(j->variants[i].why);
+		free(j->variants[i].change);
+	}
 	free(j->variants);
 	free(j->why);
 	pvg_triton_index_clear(&j->idx);
@@ -172,7 +177,7 @@ static bool is_file(const struct pvg_untrusted *how, const char *path, const str
  * where the change's install path is not known, which file is the installed one cannot be
  * told: unverifiable, never a pass. */
 static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_triton_entry *e,
-					char **why)
+					char **why, char **change)
 {
 	const struct pvg_scope *scope;
 	int r = pvg_scope_get(j->ctx, &scope);
@@ -255,12 +260,13 @@ static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_t
 	}
 	*why = pvg_asprintf("compiled from %s line %lu (changed: %s) after it took its content", src,
 			    e->src_line, ch->path);
+	*change = pvg_strdup(ch->path);
 	return TRITON_LINKED;
 }
 
 /* One entry against the node's arch and the change set. */
 static enum triton_verdict judge_entry(struct triton_jit *j, const struct pvg_triton_entry *e,
-				       char **why)
+				       char **why, char **change)
 {
 	const char *arch = node_arch(j->ctx);
 	if (!e->meta_ok || !e->src_path) {
@@ -272,7 +278,7 @@ static enum triton_verdict judge_entry(struct triton_jit *j, const struct pvg_tr
 				    e->meta.arch, arch ? arch : "(arch not set)");
 		return TRITON_WRONG_ARCH;
 	}
-	return judge_source(j, e, why);
+	return judge_source(j, e, why, change);
 }
 
 /* Which of several entries with the same bytes speaks for them: a link, then what may still
@@ -316,7 +322,7 @@ const struct triton_judged *dispatch_triton_judge(struct triton_jit *j,
 		struct triton_entry_verdict *a = &all[n_all++];
 		memset(a, 0, sizeof(*a));
 		a->e = e;
-		a->v = judge_entry(j, e, &a->why);
+		a->v = judge_entry(j, e, &a->why, &a->change);
 		if (verdict_rank(a->v) < verdict_rank(all[best].v))
 			best = n_all - 1;
 	}
@@ -337,6 +343,7 @@ const struct triton_judged *dispatch_triton_judge(struct triton_jit *j,
 	d->v = all[best].v;
 	d->e = all[best].e;
 	d->why = all[best].why;
+	d->change = all[best].change;
 	d->same_unjudged = unjudged;
 	for (size_t i = 0; i < n_all; i++) {
 		if (i == best)
@@ -417,7 +424,7 @@ void dispatch_triton_variants(struct triton_jit *j, const struct pvg_witness_dir
 		struct triton_entry_verdict *a = &j->variants[j->n_variants++];
 		memset(a, 0, sizeof(*a));
 		a->e = e;
-		a->v = judge_entry(j, e, &a->why);
+		a->v = judge_entry(j, e, &a->why, &a->change);
 		a->loaded = loaded_bytes(dir, e->sha256);
 	}
 }

@@ -46,6 +46,7 @@ struct triton_entry_verdict {
 	const struct pvg_triton_entry *e;
 	enum triton_verdict v;
 	char *why;
+	char *change; /* LINKED: the changed .py it was compiled from (repo-relative) */
 	bool loaded; /* (variants) a module the witness saw loaded has its bytes */
 };
 
@@ -54,6 +55,8 @@ struct triton_judged {
 	enum triton_verdict v;
 	const struct pvg_triton_entry *e; /* the entry that decided; NULL with NO_ENTRY */
 	char *why;                        /* in words */
+	char *change;                     /* LINKED: the changed .py it was compiled from
+					   * (repo-relative) */
 	struct triton_entry_verdict *same; /* the other entries with these bytes */
 	size_t n_same;
 	size_t same_unjudged; /* past TRITON_MAX_SAME_BYTES */

@@ -457,6 +457,11 @@ enum witness_from dispatch_witness_from(const struct witness_code *code,
 		return WITNESS_FROM_PTX_JIT;
 	if (m->flags & PVG_WITNESS_M_NOT_HASHED)
 		return WITNESS_FROM_UNDECIDED;
+	/* launched after its module was unloaded: a record is keyed by the launched handle and
+	 * bound once, so a handle the driver gave out again (to another module's function) went
+	 * on counting in it; which code those launches ran is not known */
+	if (m->unload_ns && e->last_ns > m->unload_ns)
+		return WITNESS_FROM_UNDECIDED;
 	for (size_t i = 0; i < code->n; i++)
 		if (memcmp(code->d[i].sha256, m->sha256, 32) == 0) {
 			*d = &code->d[i];
@@ -583,6 +588,16 @@ static bool in_source_artifact(const struct witness_code *code, const struct cha
 	return false;
 }
 
+/* Is the JIT module m linked (by its Triton cache entry) to the source c itself? */
+static bool linked_to(const struct witness_code *code, const struct pvg_witness_mod *m,
+		      const struct changed_source *c)
+{
+	if (!m || !code->jit)
+		return false;
+	const struct triton_judged *d = dispatch_triton_judge(code->jit, m);
+	return d->v == TRITON_LINKED && d->change && strcmp(d->change, c->path) == 0;
+}
+
 /* The launches of each changed source's kernels: any grid, any kind of launch. */
 static void count_sources(const struct witness_read *wr, struct changed_sources *srcs)
 {
@@ -606,6 +621,14 @@ static void count_sources(const struct witness_read *wr, struct changed_sources 
 				 * source was built into */
 				if (from == WITNESS_FROM_ARTIFACT && c->in_art && m &&
 				    !in_source_artifact(&wr->code, c, m->sha256))
+					from = WITNESS_FROM_OTHER;
+				/* a .py's Triton kernels are code compiled from that file: an
+				 * artifact's copy of the name is not, and neither is a JIT module
+				 * linked to another changed file (the same kernel name in two .py
+				 * files, or a .cu's kernel name) */
+				if (from == WITNESS_FROM_ARTIFACT && c->triton)
+					from = WITNESS_FROM_OTHER;
+				if (from == WITNESS_FROM_JIT_LINKED && !linked_to(&wr->code, m, c))
 					from = WITNESS_FROM_OTHER;
 				switch (from) {
 				case WITNESS_FROM_ARTIFACT:

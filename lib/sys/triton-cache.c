@@ -69,13 +69,17 @@ static char *read_at(struct walk *k, int dfd, const char *name, uint64_t max, si
 	return buf;
 }
 
-static void older(struct timespec *a, const struct stat *st)
+/* *a: the earliest time so far, *set once one was taken (a time of 0, the epoch, is a time:
+ * files with normalised times say they were written then). */
+static void older(struct timespec *a, bool *set, const struct stat *st)
 {
 	const struct timespec *c[2] = { &st->st_mtim, &st->st_ctim };
 	for (int i = 0; i < 2; i++)
-		if (a->tv_sec == 0 || c[i]->tv_sec < a->tv_sec ||
-		    (c[i]->tv_sec == a->tv_sec && c[i]->tv_nsec < a->tv_nsec))
+		if (!*set || c[i]->tv_sec < a->tv_sec ||
+		    (c[i]->tv_sec == a->tv_sec && c[i]->tv_nsec < a->tv_nsec)) {
 			*a = *c[i];
+			*set = true;
+		}
 }
 
 static void hex_to_bytes(const char hex[65], uint8_t out[32])
@@ -95,10 +99,11 @@ static void read_entry(struct walk *k, int efd, const char *key, const char *ste
 	struct stat st;
 	int err;
 	size_t len = 0;
+	bool dated = false;
 	_cleanup_free_ char *jname = pvg_asprintf("%s.json", stem);
 	_cleanup_free_ char *json = read_at(k, efd, jname, PVG_TRITON_MAX_JSON, &len, &st, &err);
 	if (json) {
-		older(&e.written, &st);
+		older(&e.written, &dated, &st);
 		e.meta_ok = pvg_triton_meta_parse(json, len, &e.meta, &e.why) == 0;
 	} else {
 		e.why = pvg_asprintf("%s: %s", jname, strerror(-err));
@@ -120,7 +125,7 @@ static void read_entry(struct walk *k, int efd, const char *key, const char *ste
 		free(e.why);
 		return;
 	}
-	older(&e.written, &st);
+	older(&e.written, &dated, &st);
 	char hex[65];
 	pvg_sha256_hex(bin, blen, hex);
 	hex_to_bytes(hex, e.sha256);
@@ -128,7 +133,7 @@ static void read_entry(struct walk *k, int efd, const char *key, const char *ste
 	_cleanup_free_ char *sname = pvg_asprintf("%s.source", stem);
 	_cleanup_free_ char *src = read_at(k, efd, sname, PVG_TRITON_MAX_SOURCE, &len, &st, &err);
 	if (src) {
-		older(&e.written, &st);
+		older(&e.written, &dated, &st);
 		int r = pvg_triton_first_loc(src, len, &e.src_path, &e.src_line);
 		if (r < 0 && !e.why)
 			e.why = pvg_asprintf("%s: %s", sname, r == -ENOENT ? "no loc names the .py file"

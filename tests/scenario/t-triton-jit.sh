@@ -160,6 +160,18 @@ test_entry_older_than_the_installed_file_is_stale() {
 	assert_contains "$msgs" "before $PWD/inst/$PY took its content"
 }
 
+test_entry_with_times_at_the_epoch_is_stale() {
+	# file times normalised to 0 (an image built with reproducible times): the entry says it
+	# was written in 1970, before the installed file took its content; its ctime is now
+	repo; cache "$PWD/inst/$PY"
+	touch -d @0 cache/good/*/*
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" fail "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-stale
+	assert_eq "$(mod_ev written)" 0
+}
+
 test_entry_from_another_copy_is_refused() {
 	repo
 	# the same bytes at another path: the work tree's file, not the installed one
@@ -388,6 +400,27 @@ test_same_bytes_stale_and_unreadable_is_unverifiable() {
 	assert_contains "$codes" dispatch-marker.triton-no-entry
 	assert_eq "$(mod_ev verdict)" bad-entry
 	assert_eq "$(jq -r '.gates[6].evidence.witness.triton.modules[0].same_bytes[0].verdict' r.json)" stale
+}
+
+test_kernel_of_another_changed_py_does_not_cover_a_second_py() {
+	# two changed .py files whose @triton.jit kernels share a name: the module ran is linked
+	# to add_kernel.py only, so the second file's kernel did not run
+	repo
+	git -C r checkout -q main
+	printf 'import triton\n\n@triton.jit\ndef add_kernel(p):\n    pass\n' >r/pkg/ops/mul.py
+	git -C r add -A && git -C r commit -qm "mul: base"
+	git -C r checkout -q work && git -C r rebase -q main
+	printf 'import triton\n\n@triton.jit\ndef add_kernel(p, q):\n    pass\n' >r/pkg/ops/mul.py
+	git -C r add -A && git -C r commit -qm "mul: two arguments"
+	rm -rf inst && mkdir -p inst && cp -r r/pkg inst/pkg
+	cache "$PWD/inst/$PY"
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$(mod_ev verdict)" linked
+	assert_eq "$status" fail "status ($codes: $msgs)"
+	assert_contains "$codes" dispatch-marker.witness-source
+	assert_contains "$msgs" "changed source pkg/ops/mul.py: none of its kernels (add_kernel)"
+	assert_not_contains "$msgs" "changed source $PY"
 }
 
 # init proposes the changed .py's @triton.jit kernels as a changed source, as it does a .cu's

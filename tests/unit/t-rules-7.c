@@ -503,6 +503,29 @@ static void code_launch_counts_by_its_module_bytes(void)
 	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[1], &m, &d), WITNESS_FROM_UNDECIDED);
 }
 
+/* The CUDA witness keys a record by the launched handle (a CUfunction or CUkernel) and binds
+ * its module once, when the record is made: a handle the driver hands out again after its
+ * module was unloaded lands in the old record. Launches after the module's unload are not
+ * that module's code. */
+static void code_launch_after_its_module_unloaded_is_undecided(void)
+{
+	struct code_fixture x;
+	code_fixture(&x);
+	const struct pvg_witness_mod *m;
+	const struct witness_digest *d;
+	x.mods[0].load_ns = 1000;
+	x.mods[0].unload_ns = 5000;
+	x.e[0].first_ns = 2000;
+	x.e[0].last_ns = 4000;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_ARTIFACT);
+	x.e[0].last_ns = 6000;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_UNDECIDED);
+	CHECK(m == &x.mods[0] && d == NULL);
+	/* still loaded when written: nothing to compare */
+	x.mods[0].unload_ns = 0;
+	CHECK_INT(dispatch_witness_from(&x.code, &x.file, &x.e[0], &m, &d), WITNESS_FROM_ARTIFACT);
+}
+
 static void code_require_from_other_code_fails_naming_it(void)
 {
 	struct code_fixture x;
@@ -618,6 +641,68 @@ static void sources_run_from_other_code_fail_naming_it(void)
 	pvg_outcome_clear(&o);
 }
 
+/* The launches of a changed source's kernels, counted from a live file as the gate counts
+ * them (dispatch_witness_count). */
+static struct source_count count_for(struct code_fixture *x, struct changed_source *c,
+				     struct triton_jit *jit)
+{
+	struct pvg_config cfg = { 0 };
+	cfg.witness.dir = "/w";
+	struct pvg_ctx ctx = { 0 };
+	ctx.cfg = &cfg;
+	uint8_t byte = 0;
+	struct pvg_witness_read f = { .name = "w.pvgw", .bytes = &byte, .len = 1, .file = x->file };
+	struct changed_sources s = { .applies = true, .v = c, .n = 1, .n_required = 1 };
+	struct witness_read wr = { 0 };
+	wr.dir = (struct pvg_witness_dir){ .files = &f, .n = 1 };
+	wr.code = x->code;
+	wr.code.jit = jit;
+	wr.sources = &s;
+	memset(&c->count, 0, sizeof(c->count));
+	dispatch_witness_count(&ctx, &wr);
+	free(wr.needs);
+	free(wr.seen);
+	return c->count;
+}
+
+static void sources_count_only_the_code_the_source_becomes(void)
+{
+	struct code_fixture x;
+	code_fixture(&x);
+	x.file.n = 1; /* e[0]: 4 launches from the artifact's module */
+	char *k[] = { "_Z6kernelPf", "_Z7gemm_v2Pf" };
+	struct changed_source c;
+	sources_fixture(&c, k);
+	struct source_count n = count_for(&x, &c, NULL);
+	CHECK_INT((int)n.from_artifact, 4);
+	/* a changed .py's Triton kernels are compiled from that file: an artifact's kernel of
+	 * the same name is other code */
+	c.path = "pkg/ops/k.py";
+	c.triton = true;
+	n = count_for(&x, &c, NULL);
+	CHECK_INT((int)n.from_artifact, 0);
+	CHECK_INT((int)n.elsewhere, 4);
+	/* a JIT module linked to another changed .py counts for that file only */
+	x.mods[1].origin = PVG_WITNESS_ORIGIN_MEMORY;
+	x.e[0] = x.e[1]; /* 7 launches from module 2, bound in call */
+	struct triton_judged judged = { .v = TRITON_LINKED, .change = "pkg/ops/other.py" };
+	memcpy(judged.sha256, x.mods[1].sha256, 32);
+	struct triton_jit jit = { .built = true, .root_fd = -1, .v = &judged, .n = 1 };
+	n = count_for(&x, &c, &jit);
+	CHECK_INT((int)n.from_artifact, 0);
+	CHECK_INT((int)n.elsewhere, 7);
+	judged.change = "pkg/ops/k.py";
+	n = count_for(&x, &c, &jit);
+	CHECK_INT((int)n.from_artifact, 7);
+	/* ... and never for a .cu's kernel of that name */
+	c.path = "csrc/gemm.cu";
+	c.triton = false;
+	judged.change = "pkg/ops/k.py";
+	n = count_for(&x, &c, &jit);
+	CHECK_INT((int)n.from_artifact, 0);
+	CHECK_INT((int)n.elsewhere, 7);
+}
+
 static void sources_by_name_only_or_untold_are_unverifiable(void)
 {
 	char *k[] = { "_Z4gemmPf", "_Z7gemm_v2Pf" };
@@ -695,10 +780,12 @@ int main(void)
 	RUN(witness_requirement_short_fails_unless_replays_hide_it);
 	RUN(witness_forbidden_launch_fails_and_opaque_replays_are_unproven);
 	RUN(code_launch_counts_by_its_module_bytes);
+	RUN(code_launch_after_its_module_unloaded_is_undecided);
 	RUN(code_require_from_other_code_fails_naming_it);
 	RUN(sources_launched_from_the_artifact_pass);
 	RUN(sources_never_launched_fail_naming_source_and_kernels);
 	RUN(sources_run_from_other_code_fail_naming_it);
+	RUN(sources_count_only_the_code_the_source_becomes);
 	RUN(sources_by_name_only_or_untold_are_unverifiable);
 	RUN(sources_exempt_unknown_header_and_unreadable);
 	TAP_EXIT();

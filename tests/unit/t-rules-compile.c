@@ -195,6 +195,39 @@ static void unreadable_folder_or_file_is_unverifiable(void)
 	pvg_outcome_clear(&o);
 }
 
+/* Compile lines alone, for a folder that cannot be read now (removed since, a link out of the
+ * service's root) or holds no graph files: when it was written is not known, and vLLM logs a
+ * load only when a shape's last graph was loaded, so earlier graphs may have come from it. */
+static void compiled_only_in_an_unreadable_folder_is_unverifiable(void)
+{
+	struct fixture x;
+	fixture(&x);
+	x.use[0].loaded = false;
+	x.use[0].compiled = true;
+	x.use[0].err = -ENOENT;
+	x.use[0].has_graphs = false;
+	x.use[0].preexisting = false;
+	struct pvg_outcome o = rule_compile_cache(&x.cf);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.compile-cache-unreadable");
+	CHECK(message_has(&o, 0, "may have come from it"));
+	pvg_outcome_clear(&o);
+	fixture(&x);
+	x.use[0].loaded = false;
+	x.use[0].compiled = true;
+	x.use[0].has_graphs = false;
+	x.use[0].preexisting = false;
+	o = rule_compile_cache(&x.cf);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "dispatch-marker.compile-cache-unreadable");
+	pvg_outcome_clear(&o);
+	/* neither a load nor a compile line: nothing came from the folder that the log tells */
+	x.use[0].compiled = false;
+	o = rule_compile_cache(&x.cf);
+	CHECK_INT(o.status, PVG_PASS);
+	pvg_outcome_clear(&o);
+}
+
 /* No line tells which folder was used: unverifiable where a cache is in use, else the rule
  * does not apply. */
 static void cache_in_use_without_a_telling_line(void)
@@ -366,6 +399,7 @@ int main(void)
 	RUN(untold_traced_files_are_unverifiable);
 	RUN(ambiguous_load_is_unverifiable);
 	RUN(unreadable_folder_or_file_is_unverifiable);
+	RUN(compiled_only_in_an_unreadable_folder_is_unverifiable);
 	RUN(cache_in_use_without_a_telling_line);
 	RUN(lines_not_kept_are_unverifiable);
 	RUN(log_lines_name_each_process_folder);
