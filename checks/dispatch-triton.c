@@ -253,9 +253,15 @@ static enum triton_verdict judge_source(struct triton_jit *j, const struct pvg_t
 	struct timespec took = f.st.st_mtim;
 	ts_max(&took, &f.st.st_ctim);
 	if (ts_before(&e->written, &took)) {
-		*why = pvg_asprintf("the entry was written at %lld, before %s took its content "
-				    "(%lld): compiled from an older version",
-				    (long long)e->written.tv_sec, src, (long long)took.tv_sec);
+		char at[40], inst_at[40];
+		pvg_format_time(e->written.tv_sec, e->written.tv_nsec, at, sizeof(at));
+		pvg_format_time(took.tv_sec, took.tv_nsec, inst_at, sizeof(inst_at));
+		*why = pvg_asprintf("the entry was written at %s, before %s took its content "
+				    "(%s): Triton reused an entry compiled before the install, "
+				    "whose code may be an older version's (its key can miss a "
+				    "change) or the same (a kernel the change left as it was keeps "
+				    "its key); which, its bytes cannot tell",
+				    at, src, inst_at);
 		return TRITON_STALE;
 	}
 	*why = pvg_asprintf("compiled from %s line %lu (changed: %s) after it took its content", src,
@@ -490,8 +496,13 @@ struct pvg_outcome rule_witness_triton(const struct triton_jit *j)
 			pvg_outcome_problem(&o, PVG_FAIL,
 					    d->v == TRITON_STALE ? "dispatch-marker.triton-stale"
 								 : "dispatch-marker.triton-other-copy",
-					    "restart the service on the installed change (with a Triton "
-					    "cache cleared of older entries) and run the benchmark again",
+					    d->v == TRITON_STALE
+						    ? "remove the entry's folder (or start the service with an "
+						      "empty TRITON_CACHE_DIR) so that Triton compiles it from "
+						      "the installed file, and run the benchmark again"
+						    : "restart the service on the installed change (with a "
+						      "Triton cache cleared of older entries) and run the "
+						      "benchmark again",
 					    "JIT module (memory, sha256 %s…)%s: %s", h, from, d->why);
 			break;
 		}
