@@ -39,7 +39,7 @@ repo() {
 	local map='"install_map": [{"from": "pkg/", "to": "inst/pkg/"}],'
 	[ "${1:-}" = nomap ] && map=
 	cat >provgate.json <<-JSON
-	{"arch": "sm_90",
+	{"arch": "${ARCH:-sm_90}",
 	 "source": {"repo": "r", "baseline": "main", $map "include_uncommitted": false},
 	 "witness": {"dir": "wdir", "answer_ms": 200}}
 	JSON
@@ -433,6 +433,40 @@ test_init_proposes_the_triton_kernels_of_a_changed_py() {
 		"{\"$PY\":{\"kernels\":[\"add_kernel\",\"scale_kernel\"]}}"
 	assert_contains "$(cat r/provgate.json)" "// guessed: witness.changed_sources $PY: 2 @triton.jit kernels"
 	/usr/bin/python3 "$PVG_SRC/tests/validate-config.py" r/provgate.json || fail "config does not validate"
+}
+
+# ---- ROCm: Triton's hip backend writes NAME.hsaco, target "hip:gfxNNN" ---------------------
+
+GFX90A=$(sha256sum "$F/add_kernel.gfx90a.hsaco" | cut -c1-64)
+# hip_witness: the service loaded the hsaco from memory (hipModuleLoadData) and launched
+# add_kernel from it; the module's arch is the ELF's EF_AMDGPU_MACH (0x3f, gfx90a)
+hip_witness() {
+	printf 'module sha256=%s size=%s origin=memory arch=%d\nrecord name=add_kernel grid=8 block=256 count=4 module=1\n' \
+		"$GFX90A" "$(stat -c %s "$F/add_kernel.gfx90a.hsaco")" 0x3f >w.txt
+	"$TOOL" build w.txt w.pvgw || fail "witness-tool build failed"
+	rm -f wdir/*.pvgw
+	"$TOOL" restamp w.pvgw wdir "$svc" "$svc" 1 "$(ticks_of "$svc")" "$BOOT" >/dev/null ||
+		fail "restamp failed"
+}
+
+test_rocm_entry_for_the_nodes_arch_certifies() {
+	ARCH=gfx90a repo; cache "$PWD/inst/$PY"
+	start "$PWD/cache/hip"; hip_witness
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(mod_ev verdict)" linked
+	assert_eq "$(mod_ev arch)" gfx90a
+	assert_eq "$(mod_ev source)" "$PWD/inst/$PY"
+}
+
+test_rocm_entry_for_gfx90a_on_a_gfx936_node_is_refused() {
+	# a Hygon DCU node reusing a cache compiled on another AMD GPU
+	ARCH=gfx936 repo; cache "$PWD/inst/$PY"
+	start "$PWD/cache/hip"; hip_witness
+	gate7
+	assert_eq "$status" fail "status ($codes)"
+	assert_contains "$codes" dispatch-marker.triton-arch
+	assert_contains "$msgs" "its cache entry was compiled for gfx90a, the node is gfx936"
 }
 
 run_tests
