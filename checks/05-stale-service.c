@@ -630,10 +630,12 @@ struct pvg_outcome pvg_stale_rule_no_profiler_traces(const struct pvg_stale_trac
 		const struct pvg_profiler_dir *d = &td->d[i];
 		if (d->err < 0 && d->err != -ENOENT) {
 			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "stale-service.profiler-dir-unreadable",
-					    "make the folder readable by the service's user (it is "
-					    "read with that user's rights, never through a link out of "
-					    "the service's root), or restart the service without the "
-					    "variable",
+					    pvg_refusal_hint(d->refused,
+							     "make the folder readable by the service's "
+							     "user (it is read with that user's rights, "
+							     "never through a link out of the service's "
+							     "root), or restart the service without the "
+							     "variable"),
 					    "pid %d was started with %s=%s, and that folder cannot be "
 					    "listed (%s): profiler traces cannot be ruled out",
 					    (int)d->pid, d->var, d->dir,
