@@ -564,7 +564,20 @@ struct pvg_outcome pvg_stale_rule_gpu_driver_accounts(const struct pvg_gpu_view 
 	}
 	const struct pvg_gpu_procs *g = gv->g;
 	size_t accounted = gv->n_tree_holders + gv->n_outside_holders;
-	if (g->n > accounted)
+	if (g->n > accounted && g->n - accounted <= gv->n_unread)
+		/* the ones not accounted for may be visible processes whose fds are unreadable (a
+		 * service of another user, to a root without CAP_DAC_READ_SEARCH) */
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "stale-service.gpu-holders-unverifiable",
+				    "let provgate read every process's open files: as root it "
+				    "needs CAP_DAC_READ_SEARCH for a service of another user",
+				    "the GPU driver (%s) lists %zu process%s using the GPU; this "
+				    "container's view accounts for %zu (%zu of the service tree), "
+				    "and the open files of %zu process%s in it could not be read: "
+				    "whether the rest are among them or outside the container "
+				    "cannot be told",
+				    g->source, g->n, g->n == 1 ? "" : "es", accounted,
+				    gv->n_tree_holders, gv->n_unread, gv->n_unread == 1 ? "" : "es");
+	else if (g->n > accounted)
 		pvg_outcome_problem(&o, PVG_FAIL, "stale-service.gpu-holder-outside-view",
 				    "look on the host (another container, an orphaned engine) for "
 				    "the process that holds the GPU, and stop it",
@@ -912,7 +925,8 @@ static void read_gpu_driver(struct pvg_ctx *ctx, const struct pvg_fd_scan *fs, b
 {
 	*gv = (struct pvg_gpu_view){ .in_container = in_container, .g = g,
 				     .n_tree_holders = gpu_holders(fs, true),
-				     .n_outside_holders = gpu_holders(fs, false) };
+				     .n_outside_holders = gpu_holders(fs, false),
+				     .n_unread = fs->n_denied };
 	if (!in_container)
 		return;
 	gv->r = pvg_gpu_procs_read(ctx->sysfs, true, g, why);
