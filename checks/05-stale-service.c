@@ -33,6 +33,9 @@
  *                                              no trace yet is a note in the evidence
  * The functions named *_json write the evidence from the same facts; read_* gather them.
  */
+#include <linux/capability.h>
+#include <sys/syscall.h>
+
 #include "05-stale-service.h"
 #include "checks.h"
 #include "environment.h"
@@ -169,13 +172,36 @@ static void prepare_stale_service(struct pvg_ctx *ctx)
 
 static const char denied_tail[] = " cannot be ruled out";
 
+/* root without CAP_DAC_READ_SEARCH (or CAP_DAC_OVERRIDE) in its effective set (a container's
+ * root given only some capabilities): the /proc/PID/fd folder of a process of another user
+ * is that user's (mode 0500), and stays closed to it */
+static bool root_without_dac(void)
+{
+	if (geteuid() != 0)
+		return false;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return !(d[CAP_TO_INDEX(CAP_DAC_READ_SEARCH)].effective & CAP_TO_MASK(CAP_DAC_READ_SEARCH)) &&
+	       !(d[CAP_TO_INDEX(CAP_DAC_OVERRIDE)].effective & CAP_TO_MASK(CAP_DAC_OVERRIDE));
+}
+
+static const char hint_dac[] =
+	"provgate runs as root without CAP_DAC_READ_SEARCH, and a process of another user keeps "
+	"its open files (/proc/PID/fd) to that user: add that capability (Kubernetes: "
+	"securityContext.capabilities.add: [DAC_READ_SEARCH]; podman/docker: --cap-add "
+	"DAC_READ_SEARCH)";
+
 /* Adds to o that fs's unread fd tables leave what unknown (nothing when all were read). */
 static void denied_add(struct pvg_outcome *o, const struct pvg_fd_scan *fs, const char *what)
 {
 	if (!fs->n_denied)
 		return;
 	pvg_outcome_problem(o, PVG_UNVERIFIABLE, "stale-service.permission-denied",
-			    "run provgate as root to see every process's open files",
+			    root_without_dac() ? hint_dac
+					       : "run provgate as root to see every process's open files",
 			    "the open files of %zu process%s (first pid %d) could not be read, so "
 			    "%s%s",
 			    fs->n_denied, fs->n_denied == 1 ? "" : "es", (int)fs->denied[0], what,
@@ -568,8 +594,9 @@ struct pvg_outcome pvg_stale_rule_gpu_driver_accounts(const struct pvg_gpu_view 
 		/* the ones not accounted for may be visible processes whose fds are unreadable (a
 		 * service of another user, to a root without CAP_DAC_READ_SEARCH) */
 		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "stale-service.gpu-holders-unverifiable",
-				    "let provgate read every process's open files: as root it "
-				    "needs CAP_DAC_READ_SEARCH for a service of another user",
+				    root_without_dac() ? hint_dac
+						       : "run provgate as root to see every process's "
+							 "open files",
 				    "the GPU driver (%s) lists %zu process%s using the GPU; this "
 				    "container's view accounts for %zu (%zu of the service tree), "
 				    "and the open files of %zu process%s in it could not be read: "

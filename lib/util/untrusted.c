@@ -61,10 +61,24 @@ static int gid_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* v[0..n) and gid, sorted, each once: the groups a file's group is checked against (the
+ * kernel's in_group_p: the fsgid or a supplementary group). */
+static size_t group_set(gid_t *v, size_t n, gid_t gid)
+{
+	v[n++] = gid;
+	qsort(v, n, sizeof(gid_t), gid_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
 /* Is this process already exactly the user of c: its real, effective, saved and file-system
- * uid c->uid, the same four gids c->gid, and the same supplementary groups (as sets: the
- * kernel keeps them sorted, /proc/PID/status lists them so)? Then no identity change is
- * needed, and none is tried (setgroups needs CAP_SETGID even to set the same list). */
+ * uid c->uid, the same four gids c->gid, and the same groups (the supplementary groups with
+ * the gid, as sets: a list that repeats the gid, as a container's first process may have and
+ * a process exec'd into it not, grants nothing more)? Then no identity change is needed, and
+ * none is tried (setgroups needs CAP_SETGID even to set the same list). */
 static bool already_user(const struct pvg_creds *c)
 {
 	uid_t ru, eu, su;
@@ -75,16 +89,15 @@ static bool already_user(const struct pvg_creds *c)
 	uid_t fsu = (uid_t)setfsuid((uid_t)-1);
 	gid_t fsg = (gid_t)setfsgid((gid_t)-1);
 	if (ru != c->uid || eu != c->uid || su != c->uid || fsu != c->uid || rg != c->gid ||
-	    eg != c->gid || sg != c->gid || fsg != c->gid)
+	    eg != c->gid || sg != c->gid || fsg != c->gid || c->n_groups > PVG_CREDS_MAX_GROUPS)
 		return false;
-	gid_t mine[PVG_CREDS_MAX_GROUPS + 1], theirs[PVG_CREDS_MAX_GROUPS];
-	int n = getgroups((int)ARRAY_SIZE(mine), mine);
-	if (n < 0 || (size_t)n != c->n_groups || c->n_groups > PVG_CREDS_MAX_GROUPS)
-		return false;
+	gid_t mine[PVG_CREDS_MAX_GROUPS + 1], theirs[PVG_CREDS_MAX_GROUPS + 1];
+	int n = getgroups(PVG_CREDS_MAX_GROUPS, mine);
+	if (n < 0)
+		return false; /* more groups than any service's list can hold: not the same */
 	memcpy(theirs, c->groups, c->n_groups * sizeof(gid_t));
-	qsort(mine, (size_t)n, sizeof(gid_t), gid_cmp);
-	qsort(theirs, c->n_groups, sizeof(gid_t), gid_cmp);
-	return memcmp(mine, theirs, c->n_groups * sizeof(gid_t)) == 0;
+	size_t a = group_set(mine, (size_t)n, c->gid), b = group_set(theirs, c->n_groups, c->gid);
+	return a == b && memcmp(mine, theirs, a * sizeof(gid_t)) == 0;
 }
 
 bool pvg_untrusted_use_openat2(void)

@@ -395,6 +395,12 @@ static void the_services_own_user_opens_without_a_change(void)
 	o = open_as(&user, "/etc/root-only", &same);
 	CHECK_INT(o.r, -EACCES);
 	CHECK_INT(o.refused, PVG_REFUSED_USER);
+	/* the gid repeated among the groups (a container's first process may have it so, a
+	 * process exec'd into it not) grants nothing more: the same user */
+	const struct pvg_creds gid_listed = { .uid = 65534, .gid = 65534, .n_groups = 1,
+					      .groups = { 65534 } };
+	o = open_as(&user, "/etc/mine", &gid_listed);
+	CHECK_INT(o.r, 1);
 	/* another group list, or another gid: not the same user, and it cannot become it */
 	const struct pvg_creds other_groups = { .uid = 65534, .gid = 65534, .n_groups = 1,
 						.groups = { 100 } };
