@@ -33,6 +33,9 @@
  *                                              no trace yet is a note in the evidence
  * The functions named *_json write the evidence from the same facts; read_* gather them.
  */
+#include <linux/capability.h>
+#include <sys/syscall.h>
+
 #include "05-stale-service.h"
 #include "checks.h"
 #include "environment.h"
@@ -169,13 +172,36 @@ static void prepare_stale_service(struct pvg_ctx *ctx)
 
 static const char denied_tail[] = " cannot be ruled out";
 
+/* root without CAP_DAC_READ_SEARCH (or CAP_DAC_OVERRIDE) in its effective set (a container's
+ * root given only some capabilities): the /proc/PID/fd folder of a process of another user
+ * is that user's (mode 0500), and stays closed to it */
+static bool root_without_dac(void)
+{
+	if (geteuid() != 0)
+		return false;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return !(d[CAP_TO_INDEX(CAP_DAC_READ_SEARCH)].effective & CAP_TO_MASK(CAP_DAC_READ_SEARCH)) &&
+	       !(d[CAP_TO_INDEX(CAP_DAC_OVERRIDE)].effective & CAP_TO_MASK(CAP_DAC_OVERRIDE));
+}
+
+static const char hint_dac[] =
+	"provgate runs as root without CAP_DAC_READ_SEARCH, and a process of another user keeps "
+	"its open files (/proc/PID/fd) to that user: add that capability (Kubernetes: "
+	"securityContext.capabilities.add: [DAC_READ_SEARCH]; podman/docker: --cap-add "
+	"DAC_READ_SEARCH)";
+
 /* Adds to o that fs's unread fd tables leave what unknown (nothing when all were read). */
 static void denied_add(struct pvg_outcome *o, const struct pvg_fd_scan *fs, const char *what)
 {
 	if (!fs->n_denied)
 		return;
 	pvg_outcome_problem(o, PVG_UNVERIFIABLE, "stale-service.permission-denied",
-			    "run provgate as root to see every process's open files",
+			    root_without_dac() ? hint_dac
+					       : "run provgate as root to see every process's open files",
 			    "the open files of %zu process%s (first pid %d) could not be read, so "
 			    "%s%s",
 			    fs->n_denied, fs->n_denied == 1 ? "" : "es", (int)fs->denied[0], what,
@@ -564,7 +590,21 @@ struct pvg_outcome pvg_stale_rule_gpu_driver_accounts(const struct pvg_gpu_view 
 	}
 	const struct pvg_gpu_procs *g = gv->g;
 	size_t accounted = gv->n_tree_holders + gv->n_outside_holders;
-	if (g->n > accounted)
+	if (g->n > accounted && g->n - accounted <= gv->n_unread)
+		/* the ones not accounted for may be visible processes whose fds are unreadable (a
+		 * service of another user, to a root without CAP_DAC_READ_SEARCH) */
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "stale-service.gpu-holders-unverifiable",
+				    root_without_dac() ? hint_dac
+						       : "run provgate as root to see every process's "
+							 "open files",
+				    "the GPU driver (%s) lists %zu process%s using the GPU; this "
+				    "container's view accounts for %zu (%zu of the service tree), "
+				    "and the open files of %zu process%s in it could not be read: "
+				    "whether the rest are among them or outside the container "
+				    "cannot be told",
+				    g->source, g->n, g->n == 1 ? "" : "es", accounted,
+				    gv->n_tree_holders, gv->n_unread, gv->n_unread == 1 ? "" : "es");
+	else if (g->n > accounted)
 		pvg_outcome_problem(&o, PVG_FAIL, "stale-service.gpu-holder-outside-view",
 				    "look on the host (another container, an orphaned engine) for "
 				    "the process that holds the GPU, and stop it",
@@ -630,10 +670,12 @@ struct pvg_outcome pvg_stale_rule_no_profiler_traces(const struct pvg_stale_trac
 		const struct pvg_profiler_dir *d = &td->d[i];
 		if (d->err < 0 && d->err != -ENOENT) {
 			pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "stale-service.profiler-dir-unreadable",
-					    "make the folder readable by the service's user (it is "
-					    "read with that user's rights, never through a link out of "
-					    "the service's root), or restart the service without the "
-					    "variable",
+					    pvg_refusal_hint(d->refused,
+							     "make the folder readable by the service's "
+							     "user (it is read with that user's rights, "
+							     "never through a link out of the service's "
+							     "root), or restart the service without the "
+							     "variable"),
 					    "pid %d was started with %s=%s, and that folder cannot be "
 					    "listed (%s): profiler traces cannot be ruled out",
 					    (int)d->pid, d->var, d->dir,
@@ -910,7 +952,8 @@ static void read_gpu_driver(struct pvg_ctx *ctx, const struct pvg_fd_scan *fs, b
 {
 	*gv = (struct pvg_gpu_view){ .in_container = in_container, .g = g,
 				     .n_tree_holders = gpu_holders(fs, true),
-				     .n_outside_holders = gpu_holders(fs, false) };
+				     .n_outside_holders = gpu_holders(fs, false),
+				     .n_unread = fs->n_denied };
 	if (!in_container)
 		return;
 	gv->r = pvg_gpu_procs_read(ctx->sysfs, true, g, why);

@@ -32,6 +32,7 @@ struct pvg_gpu_view {
 	const struct pvg_gpu_procs *g;
 	size_t n_tree_holders;     /* distinct processes of the tree that hold a GPU device */
 	size_t n_outside_holders;  /* distinct visible processes outside it that do */
+	size_t n_unread;           /* visible processes whose open files could not be read */
 };
 
 /* The live rules, in the order the gate evaluates them. Each returns its status and

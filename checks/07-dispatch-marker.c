@@ -229,6 +229,17 @@ struct pvg_outcome rule_markers_container_log_owned(const struct markers_facts *
 	case PVG_REFUSED_LINK:
 		seen = pvg_strdup("a link where the runtime's file should be");
 		break;
+	case PVG_REFUSED_IDENTITY:
+		o.stop = true;
+		o.summary = pvg_asprintf("the container's log was %s",
+					 pvg_refusal_text(m->log_refused));
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.container-log-refused",
+				    pvg_refusal_hint(m->log_refused, NULL),
+				    "markers.log is \"container\": %s (found in %s) is read with "
+				    "its runtime's user's rights (%s), and was %s",
+				    m->log_path, cl->how ? cl->how : "?", owner,
+				    pvg_refusal_text(m->log_refused));
+		return o;
 	default:
 		return o;
 	}

@@ -293,7 +293,7 @@ static void read_folder(struct pvg_ctx *ctx, const struct pvg_targets *t, struct
 			 (u->written.tv_sec < cf->start.tv_sec ||
 			  (u->written.tv_sec == cf->start.tv_sec && u->written.tv_nsec < cf->start.tv_nsec));
 	struct pvg_creds creds;
-	bool as_user = pvg_proc_creds(ctx->procfs, pid, &creds) == 0 && creds.uid != geteuid();
+	bool as_user = pvg_proc_creds(ctx->procfs, pid, &creds) == 0;
 	const struct pvg_untrusted how = { .root_fd = -1, .max_size = COMPILE_GRAPH_MAX,
 					   .nofollow = true, .as = as_user ? &creds : NULL };
 	struct pvg_untrusted_file f = { 0 };

@@ -80,7 +80,7 @@ static void build(struct triton_jit *j)
 		j->why = pvg_asprintf("the service's root cannot be opened: %s", strerror(errno));
 		return;
 	}
-	j->as_user = pvg_proc_creds(ctx->procfs, j->pid, &j->creds) == 0 && j->creds.uid != geteuid();
+	j->as_user = pvg_proc_creds(ctx->procfs, j->pid, &j->creds) == 0;
 	struct pvg_triton_where w = { .root_fd = j->root_fd, .as = j->as_user ? &j->creds : NULL };
 	_cleanup_free_ char *tcd = NULL, *th = NULL, *home = NULL, *vroot = NULL;
 	pvg_proc_getenv(ctx->procfs, j->pid, "TRITON_CACHE_DIR", &tcd);

@@ -8,13 +8,13 @@
 
 #define ZONE_FILE_MAX (1u << 20)
 
-/* How a zone file is opened: in the process's root, with its user's rights (as NULL: ours,
- * when that user is us). */
+/* How a zone file is opened: in the process's root, with its user's rights. */
 struct zone_open {
 	int rootfd;
 	const struct pvg_creds *as;
 	const char *refused; /* on a refusal: a word for it ("device", "kernel-file", ...) */
 	char *refused_text;  /* and what was seen */
+	enum pvg_refusal refusal;
 };
 
 /* The smallest TZif file: its 44-byte header. */
@@ -33,6 +33,7 @@ static int zone_file(struct zone_open *o, const char *path, struct pvg_tz *tz)
 	free(o->refused_text);
 	o->refused_text = NULL;
 	o->refused = NULL;
+	o->refusal = PVG_REFUSED_NONE;
 	_cleanup_close_ int fd = pvg_open_untrusted(path, &how, &f);
 	if (fd < 0) {
 		/* A file the service's user may not read is refused as that user was: EACCES is
@@ -40,8 +41,14 @@ static int zone_file(struct zone_open *o, const char *path, struct pvg_tz *tz)
 		 * the report tells them nothing about root's files that they could not learn
 		 * without it. A type is only seen where the user may look (search rights on its
 		 * folders), as their own stat would. */
-		if (f.refused != PVG_REFUSED_NONE) {
+		if (f.refused == PVG_REFUSED_IDENTITY) {
+			/* nothing was looked at: provgate could not become that user */
 			o->refused = pvg_refusal_word(f.refused);
+			o->refusal = f.refused;
+			o->refused_text = pvg_strdup(pvg_refusal_text(f.refused));
+		} else if (f.refused != PVG_REFUSED_NONE) {
+			o->refused = pvg_refusal_word(f.refused);
+			o->refusal = f.refused;
 			o->refused_text = pvg_asprintf("%s, refused %s", pvg_refusal_text(f.refused),
 						       f.refused == PVG_REFUSED_USER ||
 								       f.refused == PVG_REFUSED_LINK
@@ -114,9 +121,11 @@ static void zone_open_clear(struct zone_open *o)
 /* A zone file refused: unknown, and which refusal it was (for the caller to report). */
 static void refused(struct pvg_proc_zone *z, const struct zone_open *o, char *text)
 {
-	set_unknown(z, "set TZ in the service's environment to a zone file of its root (a TZif "
-		       "file its user can read) or to a POSIX TZ rule, or log timestamps with "
-		       "their offset (%z)", text);
+	set_unknown(z, pvg_refusal_hint(o->refusal,
+					"set TZ in the service's environment to a zone file of its "
+					"root (a TZif file its user can read) or to a POSIX TZ rule, "
+					"or log timestamps with their offset (%z)"),
+		    text);
 	z->refused = o->refused;
 }
 
@@ -158,7 +167,7 @@ int pvg_proc_zone_read(const char *procfs, pid_t pid, struct pvg_proc_zone *out)
 		return 0;
 	}
 	_cleanup_(zone_open_clear) struct zone_open zo = {
-		.rootfd = rootfd, .as = creds.uid == geteuid() ? NULL : &creds };
+		.rootfd = rootfd, .as = &creds };
 	const char *tz = env_get(env, env_len, "TZ");
 	if (tz && (!*tz || utc_name(*tz == ':' ? tz + 1 : tz))) {
 		set_known(out, "UTC", pvg_asprintf("TZ=%s in its environment", tz));
@@ -206,7 +215,8 @@ int pvg_proc_zone_read(const char *procfs, pid_t pid, struct pvg_proc_zone *out)
 	int fr = zone_file(&zo, "/etc/localtime", &out->tz);
 	if (zo.refused) {
 		refused(out, &zo,
-			pvg_asprintf("no TZ in its environment, and /etc/localtime in its root is %s",
+			pvg_asprintf("no TZ in its environment, and /etc/localtime in its root %s %s",
+				     zo.refusal == PVG_REFUSED_IDENTITY ? "was" : "is",
 				     zo.refused_text));
 		return 0;
 	}

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <linux/magic.h>
 #include <sys/socket.h>
@@ -19,6 +21,84 @@
 /* how long the child that opens as the service's user may take (a path on a hung NFS
  * mount must not hang the run) */
 #define AS_USER_TIMEOUT_MS 10000
+
+/* ---- identity --------------------------------------------------------------------------- */
+
+/* This process's effective capabilities (two 32-bit words); false where they cannot be read. */
+static bool effective_caps(uint32_t eff[2])
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	eff[0] = d[0].effective;
+	eff[1] = d[1].effective;
+	return true;
+}
+
+enum { MISSING_SETGID = 1, MISSING_SETUID = 2 };
+
+/* Which of the capabilities that taking on another user needs this process lacks. */
+static unsigned missing_setid_caps(void)
+{
+	uint32_t eff[2];
+	if (!effective_caps(eff))
+		return MISSING_SETGID | MISSING_SETUID;
+	return (eff[0] & (1u << CAP_SETGID) ? 0u : MISSING_SETGID) |
+	       (eff[0] & (1u << CAP_SETUID) ? 0u : MISSING_SETUID);
+}
+
+static bool has_effective_caps(void)
+{
+	uint32_t eff[2];
+	return !effective_caps(eff) || eff[0] || eff[1];
+}
+
+static int gid_cmp(const void *a, const void *b)
+{
+	gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* v[0..n) and gid, sorted, each once: the groups a file's group is checked against (the
+ * kernel's in_group_p: the fsgid or a supplementary group). */
+static size_t group_set(gid_t *v, size_t n, gid_t gid)
+{
+	v[n++] = gid;
+	qsort(v, n, sizeof(gid_t), gid_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
+/* Is this process already exactly the user of c: its real, effective, saved and file-system
+ * uid c->uid, the same four gids c->gid, and the same groups (the supplementary groups with
+ * the gid, as sets: a list that repeats the gid, as a container's first process may have and
+ * a process exec'd into it not, grants nothing more)? Then no identity change is needed, and
+ * none is tried (setgroups needs CAP_SETGID even to set the same list). */
+static bool already_user(const struct pvg_creds *c)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+		return false;
+	/* an invalid id changes nothing and returns the current one */
+	uid_t fsu = (uid_t)setfsuid((uid_t)-1);
+	gid_t fsg = (gid_t)setfsgid((gid_t)-1);
+	if (ru != c->uid || eu != c->uid || su != c->uid || fsu != c->uid || rg != c->gid ||
+	    eg != c->gid || sg != c->gid || fsg != c->gid || c->n_groups > PVG_CREDS_MAX_GROUPS)
+		return false;
+	gid_t mine[PVG_CREDS_MAX_GROUPS + 1], theirs[PVG_CREDS_MAX_GROUPS + 1];
+	int n = getgroups(PVG_CREDS_MAX_GROUPS, mine);
+	if (n < 0)
+		return false; /* more groups than any service's list can hold: not the same */
+	memcpy(theirs, c->groups, c->n_groups * sizeof(gid_t));
+	size_t a = group_set(mine, (size_t)n, c->gid), b = group_set(theirs, c->n_groups, c->gid);
+	return a == b && memcmp(mine, theirs, a * sizeof(gid_t)) == 0;
+}
 
 bool pvg_untrusted_use_openat2(void)
 {
@@ -49,15 +129,53 @@ const char *pvg_refusal_text(enum pvg_refusal r)
 		return "not readable by the service's user";
 	case PVG_REFUSED_KERNEL_FS:
 		return "a kernel interface file (procfs, sysfs, ...), not data";
+	case PVG_REFUSED_IDENTITY:
+		switch (missing_setid_caps()) {
+		case MISSING_SETUID | MISSING_SETGID:
+			return "not opened: provgate lacks CAP_SETUID and CAP_SETGID, and cannot "
+			       "take on the service's user to open it";
+		case MISSING_SETUID:
+			return "not opened: provgate lacks CAP_SETUID, and cannot take on the "
+			       "service's user to open it";
+		case MISSING_SETGID:
+			return "not opened: provgate lacks CAP_SETGID, and cannot take on the "
+			       "service's user to open it";
+		}
+		return "not opened: provgate could not take on the service's user to open it";
 	}
 	return "refused";
+}
+
+const char *pvg_refusal_hint(enum pvg_refusal r, const char *otherwise)
+{
+	if (r != PVG_REFUSED_IDENTITY)
+		return otherwise;
+	switch (missing_setid_caps()) {
+	case MISSING_SETUID | MISSING_SETGID:
+		return "give provgate CAP_SETUID and CAP_SETGID, with which it opens the service's "
+		       "files as the service's user (Kubernetes: securityContext.capabilities.add: "
+		       "[SETUID, SETGID]; podman/docker: --cap-add SETUID --cap-add SETGID), or run "
+		       "it as the service's user with the same groups";
+	case MISSING_SETUID:
+		return "give provgate CAP_SETUID, with which it opens the service's files as the "
+		       "service's user (Kubernetes: securityContext.capabilities.add: [SETUID]; "
+		       "podman/docker: --cap-add SETUID), or run it as the service's user with the "
+		       "same groups";
+	case MISSING_SETGID:
+		return "give provgate CAP_SETGID, with which it opens the service's files as the "
+		       "service's user (Kubernetes: securityContext.capabilities.add: [SETGID]; "
+		       "podman/docker: --cap-add SETGID), or run it as the service's user with the "
+		       "same groups";
+	}
+	return "run provgate as root with CAP_SETUID and CAP_SETGID in the service's user "
+	       "namespace, or as the service's user with the same groups";
 }
 
 const char *pvg_refusal_word(enum pvg_refusal r)
 {
 	static const char *const words[] = { "", "device", "fifo", "socket", "directory",
 					     "too-big", "owner", "link", "denied",
-					     "kernel-file" };
+					     "kernel-file", "identity" };
 	return (size_t)r < ARRAY_SIZE(words) ? words[r] : "refused";
 }
 
@@ -262,6 +380,8 @@ static int refusal_errno(enum pvg_refusal r)
 		return -EACCES;
 	case PVG_REFUSED_KERNEL_FS:
 		return -ENODEV;
+	case PVG_REFUSED_IDENTITY:
+		return -EPERM;
 	}
 	return -EINVAL;
 }
@@ -339,6 +459,7 @@ static int open_checked(const struct pvg_untrusted *how, int dir_fd, const char 
 struct as_user_answer {
 	struct pvg_untrusted_file f;
 	int err;
+	bool identity; /* err is from setgroups/setresgid/setresuid: nothing was opened */
 };
 
 static void close_others(int keep_a, int keep_b)
@@ -354,7 +475,7 @@ static void close_others(int keep_a, int keep_b)
 }
 
 static _Noreturn void as_user_child(int sock, const struct pvg_untrusted *how, int dir_fd,
-				    const char *path)
+				    const char *path, bool change)
 {
 	struct as_user_answer a = { 0 };
 	int keep = dir_fd >= 0 ? dir_fd : how->root_fd;
@@ -362,10 +483,21 @@ static _Noreturn void as_user_child(int sock, const struct pvg_untrusted *how, i
 	const struct pvg_creds *c = how->as;
 	/* raw syscalls: the forked child of a threaded parent has one thread, and glibc's
 	 * set*id would try to signal the others */
-	if (syscall(SYS_setgroups, c->n_groups, c->groups) < 0 ||
-	    syscall(SYS_setresgid, c->gid, c->gid, c->gid) < 0 ||
-	    syscall(SYS_setresuid, c->uid, c->uid, c->uid) < 0 ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+	if (change && (syscall(SYS_setgroups, c->n_groups, c->groups) < 0 ||
+		       syscall(SYS_setresgid, c->gid, c->gid, c->gid) < 0 ||
+		       syscall(SYS_setresuid, c->uid, c->uid, c->uid) < 0)) {
+		/* never opened with our own rights instead: the caller is told why */
+		a.err = -errno;
+		a.identity = true;
+		(void)!write(sock, &a, sizeof(a));
+		_exit(1);
+	}
+	/* no capability is left (a uid 0 target, or our own uid with capabilities of its own
+	 * keep them through the calls above) */
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+	memset(none, 0, sizeof(none));
+	if (syscall(SYS_capset, &h, none) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		a.err = -errno;
 		(void)!write(sock, &a, sizeof(a));
 		_exit(1);
@@ -392,7 +524,7 @@ static _Noreturn void as_user_child(int sock, const struct pvg_untrusted *how, i
 }
 
 static int open_as_user(const struct pvg_untrusted *how, int dir_fd, const char *path,
-			struct pvg_untrusted_file *out)
+			bool change, struct pvg_untrusted_file *out)
 {
 	memset(out, 0, sizeof(*out));
 	int sv[2];
@@ -407,7 +539,7 @@ static int open_as_user(const struct pvg_untrusted *how, int dir_fd, const char 
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		as_user_child(sv[1], how, dir_fd, path);
+		as_user_child(sv[1], how, dir_fd, path, change);
 	}
 	close(sv[1]);
 	_cleanup_close_ int sock = sv[0];
@@ -440,6 +572,10 @@ static int open_as_user(const struct pvg_untrusted *how, int dir_fd, const char 
 				memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 		if (n != (ssize_t)sizeof(a)) {
 			r = n < 0 ? -errno : -EPROTO;
+		} else if (a.identity) {
+			memset(out, 0, sizeof(*out));
+			out->refused = PVG_REFUSED_IDENTITY;
+			r = refusal_errno(PVG_REFUSED_IDENTITY);
 		} else {
 			*out = a.f;
 			r = a.err;
@@ -454,7 +590,7 @@ static int open_as_user(const struct pvg_untrusted *how, int dir_fd, const char 
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (r == -EACCES || r == -EPERM) {
+	if ((r == -EACCES || r == -EPERM) && out->refused != PVG_REFUSED_IDENTITY) {
 		if (out->refused == PVG_REFUSED_NONE)
 			out->refused = PVG_REFUSED_USER;
 		r = -EACCES;
@@ -468,11 +604,17 @@ static int open_any(const char *path, int dir_fd, const struct pvg_untrusted *ho
 	struct pvg_untrusted_file scratch;
 	if (!out)
 		out = &scratch;
-	/* not root: no other user's rights can be taken, and ours are no more than the
-	 * caller's own; the same uid needs no child at all */
-	if (how->as && geteuid() == 0 && !(how->as->uid == 0 && how->as->gid == 0))
-		return open_as_user(how, dir_fd, path, out);
-	return open_checked(how, dir_fd, path, out);
+	if (!how->as)
+		return open_checked(how, dir_fd, path, out);
+	/* root reads a root service's files as itself */
+	if (geteuid() == 0 && how->as->uid == 0 && how->as->gid == 0)
+		return open_checked(how, dir_fd, path, out);
+	/* already exactly that user: no identity to change (with no capability, nothing to
+	 * drop either); else the child changes it, or refuses where it cannot */
+	bool same = already_user(how->as);
+	if (same && !has_effective_caps())
+		return open_checked(how, dir_fd, path, out);
+	return open_as_user(how, dir_fd, path, !same, out);
 }
 
 int pvg_open_untrusted(const char *path, const struct pvg_untrusted *how,
@@ -675,7 +817,9 @@ int pvg_proc_open_as(const char *procfs, pid_t pid, const char *path, bool dir, 
 	if (root < 0)
 		return -errno;
 	struct pvg_creds creds;
-	bool as_user = pvg_proc_creds(procfs, pid, &creds) == 0 && creds.uid != geteuid();
+	/* its user's rights, also where that user is ours: the open compares all of the
+	 * identity, not the uid alone */
+	bool as_user = pvg_proc_creds(procfs, pid, &creds) == 0;
 	const struct pvg_untrusted how = { .root_fd = root, .want_dir = dir, .max_size = max,
 					   .as = as_user ? &creds : NULL };
 	struct pvg_untrusted_file f = { 0 };

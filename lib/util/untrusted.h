@@ -12,8 +12,13 @@
  * descriptor itself (/proc/self/fd/N), never by its path again. With as set, all of that
  * happens in a forked child that has the service user's uid, gid and groups, no
  * capabilities and no_new_privs, and hands the descriptor back: the answer is what that user
- * could have opened. Where provgate itself is not root it cannot take on another user's
- * rights, and has no more than its own to lend: it then opens with those.
+ * could have opened. The child changes no identity where provgate's real, effective and
+ * file-system uid and gid and its groups are exactly the service user's (provgate run as
+ * that user: it only drops what capabilities it has, and with none the open is done in
+ * process); root opens a root service's files (uid and gid 0) as itself. Anything else takes
+ * setgroups, setresgid and setresuid, which need CAP_SETGID and CAP_SETUID: where they fail
+ * (a container's root without those capabilities, provgate run as a third user) nothing is
+ * opened with provgate's own rights instead; the file is refused, PVG_REFUSED_IDENTITY.
  * A path from the service side (root_fd, a folder's descriptor, as, or service_side) never
  * reaches a kernel file system's file (procfs, sysfs, debugfs, tracefs, securityfs, configfs,
  * bpf, ...): its "regular" files are interfaces, not data.
@@ -36,6 +41,8 @@ enum pvg_refusal {
 	PVG_REFUSED_KERNEL_FS, /* a file of procfs, sysfs, debugfs, ... reached from the service
 				* side (/proc/kmsg as a time zone): reading one can change the
 				* kernel's state: -ENODEV */
+	PVG_REFUSED_IDENTITY,  /* not opened: provgate could not take on the service user's
+				* identity (no CAP_SETUID/CAP_SETGID): -EPERM */
 };
 
 /* The credentials a file is opened with on the service user's behalf. */
@@ -75,8 +82,11 @@ int pvg_openat_untrusted(int dir_fd, const char *name, const struct pvg_untruste
 /* "a device node", "a FIFO", ..., for messages. */
 const char *pvg_refusal_text(enum pvg_refusal r);
 /* A word for problem codes and evidence: "device", "fifo", "socket", "directory",
- * "too-big", "owner", "link", "denied". */
+ * "too-big", "owner", "link", "denied", "kernel-file", "identity". */
 const char *pvg_refusal_word(enum pvg_refusal r);
+/* For PVG_REFUSED_IDENTITY, what to do (names the capabilities this process lacks of
+ * CAP_SETUID and CAP_SETGID); for any other refusal, otherwise. */
+const char *pvg_refusal_hint(enum pvg_refusal r, const char *otherwise);
 
 /* The bytes of fd's file that are data, not holes, counted with SEEK_DATA/SEEK_HOLE up to
  * size; where the file system cannot tell, size itself. fd's offset is where it was. */

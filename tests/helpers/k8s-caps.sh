@@ -6,6 +6,8 @@
 # namespace (podman pod create --share pid), a "service" container (sleep, which maps the
 # host's libc through a read-only /usr) and a reader container that runs as root with
 # --cap-drop ALL and only the capabilities named. Prints one table line per case. As root.
+# The last column takes on the target's user (setpriv: setgroups, setresgid, setresuid, as
+# provgate's open as the service's user does) and reads its 600 file through its root.
 set -u
 CTR_TIMEOUT=60
 fail() { echo "k8s-caps.sh: $*" >&2; exit 1; }
@@ -31,6 +33,8 @@ r head -c1 /proc/$p/map_files/$m
 r ls /proc/$p/root/
 r head -c1 /proc/$p/root/tmp/p
 r head -c1 /proc/$p/environ
+u=$(sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' /proc/$p/status) # no awk: /etc/alternatives
+r setpriv --reuid="$u" --regid="$u" --clear-groups head -c1 /proc/$p/root/tmp/p
 echo
 SH
 
@@ -51,14 +55,16 @@ pid_of() { # NAME -> its process's pid in the pod's namespace (the last of NSpid
 svc=$(pid_of svc) usr=$(pid_of usr)
 echo "kernel $(uname -r), podman $(podman --version | cut -d' ' -f3), $(runc --version | head -n1)"
 echo "reader: root, --cap-drop all, --read-only, in the pod's pid namespace"
-echo "columns: maps  map_files(list)  readlink  stat-follow  open  root/  root/600-file  environ"
+echo "columns: maps  map_files(list)  readlink  stat-follow  open  root/  root/600-file  environ  as-user"
 for target in svc usr; do
 	pid=$svc; [ "$target" = usr ] && pid=$usr
 	[ "$target" = svc ] && echo "target: a root service with podman's default capabilities (pid $pid)"
 	[ "$target" = usr ] && echo "target: a service of user 1000 with no capabilities (pid $pid)"
 	for caps in "" SYS_PTRACE DAC_READ_SEARCH "SYS_PTRACE DAC_READ_SEARCH" CHECKPOINT_RESTORE \
 		"SYS_PTRACE CHECKPOINT_RESTORE" SYS_ADMIN "SYS_PTRACE SYS_ADMIN" \
-		"SYS_PTRACE DAC_READ_SEARCH CHECKPOINT_RESTORE" "SYS_PTRACE DAC_READ_SEARCH SYS_ADMIN"; do
+		"SYS_PTRACE DAC_READ_SEARCH CHECKPOINT_RESTORE" "SYS_PTRACE DAC_READ_SEARCH SYS_ADMIN" \
+		"SYS_PTRACE SETUID SETGID" "SYS_PTRACE DAC_READ_SEARCH SETUID" \
+		"SYS_PTRACE DAC_READ_SEARCH SETGID" "SYS_PTRACE DAC_READ_SEARCH SETUID SETGID"; do
 		add=(); for c in $caps; do add+=(--cap-add "$c"); done
 		line=$(podman_ run --rm --pod "pod-$CTR_TAG" -v /usr:/usr:ro --read-only --cap-drop all \
 			"${add[@]}" "$img" /bin/sh -c "$PROBE" probe "$pid" 2>/dev/null) || line=" (podman failed)"

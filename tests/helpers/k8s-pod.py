@@ -7,7 +7,9 @@
 # /usr, the test's build folder and WORK bound in; the sidecar gets WORK at the same path in
 # place of the cluster's volumes (config map, PVCs, the kubelet's log folder). Each
 # SIDECAR=CAPS adds a copy of the sidecar named SIDECAR with only CAPS (comma-separated,
-# "none" for no capability) added.
+# "none" for no capability) added; SIDECAR=CAPS@UID runs that copy as UID (runAsUser and
+# runAsGroup). service@UID runs the service as UID (runAsUser and runAsGroup), with every
+# capability dropped, as a service image with a USER line or a pod's securityContext does.
 import copy
 import sys
 
@@ -39,11 +41,28 @@ svc.update({
                      {"name": "work", "mountPath": work},
                      {"name": "build", "mountPath": build, "readOnly": True}],
 })
+svc_uid = None
 for e in extra:
+    if e.startswith("service@"):
+        svc_uid = int(e.split("@", 1)[1])
+if svc_uid is not None:
+    svc["securityContext"] = {"runAsUser": svc_uid, "runAsGroup": svc_uid,
+                              "allowPrivilegeEscalation": False,
+                              "capabilities": {"drop": ["ALL"]}}
+for e in extra:
+    if e.startswith("service@"):
+        continue
     cname, caps = e.split("=", 1)
+    uid = None
+    if "@" in caps:
+        caps, u = caps.split("@", 1)
+        uid = int(u)
     c = copy.deepcopy(pg)
     c["name"] = cname
     c["securityContext"]["capabilities"]["add"] = [] if caps == "none" else caps.split(",")
+    if uid is not None:
+        c["securityContext"]["runAsUser"] = uid
+        c["securityContext"]["runAsGroup"] = uid
     spec["containers"].append(c)
 spec["volumes"] = [
     {"name": "usr", "hostPath": {"path": "/usr", "type": "Directory"}},

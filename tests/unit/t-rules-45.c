@@ -467,6 +467,23 @@ static void stale_gpu_driver_counts_what_a_container_cannot_see(void)
 	CHECK_STR(code_of(&o, 0), "stale-service.gpu-holder-outside-view");
 	CHECK(message_has(&o, 0, "accounts for 2 (1 of the service tree): 1 outside it"));
 	pvg_outcome_clear(&o);
+	/* a visible process whose fds could not be read may be the one not accounted for (the
+	 * service's own engine, of another user, to a root without CAP_DAC_READ_SEARCH): that
+	 * cannot be told, and blames nobody outside */
+	gv.n_unread = 1;
+	o = pvg_stale_rule_gpu_driver_accounts(&gv);
+	CHECK_INT(o.status, PVG_UNVERIFIABLE);
+	CHECK_STR(code_of(&o, 0), "stale-service.gpu-holders-unverifiable");
+	CHECK(message_has(&o, 0, "the open files of 1 process in it could not be read"));
+	pvg_outcome_clear(&o);
+	/* more missing than unreadable: some are outside, whatever the unread ones hold */
+	g.n = 4;
+	o = pvg_stale_rule_gpu_driver_accounts(&gv);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_STR(code_of(&o, 0), "stale-service.gpu-holder-outside-view");
+	pvg_outcome_clear(&o);
+	g.n = 3;
+	gv.n_unread = 0;
 
 	/* NVML: this namespace only, and no memory figures */
 	g = (struct pvg_gpu_procs){ .source = "nvml", .where = (char *)"libnvidia-ml.so.1",

@@ -2,8 +2,13 @@
 /* lib/util/untrusted: the one open of what another user controls, with openat2 and with the
  * walk that kernels before 5.6 get (each case runs both ways). */
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 
 #include "tap.h"
@@ -251,6 +256,178 @@ static void as_the_service_user_reads_only_what_it_could(void)
 	CHECK_INT(f.refused, PVG_REFUSED_DEVICE);
 }
 
+/* ---- who the opener is: what a forked test process made of itself reports back ---- */
+
+struct opened {
+	int ok;       /* the test process could make itself what was asked */
+	int r;        /* pvg_open_untrusted's answer (a descriptor is closed: 1) */
+	int refused;
+	char text[256], hint[512], data[64];
+};
+
+static bool set_caps(uint32_t eff0)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	memset(d, 0, sizeof(d));
+	d[0].effective = d[0].permitted = eff0;
+	return syscall(SYS_capset, &h, d) == 0;
+}
+
+/* become: 0 stays root with every capability but those in drop; else that uid and gid with
+ * no groups and only the capabilities in keep */
+struct opener {
+	uid_t uid;
+	uint32_t drop, keep;
+};
+
+static struct opened open_as(const struct opener *who, const char *path,
+			     const struct pvg_creds *as)
+{
+	struct opened o;
+	memset(&o, 0, sizeof(o));
+	int p[2];
+	if (pipe(p) < 0)
+		return o;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		bool ok = true;
+		if (who->uid == 0) {
+			struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+			struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+			ok = syscall(SYS_capget, &h, d) == 0;
+			d[0].effective &= ~who->drop;
+			d[0].permitted &= ~who->drop;
+			ok = ok && syscall(SYS_capset, &h, d) == 0;
+		} else {
+			ok = prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == 0 && setgroups(0, NULL) == 0 &&
+			     setresgid(who->uid, who->uid, who->uid) == 0 &&
+			     setresuid(who->uid, who->uid, who->uid) == 0 && set_caps(who->keep);
+		}
+		o.ok = ok;
+		if (ok) {
+			const struct pvg_untrusted how = { .root_fd = root_fd, .as = as };
+			struct pvg_untrusted_file f;
+			int fd = pvg_open_untrusted(path, &how, &f);
+			o.r = fd >= 0 ? 1 : fd;
+			o.refused = f.refused;
+			snprintf(o.text, sizeof(o.text), "%s", pvg_refusal_text(f.refused));
+			snprintf(o.hint, sizeof(o.hint), "%s", pvg_refusal_hint(f.refused, "-"));
+			if (fd >= 0) {
+				ssize_t n = read(fd, o.data, sizeof(o.data) - 1);
+				o.data[n > 0 ? n : 0] = '\0';
+			}
+		}
+		(void)!write(p[1], &o, sizeof(o));
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &o, sizeof(o)) != (ssize_t)sizeof(o))
+		memset(&o, 0, sizeof(o));
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return o;
+}
+
+/* A root without CAP_SETUID/CAP_SETGID (a Kubernetes sidecar given SYS_PTRACE alone) cannot
+ * take on the service's user: the file is refused, naming what is missing, and never read
+ * with root's rights instead (not even one the user could read). */
+static void without_setuid_setgid_nothing_is_read_as_root(void)
+{
+	if (geteuid() != 0) {
+		printf("# not root: checked by the container scenario tests\n");
+		return;
+	}
+	chmod(root, 0755);
+	const struct pvg_creds user = { .uid = 65534, .gid = 65534, .n_groups = 0 };
+	const struct opener both = { .uid = 0, .drop = (1u << CAP_SETUID) | (1u << CAP_SETGID) };
+	struct opened o = open_as(&both, "/etc/zone", &user);
+	CHECK_INT(o.ok, 1);
+	CHECK_INT(o.r, -EPERM);
+	CHECK_INT(o.refused, PVG_REFUSED_IDENTITY);
+	CHECK_STR(o.data, "");
+	CHECK(strstr(o.text, "lacks CAP_SETUID and CAP_SETGID") != NULL);
+	CHECK(strstr(o.hint, "capabilities.add: [SETUID, SETGID]") != NULL);
+	CHECK_STR(pvg_refusal_word(PVG_REFUSED_IDENTITY), "identity");
+	/* one of them: that one is named (setgroups and setresgid pass, setresuid fails) */
+	const struct opener no_uid = { .uid = 0, .drop = 1u << CAP_SETUID };
+	o = open_as(&no_uid, "/etc/zone", &user);
+	CHECK_INT(o.r, -EPERM);
+	CHECK_INT(o.refused, PVG_REFUSED_IDENTITY);
+	CHECK(strstr(o.text, "lacks CAP_SETUID,") != NULL);
+	CHECK(strstr(o.hint, "[SETUID]") != NULL);
+	const struct opener no_gid = { .uid = 0, .drop = 1u << CAP_SETGID };
+	o = open_as(&no_gid, "/etc/zone", &user);
+	CHECK_INT(o.refused, PVG_REFUSED_IDENTITY);
+	CHECK(strstr(o.text, "lacks CAP_SETGID,") != NULL);
+	/* with both, the same open is the user's */
+	const struct opener full = { .uid = 0 };
+	o = open_as(&full, "/etc/zone", &user);
+	CHECK_INT(o.r, 1);
+	CHECK_STR(o.data, "inside\n");
+}
+
+/* provgate run as the service's own user: exactly that user (uids, gids, groups) opens in
+ * place, with no identity change (which would need CAP_SETGID even to set the same groups);
+ * any difference is never skipped, and what capabilities it has are not lent to the open. */
+static void the_services_own_user_opens_without_a_change(void)
+{
+	if (geteuid() != 0) {
+		printf("# not root: cannot become another user to check it\n");
+		return;
+	}
+	chmod(root, 0755);
+	_cleanup_free_ char *mine = pvg_path_join(root, "etc/mine");
+	put("etc/mine", "the user's\n");
+	chmod(mine, 0600);
+	(void)!chown(mine, 65534, 65534);
+	_cleanup_free_ char *secret = pvg_path_join(root, "etc/root-only");
+	put("etc/root-only", "root's\n");
+	chmod(secret, 0600);
+	const struct pvg_creds same = { .uid = 65534, .gid = 65534, .n_groups = 0 };
+	const struct opener user = { .uid = 65534 };
+	struct opened o = open_as(&user, "/etc/mine", &same);
+	CHECK_INT(o.ok, 1);
+	CHECK_INT(o.r, 1);
+	CHECK_STR(o.data, "the user's\n");
+	o = open_as(&user, "/etc/root-only", &same);
+	CHECK_INT(o.r, -EACCES);
+	CHECK_INT(o.refused, PVG_REFUSED_USER);
+	/* the gid repeated among the groups (a container's first process may have it so, a
+	 * process exec'd into it not) grants nothing more: the same user */
+	const struct pvg_creds gid_listed = { .uid = 65534, .gid = 65534, .n_groups = 1,
+					      .groups = { 65534 } };
+	o = open_as(&user, "/etc/mine", &gid_listed);
+	CHECK_INT(o.r, 1);
+	/* another group list, or another gid: not the same user, and it cannot become it */
+	const struct pvg_creds other_groups = { .uid = 65534, .gid = 65534, .n_groups = 1,
+						.groups = { 100 } };
+	o = open_as(&user, "/etc/mine", &other_groups);
+	CHECK_INT(o.r, -EPERM);
+	CHECK_INT(o.refused, PVG_REFUSED_IDENTITY);
+	CHECK_STR(o.data, "");
+	const struct pvg_creds other_gid = { .uid = 65534, .gid = 100, .n_groups = 0 };
+	o = open_as(&user, "/etc/mine", &other_gid);
+	CHECK_INT(o.refused, PVG_REFUSED_IDENTITY);
+	const struct pvg_creds other_uid = { .uid = 65533, .gid = 65534, .n_groups = 0 };
+	o = open_as(&user, "/etc/mine", &other_uid);
+	CHECK_INT(o.refused, PVG_REFUSED_IDENTITY);
+	/* the same user holding CAP_DAC_READ_SEARCH and CAP_DAC_OVERRIDE: the open drops them,
+	 * and root's file stays the service user's to be refused */
+	const struct opener strong = { .uid = 65534,
+				       .keep = (1u << CAP_DAC_READ_SEARCH) | (1u << CAP_DAC_OVERRIDE) };
+	o = open_as(&strong, "/etc/root-only", &same);
+	CHECK_INT(o.ok, 1);
+	CHECK_INT(o.r, -EACCES);
+	CHECK_INT(o.refused, PVG_REFUSED_USER);
+	CHECK_STR(o.data, "");
+	o = open_as(&strong, "/etc/mine", &same);
+	CHECK_INT(o.r, 1);
+	CHECK_STR(o.data, "the user's\n");
+}
+
 static void kernel_files_are_refused_from_the_service_side(void)
 {
 	/* /proc/kmsg's kind: a path the service named never reaches procfs or sysfs, while
@@ -293,6 +470,8 @@ int main(void)
 	RUN(one_name_below_a_folder_never_follows_a_link);
 	RUN(owner_is_checked_when_asked);
 	RUN(as_the_service_user_reads_only_what_it_could);
+	RUN(without_setuid_setgid_nothing_is_read_as_root);
+	RUN(the_services_own_user_opens_without_a_change);
 	RUN(kernel_files_are_refused_from_the_service_side);
 	RUN(creds_come_from_the_status_file);
 	_cleanup_free_ char *cmd = pvg_asprintf("rm -rf '%s'", root);
