@@ -492,12 +492,25 @@ static _Noreturn void as_user_child(int sock, const struct pvg_untrusted *how, i
 		(void)!write(sock, &a, sizeof(a));
 		_exit(1);
 	}
-	/* no capability is left (a uid 0 target, or our own uid with capabilities of its own
-	 * keep them through the calls above) */
+	/* the service's own capabilities and no more: a uid 0 target keeps ours through the
+	 * calls above, and so does our own uid with capabilities of its own. A change to
+	 * another uid has cleared them; a root service keeps those of its CapEff we hold (its
+	 * CAP_DAC_OVERRIDE reads what it reads, and one it lacks is not lent). */
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
-	memset(none, 0, sizeof(none));
-	if (syscall(SYS_capset, &h, none) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	memset(caps, 0, sizeof(caps));
+	if (c->have_caps && syscall(SYS_capget, &h, caps) == 0) {
+		for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++) {
+			caps[i].permitted &= (uint32_t)(c->cap_eff >> (32 * i));
+			caps[i].effective = caps[i].permitted;
+			caps[i].inheritable = 0;
+		}
+	} else {
+		memset(caps, 0, sizeof(caps));
+	}
+	h.version = _LINUX_CAPABILITY_VERSION_3;
+	h.pid = 0;
+	if (syscall(SYS_capset, &h, caps) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		a.err = -errno;
 		(void)!write(sock, &a, sizeof(a));
 		_exit(1);
@@ -606,8 +619,12 @@ static int open_any(const char *path, int dir_fd, const struct pvg_untrusted *ho
 		out = &scratch;
 	if (!how->as)
 		return open_checked(how, dir_fd, path, out);
-	/* root reads a root service's files as itself */
-	if (geteuid() == 0 && how->as->uid == 0 && how->as->gid == 0)
+	/* root reads a root service's files as itself, where the service's own capabilities
+	 * pass DAC as ours do (CAP_DAC_OVERRIDE, in Docker's and podman's default set too, or
+	 * capabilities not known); a root service without it gets only what its capabilities
+	 * give, in the child */
+	if (geteuid() == 0 && how->as->uid == 0 && how->as->gid == 0 &&
+	    (!how->as->have_caps || (how->as->cap_eff & (1ull << CAP_DAC_OVERRIDE))))
 		return open_checked(how, dir_fd, path, out);
 	/* already exactly that user: no identity to change (with no capability, nothing to
 	 * drop either); else the child changes it, or refuses where it cannot */
@@ -788,6 +805,14 @@ int pvg_proc_creds(const char *procfs, pid_t pid, struct pvg_creds *out)
 			   v[3] <= UINT32_MAX) {
 			out->gid = (gid_t)v[3];
 			have_gid = true;
+		} else if (strncmp(line, "CapEff:", 7) == 0) {
+			char *end;
+			errno = 0;
+			unsigned long long v64 = strtoull(line + 7, &end, 16);
+			if (end != line + 7 && !errno) {
+				out->cap_eff = (uint64_t)v64;
+				out->have_caps = true;
+			}
 		} else if (strncmp(line, "Groups:", 7) == 0) {
 			char *p = line + 7, *end;
 			for (;;) {

@@ -52,6 +52,11 @@ struct pvg_creds {
 	gid_t gid;
 	size_t n_groups;
 	gid_t groups[PVG_CREDS_MAX_GROUPS];
+	/* the process's effective capabilities (/proc/PID/status CapEff), kept by an open as
+	 * this user where we hold them too: a root service reads what its capabilities let it,
+	 * no more; without them (have_caps false) the open has none */
+	uint64_t cap_eff;
+	bool have_caps;
 };
 
 struct pvg_untrusted {

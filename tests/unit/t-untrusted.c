@@ -428,6 +428,65 @@ static void the_services_own_user_opens_without_a_change(void)
 	CHECK_STR(o.data, "the user's\n");
 }
 
+/* A root service reads what its own capabilities let it: its CapEff is kept for the open
+ * (where provgate holds it too), so CAP_DAC_OVERRIDE reads another user's 0600 file, and a
+ * root service without the DAC capabilities (a container that drops them) gets nothing more
+ * through provgate than it could open itself. */
+static void a_root_service_opens_with_its_own_capabilities(void)
+{
+	if (geteuid() != 0) {
+		printf("# not root: cannot hold the capabilities to check it\n");
+		return;
+	}
+	chmod(root, 0755);
+	_cleanup_free_ char *theirs = pvg_path_join(root, "etc/nobodys");
+	put("etc/nobodys", "nobody's\n");
+	chmod(theirs, 0600);
+	(void)!chown(theirs, 65534, 65534);
+	const struct opener full = { .uid = 0 };
+	const uint64_t dac = (1ull << CAP_DAC_OVERRIDE) | (1ull << CAP_DAC_READ_SEARCH);
+	const struct pvg_creds all = { .uid = 0, .gid = 0, .cap_eff = ~0ull, .have_caps = true };
+	struct opened o = open_as(&full, "/etc/nobodys", &all);
+	CHECK_INT(o.r, 1);
+	CHECK_STR(o.data, "nobody's\n");
+	const struct pvg_creds no_dac = { .uid = 0, .gid = 0, .cap_eff = ~dac, .have_caps = true };
+	o = open_as(&full, "/etc/nobodys", &no_dac);
+	CHECK_INT(o.r, -EACCES);
+	CHECK_STR(o.data, "");
+	/* capabilities not known: root's own */
+	const struct pvg_creds unknown = { .uid = 0, .gid = 0 };
+	o = open_as(&full, "/etc/nobodys", &unknown);
+	CHECK_INT(o.r, 1);
+	/* the service's capabilities are not ours to add: provgate without DAC keeps without */
+	const struct opener weak = { .uid = 0, .drop = (uint32_t)dac };
+	o = open_as(&weak, "/etc/nobodys", &all);
+	CHECK_INT(o.r, -EACCES);
+	/* and the status file gives them: a process whose bounding set lost the DAC ones */
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (int cap = CAP_DAC_OVERRIDE; cap <= CAP_DAC_READ_SEARCH; cap++)
+			(void)prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	struct pvg_creds c;
+	int r = -1;
+	for (int i = 0; i < 200; i++) { /* its CapEff is the new one once it has run exec */
+		r = pvg_proc_creds("/proc", pid, &c);
+		if (r == 0 && c.have_caps && !(c.cap_eff & dac))
+			break;
+		usleep(10000);
+	}
+	CHECK_INT(r, 0);
+	CHECK_INT(c.have_caps, 1);
+	CHECK_INT((c.cap_eff & dac) != 0, 0);
+	CHECK_INT((c.cap_eff & (1ull << CAP_SYS_PTRACE)) != 0, 1);
+	o = open_as(&full, "/etc/nobodys", &c);
+	CHECK_INT(o.r, -EACCES);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 static void kernel_files_are_refused_from_the_service_side(void)
 {
 	/* /proc/kmsg's kind: a path the service named never reaches procfs or sysfs, while
@@ -472,6 +531,7 @@ int main(void)
 	RUN(as_the_service_user_reads_only_what_it_could);
 	RUN(without_setuid_setgid_nothing_is_read_as_root);
 	RUN(the_services_own_user_opens_without_a_change);
+	RUN(a_root_service_opens_with_its_own_capabilities);
 	RUN(kernel_files_are_refused_from_the_service_side);
 	RUN(creds_come_from_the_status_file);
 	_cleanup_free_ char *cmd = pvg_asprintf("rm -rf '%s'", root);
