@@ -155,15 +155,108 @@ static int open_temp_beside(const char *path, char **tmp)
 	return fd < 0 ? -errno : fd;
 }
 
+/* How a report reaches PATH. A file (or no file yet) is replaced whole by a rename, so that a
+ * reader never sees half a report; through a link to a file, the file is replaced and the link
+ * kept. Anything else is written in place and never replaced: a device (/dev/null, which root
+ * would otherwise turn into a file for every process on the machine), a FIFO or socket (a
+ * reader waiting on >(jq .)), and our own descriptors (/dev/stdout, /dev/fd/N,
+ * /proc/self/fd/N, as links or as named). */
+enum out_kind { OUT_REPLACE, OUT_IN_PLACE, OUT_FD };
+
+static int own_fd(const char *p)
+{
+	static const char *const prefixes[] = { "/dev/fd/", "/proc/self/fd/" };
+	if (strcmp(p, "/dev/stdout") == 0)
+		return 1;
+	if (strcmp(p, "/dev/stderr") == 0)
+		return 2;
+	for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
+		size_t n = strlen(prefixes[i]);
+		if (strncmp(p, prefixes[i], n) == 0 && p[n] >= '0' && p[n] <= '9') {
+			char *end;
+			errno = 0;
+			long fd = strtol(p + n, &end, 10);
+			if (!*end && !errno && fd <= INT_MAX)
+				return (int)fd;
+		}
+	}
+	return -1;
+}
+
+/* The kind, and in *target (the caller frees) the path a rename replaces or *fd the
+ * descriptor. */
+static enum out_kind out_kind(const char *path, char **target, int *fd)
+{
+	*target = NULL;
+	*fd = own_fd(path);
+	if (*fd >= 0)
+		return OUT_FD;
+	char link[PATH_MAX];
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n > 0) {
+		link[n] = '\0';
+		if ((*fd = own_fd(link)) >= 0)
+			return OUT_FD;
+	}
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return OUT_IN_PLACE;
+	if (n > 0) {
+		/* a link to a file (or to none yet): replace what it names, keep the link */
+		char *real = realpath(path, NULL);
+		if (real) {
+			*target = real;
+		} else if (link[0] == '/') {
+			*target = pvg_strdup(link);
+		} else { /* relative to the link's folder */
+			_cleanup_free_ char *dir = pvg_strdup(path);
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				slash[1] = '\0';
+			*target = slash ? pvg_asprintf("%s%s", dir, link) : pvg_strdup(link);
+		}
+		return OUT_REPLACE;
+	}
+	*target = pvg_strdup(path);
+	return OUT_REPLACE;
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
 int cli_check_writable(const char *path)
 {
 	if (strcmp(path, "-") == 0)
 		return 0;
+	_cleanup_free_ char *target = NULL;
+	int fd;
+	switch (out_kind(path, &target, &fd)) {
+	case OUT_FD: {
+		int fl = fcntl(fd, F_GETFL);
+		return fl < 0 || (fl & O_ACCMODE) == O_RDONLY ? -EBADF : 0;
+	}
+	case OUT_IN_PLACE:
+		/* not opened here: a FIFO's open waits for its reader */
+		return access(path, W_OK) < 0 ? -errno : 0;
+	case OUT_REPLACE:
+		break;
+	}
 	_cleanup_free_ char *tmp = NULL;
-	int fd = open_temp_beside(path, &tmp);
-	if (fd < 0)
-		return fd;
-	close(fd);
+	int tfd = open_temp_beside(target, &tmp);
+	if (tfd < 0)
+		return tfd;
+	close(tfd);
 	unlink(tmp);
 	return 0;
 }
@@ -176,32 +269,48 @@ int cli_write_file(const char *path, const char *text)
 			return -EIO;
 		return 0;
 	}
+	_cleanup_free_ char *target = NULL;
+	int ofd;
+	switch (out_kind(path, &target, &ofd)) {
+	case OUT_FD:
+		if (ofd == 1 && fflush(stdout) != 0)
+			return -EIO;
+		if (ofd == 2)
+			fflush(stderr);
+		return write_all(ofd, text, len);
+	case OUT_IN_PLACE: {
+		_cleanup_close_ int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		struct stat st;
+		/* what was opened must still be no file: a rename to a file between the two
+		 * checks is written as the file it now is (truncated first), never half */
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ftruncate(fd, 0) < 0)
+			return -errno;
+		return write_all(fd, text, len);
+	}
+	case OUT_REPLACE:
+		break;
+	}
 	/* temp file beside the target, then rename: a reader never sees half a report */
 	_cleanup_free_ char *tmp = NULL;
-	int fd = open_temp_beside(path, &tmp);
+	int fd = open_temp_beside(target, &tmp);
 	if (fd < 0)
 		return fd;
-	size_t off = 0;
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			int e = w < 0 ? -errno : -EIO;
-			close(fd);
-			unlink(tmp);
-			return e;
-		}
-		off += (size_t)w;
-	}
-	(void)fchmod(fd, 0644 & ~(mode_t)0);
-	if (fsync(fd) < 0 || close(fd) < 0) {
-		int e = -errno;
+	int e = write_all(fd, text, len);
+	if (e < 0) {
+		close(fd);
 		unlink(tmp);
 		return e;
 	}
-	if (rename(tmp, path) < 0) {
-		int e = -errno;
+	(void)fchmod(fd, 0644 & ~(mode_t)0);
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		e = -errno;
+		unlink(tmp);
+		return e;
+	}
+	if (rename(tmp, target) < 0) {
+		e = -errno;
 		unlink(tmp);
 		return e;
 	}

@@ -96,9 +96,13 @@ int cli_write_run_attestation(const struct cli_attest *a, const struct pvg_run *
 
 /* ---- cli.c: the config, --gates, output flags, report files, progress ---- */
 
-/* Writes text atomically (temp file + rename); "-" is stdout. 0 or -errno. */
+/* Writes text to PATH: a file (or none yet) atomically, by a temp file and a rename (through a
+ * link, onto the file it names); a device, FIFO or socket in place, never replaced; our own
+ * descriptors (/dev/stdout, /dev/fd/N, /proc/self/fd/N, or a link to one) by writing to them;
+ * "-" is stdout. 0 or -errno. */
 int cli_write_file(const char *path, const char *text);
-/* 0 when a report can be written at PATH (a temp file beside it is made and removed); -errno */
+/* 0 when a report can be written at PATH (for a file, a temp file beside it is made and
+ * removed); -errno */
 int cli_check_writable(const char *path);
 /* The run's JSON report (with a final newline) to PATH ("-": stdout). 0 or -errno. */
 int cli_write_json(const char *path, const struct pvg_run *run);

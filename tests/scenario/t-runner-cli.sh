@@ -201,6 +201,40 @@ test_report_file_is_written_whole_and_text_still_printed() {
 	assert_contains "$err" "cannot write report"
 }
 
+# A report path that is no file is written into, never replaced: a device (as root, a rename
+# onto /dev/null would make it a file for every process on the machine; the test uses a
+# device node of its own), a FIFO (a reader waiting on >(jq .)), our own standard output named
+# through a link (/dev/stdout is one); a link to a file keeps the link and replaces the file.
+test_report_paths_that_are_no_files_are_written_into() {
+	artifacts
+	[ "$(id -u)" = 0 ] && { mknod null c 1 3 || fail "mknod"; }
+	if [ -c null ]; then
+		pg run --gates 3 --json null --junit null
+		assert_eq "$rc" 0 "exit ($err)"
+		[ -c null ] || fail "the device node was replaced: $(stat -c %F null)"
+		[ -z "$(ls null.tmp.* 2>/dev/null)" ] || fail "a temp file was left beside the device"
+	fi
+	mkfifo fifo
+	timeout 30 cat fifo >from-fifo &
+	reader=$!
+	pg run --gates 3 --json fifo
+	assert_eq "$rc" 0 "exit ($err)"
+	wait "$reader"
+	[ -p fifo ] || fail "the FIFO was replaced: $(stat -c %F fifo)"
+	assert_eq "$(jq -r .name from-fifo)" rc "the reader got the report"
+	ln -s /proc/self/fd/1 to-stdout
+	"$PROVGATE" run --gates 3 --json to-stdout >captured 2>/dev/null
+	[ -L to-stdout ] || fail "the link to standard output was replaced"
+	assert_eq "$(grep -c '^{' captured)" 1 "the report went to standard output"
+	assert_eq "$(sed -n '/^{/,$p' captured | jq -r .name)" rc
+	"$PROVGATE" run --gates 3 --json /dev/fd/1 >captured2 2>/dev/null
+	assert_eq "$(sed -n '/^{/,$p' captured2 | jq -r .name)" rc "/dev/fd/1 is standard output"
+	ln -s real.json link.json
+	pg run --gates 3 --json link.json
+	[ -L link.json ] || fail "the link to a report file was replaced"
+	assert_eq "$(jq -r .name real.json)" rc "the file the link names holds the report"
+}
+
 test_junit_has_one_testcase_per_gate() {
 	artifacts
 	echo x >>i.so
