@@ -44,12 +44,6 @@ static int bundle_entries_distinct(const struct pvg_bundle *b, char **err)
 	_cleanup_free_ const struct pvg_bundle_entry **v = pvg_xcalloc(n, sizeof(*v));
 	for (size_t i = 0; i < n; i++)
 		v[i] = &b->entries[i];
-	qsort(v, n, sizeof(*v), by_id);
-	for (size_t i = 1; i < n; i++)
-		if (strcmp(v[i - 1]->id, v[i]->id) == 0) {
-			*err = pvg_asprintf("two entries have the id %s", v[i]->id);
-			return -1;
-		}
 	qsort(v, n, sizeof(*v), by_offset);
 	const struct pvg_bundle_entry *prev = NULL;
 	for (size_t i = 0; i < n; i++) {
@@ -64,6 +58,12 @@ static int bundle_entries_distinct(const struct pvg_bundle *b, char **err)
 		}
 		prev = v[i];
 	}
+	qsort(v, n, sizeof(*v), by_id);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v[i - 1]->id, v[i]->id) == 0) {
+			*err = pvg_asprintf("two entries have the id %s", v[i]->id);
+			return -1;
+		}
 	return 0;
 }
 
