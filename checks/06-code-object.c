@@ -624,6 +624,16 @@ static struct pvg_outcome rule_arch_present(const struct co_facts *f)
 static struct pvg_outcome rule_identities_known(const struct co_facts *f)
 {
 	struct pvg_outcome o = { 0 };
+	const char *hint = f->set->n_over_budget
+				   ? "the artifact's compressed code claims far more bytes than real "
+				     "code compresses from: rebuild and reinstall it"
+				   : "rebuild and reinstall the artifact; provgate inspect --digests "
+				     "shows which code object cannot be hashed";
+	/* a walk that stopped early: code objects after that point are in no list */
+	if (f->set->incomplete)
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "code-object.identity-unknown", hint,
+				    "not every code object of %s was read: %s", f->path,
+				    f->set->incomplete);
 	if (f->n_no_identity == 0)
 		return o;
 	const struct pvg_code_object *first = NULL;
@@ -631,14 +641,14 @@ static struct pvg_outcome rule_identities_known(const struct co_facts *f)
 		if (f->match[i] && !f->set->objs[i].digest_known &&
 		    f->set->objs[i].checksum != PVG_CSUM_FAILED)
 			first = &f->set->objs[i];
-	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "code-object.identity-unknown",
-			    "rebuild and reinstall the artifact; provgate inspect --digests shows "
-			    "which code object cannot be hashed",
+	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "code-object.identity-unknown", hint,
 			    "%zu %s code object%s of %s ha%s no sha256 (first: %s bundle %u entry "
-			    "%u): the code that runs cannot be matched to %s",
+			    "%u%s%s): the code that runs cannot be matched to %s",
 			    f->n_no_identity, f->arch, f->n_no_identity == 1 ? "" : "s", f->path,
 			    f->n_no_identity == 1 ? "s" : "ve", first->section, first->bundle,
-			    first->entry, f->n_no_identity == 1 ? "it" : "them");
+			    first->entry, first->not_decoded && first->kernels_why ? ", " : "",
+			    first->not_decoded && first->kernels_why ? first->kernels_why : "",
+			    f->n_no_identity == 1 ? "it" : "them");
 	return o;
 }
 

@@ -412,10 +412,18 @@ static void read_code(struct pvg_ctx *ctx, struct witness_code *code)
 							       : "gate 6 says why");
 			continue;
 		}
+		/* a container that could not be read whole, or a walk that stopped, may hide
+		 * code objects the driver loads: no list of identities says what they are */
+		if (!code->why && (set->n_issues || set->objs_truncated || set->incomplete))
+			code->why = pvg_asprintf("%s: not every code object of it could be read (%s)",
+						 name, set->incomplete ? set->incomplete
+						 : set->n_issues ? set->issues[0].message
+								 : "too many code objects");
 		for (size_t k = 0; k < set->n_objs; k++) {
 			const struct pvg_code_object *co = &set->objs[k];
 			if (!co->digest_known) {
-				if (!pvg_co_digest_wanted(set, co))
+				/* a malformed one too: the runtime may load what this reader refuses */
+				if (!pvg_co_identity_expected(set, co))
 					continue;
 				code->n_unknown++;
 				if (!code->why)

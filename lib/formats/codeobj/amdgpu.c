@@ -386,8 +386,11 @@ static bool scan_notes(const uint8_t *p, size_t n, struct pvg_code_object *co, b
 	return true;
 }
 
+/* Reads one note segment. *total counts the note bytes read so far: the segments of a code
+ * object are its own bytes, so together they cannot be more than it holds; headers that name
+ * the same bytes again and again would read them once per header. */
 static void read_notes(const struct pvg_src *src, uint64_t off, uint64_t size, uint64_t noff,
-		       uint64_t nsize, struct pvg_code_object *co, bool *found)
+		       uint64_t nsize, struct pvg_code_object *co, bool *found, uint64_t *total)
 {
 	if (noff > size || nsize > size - noff) {
 		pvg_co_set_error(co, "note at 0x%" PRIx64 "+0x%" PRIx64 " lies outside the code "
@@ -395,6 +398,12 @@ static void read_notes(const struct pvg_src *src, uint64_t off, uint64_t size, u
 				 noff, nsize, size);
 		return;
 	}
+	if (nsize > size - *total) {
+		pvg_co_set_error(co, "its note segments add up to more than the code object's %" PRIu64
+				 " bytes: they name the same bytes more than once", size);
+		return;
+	}
+	*total += nsize;
 	if (nsize > PVG_CO_MAX_NOTE_BYTES) {
 		pvg_co_set_error(co, "note segment of %" PRIu64 " bytes is absurd", nsize);
 		return;
@@ -464,6 +473,7 @@ void pvg_amdgpu_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 	uint16_t phentsize = r16(eh + 54), phnum = r16(eh + 56);
 	uint16_t shentsize = r16(eh + 58), shnum = r16(eh + 60);
 	bool found = false, any_note = false;
+	uint64_t note_total = 0;
 	if (phnum && phentsize == 56) {
 		if (phoff > size || (uint64_t)phnum * 56 > size - phoff) {
 			pvg_co_set_error(co, "program headers lie outside the code object");
@@ -481,7 +491,8 @@ void pvg_amdgpu_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 			if (r32(ph) != 4 /* PT_NOTE */)
 				continue;
 			any_note = true;
-			read_notes(src, off, size, r64(ph + 8), r64(ph + 32), co, &found);
+			read_notes(src, off, size, r64(ph + 8), r64(ph + 32), co, &found,
+				   &note_total);
 		}
 	}
 	if (!found && !any_note && shnum && shentsize == 64 && !co->error) {
@@ -497,7 +508,8 @@ void pvg_amdgpu_parse(const struct pvg_src *src, uint64_t off, uint64_t size,
 			}
 			if (r32(sh + 4) != 7 /* SHT_NOTE */)
 				continue;
-			read_notes(src, off, size, r64(sh + 24), r64(sh + 32), co, &found);
+			read_notes(src, off, size, r64(sh + 24), r64(sh + 32), co, &found,
+				   &note_total);
 		}
 	}
 	if (co->error)

@@ -31,6 +31,13 @@ int pvg_src_read(const struct pvg_src *s, uint64_t off, void *buf, size_t n);
 #define PVG_CO_MAX_OBJECTS 65536u
 #define PVG_CO_MAX_KERNELS 65536u
 #define PVG_CO_MAX_ISSUES 64u
+/* What all the decoders of one scan may write in total: 32 times the file's size, or 1 GiB
+ * when that is more. Real code objects compress 4 to 12 times (zstd -3 to -19 on Debian's
+ * librocsparse and librocrand); a stream of RLE blocks claims 32768 times its size, so a
+ * file of many such entries, each under PVG_CO_MAX_UNCOMPRESSED, would otherwise cost
+ * hours. Past it, the entries left are not decompressed and their identity is not known. */
+#define PVG_CO_DECODE_RATIO 32u
+#define PVG_CO_DECODE_FLOOR (1ull << 30)
 
 /* A CCOB header (ccob.c). */
 struct pvg_ccob {
@@ -179,11 +186,21 @@ struct pvg_codeobj_set {
 	char *digest_arch;           /* the options' digest_arch, owned */
 	size_t *by_digest;           /* the objects with a digest, in the order of their sha256 */
 	size_t n_by_digest;
+	uint64_t decode_left;        /* bytes the decoders may still write (atomic) */
+	uint64_t decode_limit;       /* ... of how many */
+	unsigned n_over_budget;      /* compressed entries / CCOBs left compressed for it (atomic) */
+	char *incomplete;            /* why code objects may be missing from the set (a walk
+				      * stopped without a damaged container to blame), or NULL */
 	unsigned n_wrappers;         /* .hipFatBinSegment / .nvFatBinSegment records */
 	unsigned n_wrappers_located; /* whose pointer names a container that was found */
 };
 
 struct pvg_codeobj_set *pvg_codeobj_set_new(const char *path, const struct pvg_codeobj_opts *opts);
+/* Takes n bytes of the scan's decode budget (decode_left): true, or false (nothing taken, and
+ * n_over_budget counted) when fewer are left. Thread-safe. */
+bool pvg_co_decode_take(struct pvg_codeobj_set *set, uint64_t n);
+/* Why an object was not decompressed for the budget (kernels_why), for the caller to free. */
+char *pvg_co_over_budget_why(const struct pvg_codeobj_set *set);
 /* Called once an object is complete: drops kernel names the options do not ask for. */
 void pvg_co_finish(struct pvg_codeobj_set *set, struct pvg_code_object *co);
 /* Do the options ask for co's kernel names (every object's, or those of names_arch)? A
@@ -211,6 +228,11 @@ bool pvg_co_loadable(const struct pvg_code_object *co);
  * digest_arch: a code object pvg_codeobj_matches_arch accepts, or (sm_NN) PTX the driver
  * could compile for it (compute_MM, MM <= NN). */
 bool pvg_co_digest_wanted(const struct pvg_codeobj_set *set, const struct pvg_code_object *co);
+/* The same question, malformed or not: would the options ask for co's sha256 if it could be
+ * taken? An object whose ELF could not be read is judged by its bundle id's target, which is
+ * what the runtime picks it by. Who lists identities counts these as not known. */
+bool pvg_co_identity_expected(const struct pvg_codeobj_set *set,
+			      const struct pvg_code_object *co);
 /* Sets co's sha256 from its image in memory (a decoder's buffer; PTX: up to its NUL). */
 void pvg_co_digest_mem(struct pvg_code_object *co, const uint8_t *p, size_t n);
 /* Hashes the wanted objects that lie uncompressed in src ([offset, offset+size)), with pread

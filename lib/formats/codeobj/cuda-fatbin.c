@@ -134,13 +134,24 @@ static void cubin_kernels(const struct pvg_src *src, uint64_t off, uint64_t size
 			return;
 		}
 		str[ts] = 0;
+		/* names are offsets into the string table, and many symbols may name one string:
+		 * the names kept cannot be more bytes than the cubin holds */
+		uint64_t name_bytes = 0;
 		for (uint64_t k = 0; k + 24 <= ss; k += 24) {
 			uint32_t name = r32(syms + k);
 			uint8_t info = syms[k + 4], other = syms[k + 5];
 			if ((info & 0xf) != 2 /* STT_FUNC */ || !(other & 0x10) || name >= ts)
 				continue;
 			const char *nm = str + name;
-			pvg_co_add_kernel(co, nm, strlen(nm), NULL, 0, 0);
+			size_t len = strlen(nm);
+			if (len + 1 > size - name_bytes) {
+				pvg_co_set_error(co, "its kernel names add up to more than the cubin's "
+						 "%" PRIu64 " bytes: its symbols name the same bytes "
+						 "again and again", size);
+				return;
+			}
+			name_bytes += len + 1;
+			pvg_co_add_kernel(co, nm, len, NULL, 0, 0);
 		}
 		co->kernels_known = true;
 		break;
@@ -437,6 +448,12 @@ static void decode_one(struct decode_pool *p, const struct pvg_co_deferred *d)
 		co->kernels_why = pvg_asprintf("%s-compressed entry: kernel names are decoded only "
 					       "when asked for (provgate inspect --kernels, or the "
 					       "configured arch)", codec_of(d));
+		return;
+	}
+	if (!pvg_co_decode_take(p->set, d->usize)) {
+		co->not_decoded = true;
+		free(co->kernels_why);
+		co->kernels_why = pvg_co_over_budget_why(p->set);
 		return;
 	}
 	uint64_t held = d->clen + d->usize + 1;

@@ -41,9 +41,10 @@ static bool ptx_serves(const char *ptx_arch, const char *arch)
 	return mm <= nn;
 }
 
-bool pvg_co_digest_wanted(const struct pvg_codeobj_set *set, const struct pvg_code_object *co)
+bool pvg_co_identity_expected(const struct pvg_codeobj_set *set,
+			      const struct pvg_code_object *co)
 {
-	if (co->error || !pvg_co_loadable(co))
+	if (!pvg_co_loadable(co))
 		return false;
 	if (set->opts.all_digests)
 		return true;
@@ -52,7 +53,14 @@ bool pvg_co_digest_wanted(const struct pvg_codeobj_set *set, const struct pvg_co
 		return false;
 	if (co->kind == PVG_CO_PTX)
 		return ptx_serves(co->arch, arch);
+	if (!co->arch && co->kind == PVG_CO_AMDGPU && co->id_target)
+		return pvg_target_compatible(arch, co->id_target);
 	return pvg_codeobj_matches_arch(co, arch);
+}
+
+bool pvg_co_digest_wanted(const struct pvg_codeobj_set *set, const struct pvg_code_object *co)
+{
+	return !co->error && pvg_co_identity_expected(set, co);
 }
 
 /* The bytes a PTX entry's text takes: up to its first NUL (the payload is padded). */

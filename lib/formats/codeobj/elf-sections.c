@@ -184,9 +184,27 @@ static void scan_elf(struct pvg_codeobj_set *set, const struct pvg_src *src, Elf
 				     (uint64_t)sh.sh_offset, (uint64_t)sh.sh_size, src->size);
 			continue;
 		}
+		/* a linked file has one section of each name; two that name the same bytes (or
+		 * one name twice) would be read once each, and their containers numbered alike */
+		const struct pvg_co_section *seen = NULL;
+		for (size_t k = 0; k < set->n_sections && !seen; k++) {
+			const struct pvg_co_section *o = &set->sections[k];
+			if (strcmp(o->name, name) == 0 ||
+			    (sh.sh_offset < o->offset + o->size && o->offset < sh.sh_offset + sh.sh_size))
+				seen = o;
+		}
+		if (seen) {
+			pvg_co_issue(set, name,
+				     "section [0x%" PRIx64 ", +0x%" PRIx64 ") is not read: %s %s "
+				     "[0x%" PRIx64 ", +0x%" PRIx64 ") was",
+				     (uint64_t)sh.sh_offset, (uint64_t)sh.sh_size,
+				     strcmp(seen->name, name) == 0 ? "another section of that name,"
+								   : "it overlaps",
+				     seen->name, seen->offset, seen->size);
+			continue;
+		}
 		size_t first = set->n_objs;
-		struct pvg_co_section *s = add_section(set, name, sh.sh_offset, sh.sh_size);
-		(void)s;
+		add_section(set, name, sh.sh_offset, sh.sh_size);
 		size_t si = set->n_sections - 1;
 		if (hip) {
 			pvg_hip_scan_section(set, src, name, sh.sh_offset, sh.sh_size);
@@ -215,6 +233,12 @@ static int scan_src(const struct pvg_src *src, const char *name,
 		    const struct pvg_codeobj_opts *opts, struct pvg_codeobj_set **out)
 {
 	struct pvg_codeobj_set *set = pvg_codeobj_set_new(name, opts);
+	set->decode_limit = src->size > PVG_CO_DECODE_FLOOR / PVG_CO_DECODE_RATIO
+				    ? src->size * PVG_CO_DECODE_RATIO
+				    : PVG_CO_DECODE_FLOOR;
+	if (src->size > UINT64_MAX / PVG_CO_DECODE_RATIO)
+		set->decode_limit = UINT64_MAX;
+	set->decode_left = set->decode_limit;
 	uint8_t ident[4] = { 0 };
 	if (src->size >= 4 && pvg_src_read(src, 0, ident, 4) == 0 &&
 	    memcmp(ident, "\177ELF", 4) == 0) {

@@ -22,6 +22,51 @@ static uint64_t rd64(const uint8_t *p)
 	return v;
 }
 
+static int by_offset(const void *a, const void *b)
+{
+	const struct pvg_bundle_entry *x = *(const struct pvg_bundle_entry *const *)a;
+	const struct pvg_bundle_entry *y = *(const struct pvg_bundle_entry *const *)b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	return strcmp((*(const struct pvg_bundle_entry *const *)a)->id,
+		      (*(const struct pvg_bundle_entry *const *)b)->id);
+}
+
+/* clang-offload-bundler writes each target once, each entry's bytes after the last: entries
+ * that share bytes would be read (and hashed) once each, 4096 times over for one object,
+ * and two entries of one id leave which one the runtime loads unsaid. 0, or -1 with *err. */
+static int bundle_entries_distinct(const struct pvg_bundle *b, char **err)
+{
+	size_t n = (size_t)b->n_entries;
+	_cleanup_free_ const struct pvg_bundle_entry **v = pvg_xcalloc(n, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = &b->entries[i];
+	qsort(v, n, sizeof(*v), by_offset);
+	const struct pvg_bundle_entry *prev = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i]->size)
+			continue;
+		if (prev && v[i]->offset < prev->offset + prev->size) {
+			*err = pvg_asprintf("entries %s and %s share bytes (0x%" PRIx64 "+0x%" PRIx64
+					    " and 0x%" PRIx64 "+0x%" PRIx64 ")",
+					    prev->id, v[i]->id, prev->offset, prev->size, v[i]->offset,
+					    v[i]->size);
+			return -1;
+		}
+		prev = v[i];
+	}
+	qsort(v, n, sizeof(*v), by_id);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v[i - 1]->id, v[i]->id) == 0) {
+			*err = pvg_asprintf("two entries have the id %s", v[i]->id);
+			return -1;
+		}
+	return 0;
+}
+
 int pvg_bundle_parse(const struct pvg_src *src, uint64_t off, uint64_t limit,
 		     struct pvg_bundle *b, char **err)
 {
@@ -93,6 +138,8 @@ int pvg_bundle_parse(const struct pvg_src *src, uint64_t off, uint64_t limit,
 		if (be->offset + be->size > b->end)
 			b->end = be->offset + be->size;
 	}
+	if (bundle_entries_distinct(b, err) < 0)
+		goto bad;
 	return 0;
 bad:
 	pvg_bundle_clear(b);
@@ -328,6 +375,14 @@ static int add_ccob(struct pvg_codeobj_set *set, const struct pvg_src *src, uint
 		*end = h.total_size;
 		return 0;
 	}
+	/* without decoding it whole, where the next bundle starts is not known: the walk ends */
+	if (!pvg_co_decode_take(set, h.uncompressed_size)) {
+		_cleanup_free_ char *why = pvg_co_over_budget_why(set);
+		if (!set->incomplete)
+			set->incomplete = pvg_asprintf("%s and what follows it in the section are "
+						       "not read: %s", where, why);
+		return -E2BIG;
+	}
 	uint64_t avail = limit - h.header_size;
 	if (avail > PVG_CO_MAX_COMPRESSED)
 		avail = PVG_CO_MAX_COMPRESSED;
@@ -372,6 +427,16 @@ static void ccob_decode_one(struct ccob_pool *p, struct pvg_ccob_deferred *d)
 {
 	struct pvg_codeobj_set *set = p->set;
 	/* the decoder's input buffer (64 KiB) is counted with the output */
+	if (!pvg_co_decode_take(set, d->want)) {
+		for (size_t k = 0; k < d->n_objs; k++) {
+			struct pvg_code_object *co = &set->objs[d->first_obj + k];
+			if (co->kind == PVG_CO_AMDGPU && !co->error && co->not_decoded) {
+				free(co->kernels_why);
+				co->kernels_why = pvg_co_over_budget_why(set);
+			}
+		}
+		return;
+	}
 	uint64_t held = d->want + (64u << 10);
 	pvg_co_budget_take(&p->budget, held);
 	uint8_t *plain = malloc(d->want);

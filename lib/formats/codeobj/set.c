@@ -86,6 +86,7 @@ struct pvg_codeobj_set *pvg_codeobj_set_new(const char *path, const struct pvg_c
 {
 	struct pvg_codeobj_set *set = pvg_xcalloc(1, sizeof(*set));
 	set->path = pvg_strdup(path ? path : "(memory)");
+	set->decode_limit = set->decode_left = PVG_CO_DECODE_FLOOR; /* the scan sets its own */
 	if (opts) {
 		set->opts = *opts;
 		if (opts->names_arch)
@@ -116,6 +117,27 @@ bool pvg_co_names_wanted(const struct pvg_codeobj_set *set, const struct pvg_cod
 	return set->opts.kernel_names ||
 	       (set->opts.names_arch && !co->error &&
 		pvg_codeobj_matches_arch(co, set->opts.names_arch));
+}
+
+bool pvg_co_decode_take(struct pvg_codeobj_set *set, uint64_t n)
+{
+	uint64_t left = __atomic_load_n(&set->decode_left, __ATOMIC_RELAXED);
+	do {
+		if (n > left) {
+			__atomic_fetch_add(&set->n_over_budget, 1, __ATOMIC_RELAXED);
+			return false;
+		}
+	} while (!__atomic_compare_exchange_n(&set->decode_left, &left, left - n, false,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return true;
+}
+
+char *pvg_co_over_budget_why(const struct pvg_codeobj_set *set)
+{
+	return pvg_asprintf("not decompressed: the file's compressed code would decode to more "
+			    "than %" PRIu64 " MiB in all (%u times its size, at least %llu MiB), "
+			    "more than real code objects compress",
+			    set->decode_limit >> 20, PVG_CO_DECODE_RATIO, PVG_CO_DECODE_FLOOR >> 20);
 }
 
 void pvg_co_finish(struct pvg_codeobj_set *set, struct pvg_code_object *co)
@@ -163,6 +185,7 @@ void pvg_codeobj_set_free(struct pvg_codeobj_set *set)
 	free(set->names_arch);
 	free(set->digest_arch);
 	free(set->by_digest);
+	free(set->incomplete);
 	free(set);
 }
 
