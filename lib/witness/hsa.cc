@@ -148,24 +148,28 @@ hsa_status_t lco_info(hsa_loaded_code_object_t lco, hsa_ven_amd_loader_loaded_co
 	return loader.hsa_ven_amd_loader_loaded_code_object_get_info(lco, a, v);
 }
 
-// Reads n bytes of this process's memory at addr without trusting that they are mapped:
-// process_vm_readv (else a pipe) answers EFAULT where a plain read would crash.
+// Reads n bytes of this process's memory at addr without trusting that they are mapped: where
+// a plain read would crash the service, these answer EFAULT. process_vm_readv first; where it
+// reads less, the kernel's copy through a pipe (write() from addr), which checks the address
+// the same way and reads what process_vm_readv cannot: where seccomp forbids that call (ENOSYS,
+// EPERM: Docker's default profile without CAP_SYS_PTRACE), and a VM_IO | VM_PFNMAP mapping
+// (a GPU driver's mapping of host memory, the kernel's [vvar]), which a load reads but
+// process_vm_readv cannot pin (EFAULT). So the digest does not depend on the container.
 int read_own(uint64_t addr, void *buf, size_t n)
 {
 	struct iovec local = { buf, n }, remote = { reinterpret_cast<void *>(addr), n };
 	ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 	if (r == (ssize_t)n)
 		return 0;
-	if (r >= 0)
-		return -EFAULT;
-	if (errno != ENOSYS && errno != EPERM)
+	if (r < 0 && errno != ENOSYS && errno != EPERM && errno != EFAULT)
 		return -errno;
-	// seccomp forbids it: the kernel's copy through a pipe checks the address the same way
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	int err = 0;
-	size_t done = 0;
+	// on from what process_vm_readv read; a page at a time, which an empty pipe always holds
+	// (a write never waits for its reader), and a short count goes on where it stopped
+	size_t done = r > 0 ? (size_t)r : 0;
 	while (done < n && !err) {
 		size_t want = n - done < 4096 ? n - done : 4096;
 		ssize_t w = write(p[1], reinterpret_cast<const char *>(addr) + done, want);
