@@ -10,6 +10,9 @@
  *   each artifact   rule_installed_known       the installed file is configured and there
  *                   rule_digest_known          a digest to compare the mapped bytes with
  *   the service     rule_service_not_restarted exec's after-check: the pinned process is it
+ *                   pvg_maps_rule_same_service_processes  ... and the tree's service processes
+ *                                              are those the before-check certified: none
+ *                                              gone, none new
  *   each process    rule_maps_readable         its /proc/PID/maps could be read
  *     each mapping  (mapping_rules[] below)
  *                   rule_not_deleted           not "(deleted)": replaced after it was loaded
@@ -815,6 +818,132 @@ static struct pvg_outcome rule_service_not_restarted(const struct pvg_ctx *ctx,
 	return o;
 }
 
+/* The after-check's process of the tree that is this pinned one (same pid, same start). */
+static const struct pvg_proc *still_there(const struct pvg_targets *t,
+					  const struct pvg_pinned_proc *pp)
+{
+	const struct pvg_proc *q = pvg_targets_find(t, pp->pid);
+	return q && q->start_ticks == pp->start_ticks && !q->zombie ? q : NULL;
+}
+
+static bool gone_from_tree(const struct pvg_maps_service_change *c,
+			   const struct pvg_pinned_proc *pp)
+{
+	if (!pp->service || pp->pid == c->pinned_primary)
+		return false;
+	const struct pvg_proc *q = still_there(c->t, pp);
+	return !q || !q->in_tree;
+}
+
+static bool new_in_tree(const struct pvg_maps_service_change *c, const struct pvg_proc *q)
+{
+	if (!q->in_tree || q->zombie || q->self || !(q->family || q->matched) ||
+	    q->pid == c->t->primary)
+		return false;
+	for (size_t i = 0; i < c->n_pinned; i++)
+		if (c->pinned[i].pid == q->pid && c->pinned[i].start_ticks == q->start_ticks)
+			return false;
+	return true;
+}
+
+static void format_ns(uint64_t ns, char *out, size_t size)
+{
+	pvg_format_time((time_t)(ns / 1000000000u), (long)(ns % 1000000000u), out, size);
+}
+
+struct pvg_outcome pvg_maps_rule_same_service_processes(const struct pvg_maps_service_change *c)
+{
+	struct pvg_outcome o = { 0 };
+	char pin[48] = "", w0[48] = "", w1[48] = "";
+	format_ns(c->pinned_ns, pin, sizeof(pin));
+	if (c->window_start_ns) {
+		format_ns(c->window_start_ns, w0, sizeof(w0));
+		format_ns(c->window_end_ns, w1, sizeof(w1));
+	}
+	for (size_t i = 0; i < c->n_pinned; i++) {
+		const struct pvg_pinned_proc *pp = &c->pinned[i];
+		if (!gone_from_tree(c, pp))
+			continue;
+		char started[48];
+		pvg_format_time(pp->start.tv_sec, pp->start.tv_nsec, started, sizeof(started));
+		const struct pvg_proc *q = still_there(c->t, pp);
+		_cleanup_free_ char *ran = c->window_start_ns
+			? pvg_asprintf(" (the benchmark ran from %s to %s)", w0, w1)
+			: pvg_strdup("");
+		pvg_outcome_problem(&o, PVG_FAIL, "process-maps.service-process-gone",
+				    "a service process that exits or restarts while the benchmark "
+				    "runs leaves part of the benchmark to processes never checked: "
+				    "find why in the service's log, then run the benchmark again on "
+				    "a steady service",
+				    "service process %d (%s, started %s) that the before-check "
+				    "certified at %s is gone: %s before the after-check%s",
+				    (int)pp->pid, pp->comm, started, pin,
+				    q ? "it left the service's tree" : "it exited", ran);
+	}
+	const struct pvg_targets *t = c->t;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pvg_proc *q = &t->procs[i];
+		if (!new_in_tree(c, q))
+			continue;
+		char started[48];
+		pvg_proc_format_start(q, started, sizeof(started));
+		int64_t start_ns = (int64_t)q->start.tv_sec * 1000000000 + q->start.tv_nsec;
+		_cleanup_free_ char *when =
+			!c->window_start_ns ? pvg_strdup("after the before-check")
+			: start_ns >= (int64_t)c->window_start_ns
+				? pvg_asprintf("%.3f s after the benchmark started",
+					       (double)(start_ns - (int64_t)c->window_start_ns) / 1e9)
+				: pvg_strdup("after the before-check, before the benchmark started");
+		pvg_outcome_problem(&o, PVG_FAIL, "process-maps.service-process-new",
+				    "a service process started while the benchmark ran (a worker "
+				    "restarted, an engine core started anew, a process pool) ran "
+				    "part of it uncertified: find why in the service's log, then run "
+				    "the benchmark again on a steady service",
+				    "service process %d (%s, started %s, %s) was not there for the "
+				    "before-check at %s: it was never certified",
+				    (int)q->pid, q->comm, started, when, pin);
+	}
+	return o;
+}
+
+void pvg_maps_service_change_json(cJSON *ev, const struct pvg_maps_service_change *c)
+{
+	cJSON *o = cJSON_AddObjectToObject(ev, "service_processes");
+	size_t certified = 0;
+	for (size_t i = 0; i < c->n_pinned; i++)
+		certified += c->pinned[i].service;
+	pvg_json_add_u64(o, "certified", certified);
+	char when[48];
+	format_ns(c->pinned_ns, when, sizeof(when));
+	cJSON_AddStringToObject(o, "certified_at", when);
+	cJSON *gone = cJSON_AddArrayToObject(o, "gone");
+	for (size_t i = 0; i < c->n_pinned; i++) {
+		const struct pvg_pinned_proc *pp = &c->pinned[i];
+		if (!gone_from_tree(c, pp))
+			continue;
+		cJSON *x = cJSON_CreateObject();
+		pvg_json_add_int(x, "pid", (int)pp->pid);
+		pvg_json_add_str(x, "comm", pp->comm);
+		pvg_format_time(pp->start.tv_sec, pp->start.tv_nsec, when, sizeof(when));
+		cJSON_AddStringToObject(x, "start_time", when);
+		pvg_json_add_bool(x, "exited", !still_there(c->t, pp));
+		cJSON_AddItemToArray(gone, x);
+	}
+	cJSON *fresh = cJSON_AddArrayToObject(o, "new");
+	for (size_t i = 0; i < c->t->n; i++) {
+		const struct pvg_proc *q = &c->t->procs[i];
+		if (!new_in_tree(c, q))
+			continue;
+		cJSON *x = cJSON_CreateObject();
+		pvg_json_add_int(x, "pid", (int)q->pid);
+		pvg_json_add_str(x, "comm", q->comm);
+		pvg_json_add_str(x, "command", q->cmdline);
+		pvg_proc_format_start(q, when, sizeof(when));
+		cJSON_AddStringToObject(x, "start_time", when);
+		cJSON_AddItemToArray(fresh, x);
+	}
+}
+
 /* Every process of the tree against artifact a: its evidence in ev, its chain entries in
  * chain; the tree's rules over their verdicts. */
 static enum pvg_status maps_of_artifact(struct pvg_ctx *ctx, struct pvg_result *res,
@@ -1160,6 +1289,20 @@ static enum pvg_status run_process_maps(struct pvg_ctx *ctx, struct pvg_result *
 
 	struct pvg_outcome o = rule_service_not_restarted(ctx, t);
 	st = pvg_outcome_report(res, &o);
+	if (ctx->pinned) {
+		const struct pvg_maps_service_change c = {
+			.pinned = ctx->pinned_procs,
+			.n_pinned = ctx->n_pinned_procs,
+			.pinned_primary = ctx->pinned_pid,
+			.pinned_ns = ctx->pinned_ns,
+			.window_start_ns = ctx->window_start_ns,
+			.window_end_ns = ctx->window_end_ns,
+			.t = t,
+		};
+		o = pvg_maps_rule_same_service_processes(&c);
+		st = pvg_status_worst(st, pvg_outcome_report(res, &o));
+		pvg_maps_service_change_json(res->evidence, &c);
+	}
 	size_t n_mapping_all;
 	st = pvg_status_worst(st, maps_of_artifacts(ctx, res, t, as, art_ev, &n_mapping_all));
 	st = pvg_status_worst(st, check_change_set(ctx, res, t, as, n_as));

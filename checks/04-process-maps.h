@@ -100,3 +100,21 @@ struct pvg_maps_tree {
 };
 struct pvg_outcome pvg_maps_rule_tree_scanned(const struct pvg_maps_tree *tr);
 struct pvg_outcome pvg_maps_rule_tree_maps(const struct pvg_maps_tree *tr);
+
+/* exec's after-check: the service processes of the tree (service.family or service.match)
+ * the before-check certified, against those there now. */
+struct pvg_maps_service_change {
+	const struct pvg_pinned_proc *pinned; /* every process of the tree, as pinned */
+	size_t n_pinned;
+	pid_t pinned_primary;                 /* the selected one (rule_service_not_restarted's) */
+	uint64_t pinned_ns;                   /* CLOCK_REALTIME of the pin */
+	uint64_t window_start_ns, window_end_ns; /* the benchmark's; 0: not known */
+	const struct pvg_targets *t;          /* the after-check's snapshot */
+};
+/* Fails for a certified service process not in the tree now (exited, restarted, or moved out
+ * of it), and for a service process of the tree that the before-check did not see; the
+ * selected process itself is rule_service_not_restarted's. A process of no service name (a
+ * compiler, a shell) is no service process: neither counts. */
+struct pvg_outcome pvg_maps_rule_same_service_processes(const struct pvg_maps_service_change *c);
+/* "service_processes": certified, gone [...], new [...]. */
+void pvg_maps_service_change_json(cJSON *ev, const struct pvg_maps_service_change *c);

@@ -583,12 +583,22 @@ struct pvg_outcome rule_witness_kernel_named(const struct pvg_config *cfg,
 		return o;
 	o.stop = true;
 	o.summary = pvg_strdup("witness: no kernel required");
+	const struct changed_source *py = NULL;
+	for (size_t i = 0; srcs && i < srcs->n && !py; i++)
+		if (srcs->v[i].triton && srcs->v[i].state == SOURCE_NO_KERNELS)
+			py = &srcs->v[i];
+	_cleanup_free_ char *py_path = py ? pvg_utf8_sanitize(py->path, strlen(py->path)) : NULL;
+	_cleanup_free_ char *py_text = py ? pvg_asprintf(" (%s imports triton, but no kernel was "
+							 "recognised in it)", py_path)
+					  : pvg_strdup("");
 	pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.witness-not-configured",
-			    "name the new kernel in witness.require (e.g. {\"kernel\": \"my_kernel*\"})",
-			    "witness.dir is set but witness.require names no kernel%s",
+			    py ? "name the new kernel in witness.require (e.g. {\"kernel\": "
+				 "\"my_kernel*\"}), or the .py's kernels in witness.changed_sources"
+			       : "name the new kernel in witness.require (e.g. {\"kernel\": \"my_kernel*\"})",
+			    "witness.dir is set but witness.require names no kernel%s%s",
 			    srcs && srcs->applies ? " and no changed device source has kernels to "
 						    "require"
-						  : "");
+						  : "", py_text);
 	return o;
 }
 
@@ -1109,6 +1119,23 @@ struct pvg_outcome rule_window_loads_seen(const struct window_facts *wf)
 				    "known", wf->files_not_covering,
 				    wf->files_not_covering == 1 ? "" : "s",
 				    wf->files_not_covering == 1 ? "was" : "were");
+	if (wf->files_exited_not_covering) {
+		char at[48];
+		pvg_format_time((time_t)(wf->exited_not_covering_ns / 1000000000u),
+				(long)(wf->exited_not_covering_ns % 1000000000u), at, sizeof(at));
+		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.loads-not-covered",
+				    "a process killed or crashed writes no file at its exit: what it "
+				    "loaded after its last write is lost; run the benchmark again on "
+				    "a steady service",
+				    "the witness file of process %d, a process of the service's tree "
+				    "that exited before the after-check, was last written at %s, "
+				    "before the benchmark ended, and not at its exit: modules it "
+				    "loaded since are not known%s",
+				    (int)wf->exited_not_covering_pid, at,
+				    wf->files_exited_not_covering > 1 ? " (and so for other exited "
+									"processes: see the evidence)"
+								      : "");
+	}
 	if (wf->files_table_full)
 		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "dispatch-marker.loads-table-full",
 				    "the service loaded more modules than the witness keeps: warm it "
@@ -1323,10 +1350,12 @@ static char *witness_summary(const struct pvg_config *cfg, const struct witness_
 	for (size_t k = 0; k < cfg->witness.forbid.n; k++)
 		forbidden += wr->seen[k].seen != NULL;
 	uint64_t launches = wr->tally.launches;
-	size_t src_met = 0, src_req = 0, src_exempt = 0;
-	const struct changed_source *exempt = NULL;
+	size_t src_met = 0, src_req = 0, src_exempt = 0, py_none = 0;
+	const struct changed_source *exempt = NULL, *py_first = NULL;
 	for (size_t i = 0; wr->sources && i < wr->sources->n; i++) {
 		const struct changed_source *c = &wr->sources->v[i];
+		if (c->triton && c->state == SOURCE_NO_KERNELS && !py_none++)
+			py_first = c;
 		src_exempt += c->state == SOURCE_EXEMPT;
 		if (c->state == SOURCE_EXEMPT && !exempt)
 			exempt = c;
@@ -1350,11 +1379,20 @@ static char *witness_summary(const struct pvg_config *cfg, const struct witness_
 				       "artifact%s",
 				       src_met, src_req, src_req == 1 ? "" : "s", ex_text)
 			: pvg_strdup("");
+	_cleanup_free_ char *py_path = py_first ? pvg_utf8_sanitize(py_first->path,
+								    strlen(py_first->path))
+						: NULL;
+	_cleanup_free_ char *py_text =
+		py_none ? pvg_asprintf("; note: %zu changed .py import%s triton with no kernel "
+				       "recognised (%s%s), nothing of %s required",
+				       py_none, py_none == 1 ? "s" : "", py_path,
+				       py_none > 1 ? ", ..." : "", py_none == 1 ? "it" : "them")
+			: pvg_strdup("");
 	return pvg_asprintf("witness: %zu of %zu required kernel%s launched by the live service "
-			    "(%zu file%s, %" PRIu64 " launch%s)%s%s",
+			    "(%zu file%s, %" PRIu64 " launch%s)%s%s%s",
 			    met, n_req, n_req == 1 ? "" : "s", n_live, n_live == 1 ? "" : "s",
 			    launches, launches == 1 ? "" : "es", src_text,
-			    forbidden ? ", forbidden kernel launched" : "");
+			    forbidden ? ", forbidden kernel launched" : "", py_text);
 }
 
 /* The witness's part: its status; *summary its one line. */

@@ -99,15 +99,17 @@ static bool is_py(const char *p)
 	return n > 3 && strcmp(p + n - 3, ".py") == 0;
 }
 
-/* The @triton.jit functions of the change's .py (its content in the work tree: the
- * installed file must hold the same, dispatch-triton.c checks). */
-static void triton_kernels(const char *workdir, const char *rel, struct pvg_strv *out)
+/* The Triton kernels of the change's .py (its content in the work tree: the installed file
+ * must hold the same, dispatch-triton.c checks); *imports: it imports triton. */
+static void triton_kernels(const char *workdir, const char *rel, struct pvg_strv *out,
+			   bool *imports)
 {
 	_cleanup_free_ char *path = pvg_path_join(workdir, rel);
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
+	*imports = false;
 	if (pvg_read_file(path, PVG_TRITON_MAX_SOURCE, &text, &len) == 0)
-		pvg_triton_py_kernels(text, len, out);
+		pvg_triton_py_scan(text, len, out, imports);
 }
 
 void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
@@ -133,10 +135,32 @@ void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 		const struct pvg_change *ch = &scope->changes[i];
 		if (ch->kind == 'D' || ch->submodule)
 			continue;
-		/* a changed .py with @triton.jit functions: JIT device code (SPEC §12) */
+		/* a changed .py with Triton kernels: JIT device code (SPEC §12) */
 		struct pvg_strv py = { 0 };
+		bool imports = false;
 		if (is_py(ch->path) && scope->workdir)
-			triton_kernels(scope->workdir, ch->path, &py);
+			triton_kernels(scope->workdir, ch->path, &py, &imports);
+		if (!py.n && imports) {
+			/* it imports triton and the scan knows no kernel in it: tl helpers, or a
+			 * kernel spelled in a way it does not read; told, never silently dropped */
+			struct changed_source *c = &out->v[out->n++];
+			c->path = pvg_strdup(ch->path);
+			c->triton = true;
+			const struct pvg_witness_source *ws = configured(cfg, ch->path);
+			c->from_config = ws != NULL;
+			if (ws && ws->exempt) {
+				c->state = SOURCE_EXEMPT;
+				c->exempt = ws->exempt;
+			} else if (ws && ws->kernels.n) {
+				c->state = SOURCE_KERNELS;
+				for (size_t j = 0; j < ws->kernels.n; j++)
+					pvg_strv_add_unique(&c->kernels, ws->kernels.v[j]);
+			} else {
+				c->state = SOURCE_NO_KERNELS;
+				c->why = pvg_strdup(DISPATCH_SOURCE_TRITON_NO_KERNEL);
+			}
+			continue;
+		}
 		if (py.n) {
 			struct changed_source *c = &out->v[out->n++];
 			c->path = pvg_strdup(ch->path);

@@ -43,8 +43,10 @@ struct changed_source {
 	char *path;          /* repo-relative */
 	enum changed_source_state state;
 	bool from_config;    /* kernels (or the exemption) from witness.changed_sources */
-	bool triton;         /* a .py with @triton.jit kernels: they run only as JIT modules
-			      * whose Triton cache entry was compiled from this very file */
+	bool triton;         /* a .py with Triton kernels: they run only as JIT modules whose
+			      * Triton cache entry was compiled from this very file; with
+			      * SOURCE_NO_KERNELS, one that imports triton and in which the scan
+			      * knows no kernel (a note, why DISPATCH_SOURCE_TRITON_NO_KERNEL) */
 	char *why;           /* UNKNOWN, NO_KERNELS, HEADER: in words */
 	const char *exempt;  /* EXEMPT: the config's reason (borrowed) */
 	struct pvg_strv kernels;
@@ -66,6 +68,12 @@ struct changed_sources {
 	size_t n;
 	size_t n_required; /* sources in SOURCE_KERNELS or SOURCE_UNKNOWN */
 };
+
+#define DISPATCH_SOURCE_TRITON_NO_KERNEL                                                        \
+	"it imports triton, but no Triton kernel was recognised in it (@triton.jit, "              \
+	"@triton.autotune, @triton.heuristics, through an alias or a name imported from "      \
+	"triton, or k = triton.jit(fn)): nothing of it is required; if it defines kernels, "   \
+	"name them in witness.changed_sources"
 
 void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out);
 void dispatch_sources_clear(struct changed_sources *s);

@@ -53,7 +53,8 @@ static bool has_sha(const struct pvg_witness_mod *m)
 	return false;
 }
 
-static void add_load(struct window_facts *wf, pid_t pid, const struct pvg_witness_mod *m)
+static void add_load(struct window_facts *wf, pid_t pid, bool exited,
+		     const struct pvg_witness_mod *m)
 {
 	wf->loads_total++;
 	if (wf->n_loads == WINDOW_KEPT)
@@ -62,6 +63,7 @@ static void add_load(struct window_facts *wf, pid_t pid, const struct pvg_witnes
 		wf->loads = pvg_xcalloc(WINDOW_KEPT, sizeof(*wf->loads));
 	struct window_load *l = &wf->loads[wf->n_loads++];
 	l->pid = pid;
+	l->exited = exited;
 	l->origin = m->origin;
 	if (m->path.n) {
 		size_t n = m->path.n > 300 ? 300 : m->path.n;
@@ -80,27 +82,37 @@ void dispatch_window_from_witness(const struct witness_read *wr, struct window_f
 	wf->witness_read = true;
 	for (size_t i = 0; i < wr->dir.n; i++) {
 		const struct witness_file *f = &wr->files[i];
-		if (!f->readable || f->attr != PVG_WITNESS_LIVE)
+		if (!f->readable || (f->attr != PVG_WITNESS_LIVE && !f->exited))
 			continue;
 		const struct pvg_witness_file *file = &f->read->file;
 		const struct pvg_witness_header *h = &file->h;
+		if (f->exited)
+			wf->files_exited++;
 		if (h->version < 3 || !(h->flags & PVG_WITNESS_F_MODULES)) {
 			wf->files_no_modules++;
 			wf->no_modules_version = h->version;
 			continue;
 		}
 		wf->files_modules++;
+		pid_t pid = f->exited ? wr->live.gone[f->gone_which].pid : wr->live.t[f->which].pid;
 		/* loads after its last write are not in it, unless it answered the request made
-		 * after the command ended, or was written at its process's exit */
-		if (f->fresh == WITNESS_NO_ANSWER && h->written_ns < wf->end_ns)
+		 * after the command ended, or was written at its process's exit; a process gone
+		 * before the request answers none, whatever its file says */
+		if (f->exited) {
+			if (!(h->flags & PVG_WITNESS_F_FINAL) && h->written_ns < wf->end_ns &&
+			    !wf->files_exited_not_covering++) {
+				wf->exited_not_covering_pid = pid;
+				wf->exited_not_covering_ns = h->written_ns;
+			}
+		} else if (f->fresh == WITNESS_NO_ANSWER && h->written_ns < wf->end_ns) {
 			wf->files_not_covering++;
+		}
 		if (h->flags & PVG_WITNESS_F_MODULE_TABLE_FULL)
 			wf->files_table_full++;
-		pid_t pid = wr->live.t[f->which].pid;
 		for (size_t k = 0; file->modules && k < file->n_modules; k++) {
 			const struct pvg_witness_mod *m = &file->modules[k];
 			if (m->load_ns >= wf->start_ns && m->load_ns <= wf->end_ns)
-				add_load(wf, pid, m);
+				add_load(wf, pid, f->exited, m);
 		}
 	}
 }
@@ -140,10 +152,11 @@ void dispatch_window_from_log(const struct pvg_marker_scan *s, struct window_fac
 
 char *dispatch_window_load_text(const struct window_load *l)
 {
-	return pvg_asprintf("%s %s sha256:%s %" PRIu64 " bytes, loaded by pid %d %.3f s after the "
-			    "benchmark started",
+	return pvg_asprintf("%s %s sha256:%s %" PRIu64 " bytes, loaded by pid %d%s %.3f s after "
+			    "the benchmark started",
 			    pvg_witness_origin_name(l->origin), l->path ? l->path : "(memory)",
 			    l->sha[0] ? l->sha : "(not hashed)", l->size, (int)l->pid,
+			    l->exited ? " (exited before the after-check)" : "",
 			    (double)l->after_ns / 1e9);
 }
 
@@ -166,12 +179,15 @@ void dispatch_window_evidence(cJSON *ev, const struct window_facts *wf)
 	pvg_json_add_u64(mj, "files_not_recording", wf->files_no_modules);
 	pvg_json_add_u64(mj, "files_not_covering_end", wf->files_not_covering);
 	pvg_json_add_u64(mj, "files_table_full", wf->files_table_full);
+	pvg_json_add_u64(mj, "files_of_exited", wf->files_exited);
+	pvg_json_add_u64(mj, "files_of_exited_not_covering_end", wf->files_exited_not_covering);
 	pvg_json_add_u64(mj, "loaded", wf->loads_total);
 	cJSON *la = cJSON_AddArrayToObject(mj, "loads");
 	for (size_t i = 0; i < wf->n_loads; i++) {
 		const struct window_load *l = &wf->loads[i];
 		cJSON *x = cJSON_CreateObject();
 		pvg_json_add_int(x, "pid", (int)l->pid);
+		pvg_json_add_bool(x, "exited", l->exited);
 		pvg_json_add_str(x, "origin", pvg_witness_origin_name(l->origin));
 		pvg_json_add_str(x, "path", l->path);
 		pvg_json_add_str(x, "sha256_prefix", l->sha[0] ? l->sha : NULL);

@@ -16,6 +16,7 @@
 /* A module a live witness file says was loaded in the window. */
 struct window_load {
 	pid_t pid;         /* the process that loaded it (provgate's pid namespace) */
+	bool exited;       /* that process was gone by the after-check (its file still read) */
 	uint32_t origin;   /* enum pvg_witness_origin */
 	char *path;        /* sanitized; NULL: none (memory) */
 	char sha[17];      /* the first 16 hex digits of its sha256; "" when not hashed */
@@ -44,6 +45,13 @@ struct window_facts {
 	size_t files_not_covering; /* recording files written before the window's end, neither
 				    * answering the request nor final: later loads not seen */
 	size_t files_table_full;   /* recording files whose module table was full */
+	/* the files of processes of the tree that the before-check saw and that were gone by
+	 * the after-check (witness_live.gone): read for their loads in the window too */
+	size_t files_exited;
+	size_t files_exited_not_covering; /* of those, last written before the window's end,
+					   * not at the process's exit: later loads not known */
+	pid_t exited_not_covering_pid;    /* the first of those, for the message */
+	uint64_t exited_not_covering_ns;  /* its last write */
 	struct window_load *loads;
 	size_t n_loads, loads_total;
 
@@ -66,7 +74,8 @@ extern const char *const dispatch_window_log_patterns[];
 
 void dispatch_window_init(const struct pvg_ctx *ctx, struct window_facts *wf);
 void dispatch_window_clear(struct window_facts *wf);
-/* The modules of every live witness file loaded in the window. */
+/* The modules of every live witness file loaded in the window, and of every file of a
+ * process of the tree that exited since the before-check. */
 void dispatch_window_from_witness(const struct witness_read *wr, struct window_facts *wf);
 /* The live compile lines the scan (of a log read to its end) noted that fall in the window. */
 void dispatch_window_from_log(const struct pvg_marker_scan *s, struct window_facts *wf);

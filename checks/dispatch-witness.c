@@ -34,6 +34,7 @@ void dispatch_witness_read_init(struct witness_read *wr)
 void dispatch_witness_read_clear(struct witness_read *wr)
 {
 	free(wr->live.t);
+	free(wr->live.gone);
 	free(wr->env.dir);
 	free(wr->env.lib);
 	pvg_witness_folder_close(&wr->folder);
@@ -51,7 +52,9 @@ void dispatch_witness_read_clear(struct witness_read *wr)
 static bool keep_live(void *opaque, const struct pvg_witness_header *h)
 {
 	const struct witness_live *s = opaque;
-	return pvg_witness_attribute(h, s->boot_id, s->t, s->n, NULL) == PVG_WITNESS_LIVE;
+	return pvg_witness_attribute(h, s->boot_id, s->t, s->n, NULL) == PVG_WITNESS_LIVE ||
+	       (s->n_gone &&
+		pvg_witness_attribute(h, s->boot_id, s->gone, s->n_gone, NULL) == PVG_WITNESS_LIVE);
 }
 
 static bool has_glob(const char *p)
@@ -155,6 +158,23 @@ void dispatch_witness_read_live(struct pvg_ctx *ctx, const struct pvg_targets *t
 		struct pvg_nspid ns;
 		if (!p->ns_pid && pvg_proc_nspid(ctx->procfs, p->pid, &ns) == 0 && ns.n)
 			w->nspid = pvg_nspid_inner(&ns);
+	}
+	/* exec's after-check: the before-check's processes of the tree that are not live targets
+	 * now (exited, or out of the tree); a file counts as theirs only with the identity the
+	 * before-check read from /proc, never one the file gives */
+	live->gone = pvg_xcalloc(ctx->n_pinned_procs + 1, sizeof(*live->gone));
+	for (size_t i = 0; ctx->pinned && i < ctx->n_pinned_procs; i++) {
+		const struct pvg_pinned_proc *pp = &ctx->pinned_procs[i];
+		bool live_now = false;
+		for (size_t k = 0; k < live->n && !live_now; k++)
+			live_now = live->t[k].pid == pp->pid &&
+				   live->t[k].start_ticks == pp->start_ticks;
+		if (live_now)
+			continue;
+		struct pvg_witness_target *w = &live->gone[live->n_gone++];
+		w->pid = pp->pid;
+		w->nspid = pp->nspid;
+		w->start_ticks = pp->start_ticks;
 	}
 	pvg_boot_id(ctx->procfs, live->boot_id);
 }
@@ -333,6 +353,12 @@ void dispatch_witness_read_files(const struct pvg_ctx *ctx, struct witness_read 
 		wr->tally.attr_count[wf->attr]++;
 		if (wf->attr == PVG_WITNESS_LIVE)
 			tally_live(ctx, wr, wf);
+		else if (wr->live.n_gone &&
+			 pvg_witness_attribute(&f->file.h, wr->live.boot_id, wr->live.gone,
+					       wr->live.n_gone, &wf->gone_which) == PVG_WITNESS_LIVE) {
+			wf->exited = true;
+			wr->tally.n_exited++;
+		}
 	}
 }
 

@@ -18,10 +18,15 @@
 /* witness.dir is set: the witness is part of gate 7. */
 bool dispatch_witness_configured(const struct pvg_config *cfg);
 
-/* The live targets: every process of the service tree, and this boot. */
+/* The live targets: every process of the service tree, and this boot. In exec's
+ * after-check also the processes of the tree the before-check saw (ctx->pinned_procs) that
+ * are not live targets now: their files are read for the modules loaded in the benchmark's
+ * window, by the identity the before-check recorded (pid in its own namespace, start). */
 struct witness_live {
 	struct pvg_witness_target *t;
 	size_t n;
+	struct pvg_witness_target *gone;
+	size_t n_gone;
 	char boot_id[40];
 };
 
@@ -57,6 +62,8 @@ struct witness_file {
 	size_t which;           /* live: its target in witness_live */
 	enum witness_freshness fresh; /* live */
 	bool writer_alive;      /* no answer (version 2 on): its process is still running */
+	bool exited;            /* readable, not live: a gone process's (witness_live.gone) */
+	size_t gone_which;      /* exited: its index in witness_live.gone */
 };
 
 /* The live files together. */
@@ -64,6 +71,7 @@ struct witness_tally {
 	size_t attr_count[PVG_WITNESS_ATTR_N];
 	size_t unreadable, n_live, recording;
 	size_t n_answered, n_final, n_stale;
+	size_t n_exited;         /* files of processes gone since the before-check */
 	bool table_full;         /* a live file's table was full */
 	uint64_t graph_launches, captured, launches;
 	uint64_t opaque;         /* graph replays whose kernels are not (all) in the records */

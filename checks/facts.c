@@ -152,7 +152,38 @@ int pvg_targets_pin(struct pvg_ctx *ctx)
 	ctx->pinned = true;
 	ctx->pinned_pid = p->pid;
 	ctx->pinned_start_ticks = p->start_ticks;
+	free(ctx->pinned_procs);
+	ctx->pinned_procs = pvg_xcalloc(t->n ? t->n : 1, sizeof(*ctx->pinned_procs));
+	ctx->n_pinned_procs = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct pvg_proc *q = &t->procs[i];
+		if (!q->in_tree || q->zombie || q->self)
+			continue;
+		struct pvg_pinned_proc *pp = &ctx->pinned_procs[ctx->n_pinned_procs++];
+		pp->pid = q->pid;
+		pp->nspid = q->ns_pid ? q->ns_pid : q->pid;
+		pp->start_ticks = q->start_ticks;
+		pp->start = q->start;
+		memcpy(pp->comm, q->comm, sizeof(pp->comm));
+		pp->service = q->family || q->matched;
+	}
+	struct timespec rt, bt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_BOOTTIME, &bt);
+	ctx->pinned_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	ctx->pinned_boot_ticks = t->tick_ns > 0 ? ((uint64_t)bt.tv_sec * 1000000000u +
+						   (uint64_t)bt.tv_nsec) / (uint64_t)t->tick_ns
+						: 0;
 	return 0;
+}
+
+const struct pvg_pinned_proc *pvg_pinned_find(const struct pvg_ctx *ctx, pid_t pid,
+					      uint64_t start_ticks)
+{
+	for (size_t i = 0; i < ctx->n_pinned_procs; i++)
+		if (ctx->pinned_procs[i].pid == pid && ctx->pinned_procs[i].start_ticks == start_ticks)
+			return &ctx->pinned_procs[i];
+	return NULL;
 }
 
 /* ---- change set ------------------------------------------------------------------------------ */

@@ -20,9 +20,13 @@ int pvg_targets_get(struct pvg_ctx *ctx, const struct pvg_targets **out);
  * evaluating thread (see struct pvg_check). */
 void pvg_targets_prepare(struct pvg_ctx *ctx);
 
-/* Remembers the run's selected service process (pid and start time) in ctx->pinned*, so
- * that a later evaluation on the same ctx can tell a restarted service. 0 or -ESRCH. */
+/* Remembers the run's selected service process (pid and start time) in ctx->pinned*, and
+ * every process of its tree (ctx->pinned_procs), so that a later evaluation on the same ctx
+ * can tell a restarted service and a process gone or new. 0 or -ESRCH. */
 int pvg_targets_pin(struct pvg_ctx *ctx);
+/* The pinned process of the tree with this pid and start, or NULL. */
+const struct pvg_pinned_proc *pvg_pinned_find(const struct pvg_ctx *ctx, pid_t pid,
+					      uint64_t start_ticks);
 
 /* Records why no target was selected as res's problem ("<gate>.no-target", ...) and returns
  * the status that follows: fail when the evidence says the service is not there, else

@@ -295,7 +295,8 @@ const struct cli_verb verb_exec = {
 	.synopsis = "exec [-c FILE] [--out FILE] [--attest FILE [--sign-key KEY.pem]] [--run-anyway]\n"
 		    "                 -- CMD...  |  exec [-c FILE] --witness DIR",
 	.help = "Certifies (all seven gates), runs CMD (the benchmark), then re-checks gates 3, 4,\n"
-		"5 and 7 after it: same bytes, same mapping, still no stale or profiled process,\n"
+		"5 and 7 after it: same bytes, same mapping, the same service processes (none gone,\n"
+		"none new: service.family), still no stale or profiled process,\n"
 		"markers still attributable, and no code loaded or compiled in the service while\n"
 		"CMD ran (benchmark.allow_loads lets a cold start pass, listed). One report\n"
 		"covers both checks. Exit 1 if either check failed, else\n"

@@ -106,6 +106,9 @@ void pvg_ctx_done(struct pvg_ctx *ctx)
 	free(ctx->arts);
 	ctx->arts = NULL;
 	ctx->n_arts = 0;
+	free(ctx->pinned_procs);
+	ctx->pinned_procs = NULL;
+	ctx->n_pinned_procs = 0;
 }
 
 void *pvg_ctx_slot(struct pvg_ctx *ctx, enum pvg_slot s)

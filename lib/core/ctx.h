@@ -36,6 +36,16 @@ struct pvg_ctx_artifact {
 	struct pvg_msg installed_msg;
 };
 
+/* A process of the service's tree as the before-check saw it (pvg_run_pin). */
+struct pvg_pinned_proc {
+	pid_t pid;            /* in provgate's pid namespace */
+	pid_t nspid;          /* in its own: what its witness file says */
+	uint64_t start_ticks;
+	struct timespec start;
+	char comm[16];
+	bool service;         /* a service process: service.family or service.match */
+};
+
 struct pvg_ctx {
 	const struct pvg_config *cfg;
 	enum pvg_phase phase;
@@ -62,6 +72,13 @@ struct pvg_ctx {
 	bool pinned;
 	pid_t pinned_pid;
 	uint64_t pinned_start_ticks; /* since boot: exact, unlike an epoch conversion */
+	/* ... and every process of the service's tree the before-check saw: a service process
+	 * gone after, or one it never saw, ran part of the benchmark uncertified; the witness
+	 * file of one that exited is still read, by the identity recorded here */
+	struct pvg_pinned_proc *pinned_procs;
+	size_t n_pinned_procs;
+	uint64_t pinned_ns;          /* CLOCK_REALTIME of the pin */
+	uint64_t pinned_boot_ticks;  /* clock ticks since boot at the pin */
 	/* exec's after-check: when the command ran (CLOCK_REALTIME ns); 0, 0 outside it */
 	uint64_t window_start_ns, window_end_ns;
 

@@ -1193,8 +1193,9 @@ static const char *const not_runtime[] = {
 	"**/*.cmake",
 };
 
-/* The changed .py files that define @triton.jit functions (their content in the work tree):
- * JIT device code, whose kernels gate 7 requires as it does a .cu's (SPEC 12). */
+/* The changed .py files that define Triton kernels (their content in the work tree): JIT
+ * device code, whose kernels gate 7 requires as it does a .cu's (SPEC 12). One that imports
+ * triton and in which none is recognised is a todo: gate 7 requires nothing of it. */
 static void changed_triton_sources(struct pvg_discovery *g, const struct pvg_scope *s)
 {
 	if (!g->workdir)
@@ -1208,8 +1209,16 @@ static void changed_triton_sources(struct pvg_discovery *g, const struct pvg_sco
 		_cleanup_free_ char *text = NULL;
 		size_t len = 0;
 		struct pvg_strv k = { 0 };
+		bool imports = false;
 		if (pvg_read_file(path, PVG_TRITON_MAX_SOURCE, &text, &len) == 0)
-			pvg_triton_py_kernels(text, len, &k);
+			pvg_triton_py_scan(text, len, &k, &imports);
+		if (!k.n && imports)
+			todo(g, "witness.changed_sources %s: it imports triton, but no Triton kernel "
+				"was recognised in it (@triton.jit, @triton.autotune, "
+				"@triton.heuristics, an alias, k = triton.jit(fn)); gate 7 requires "
+				"nothing of it: if it defines kernels, name them (\"%s\": "
+				"{\"kernels\": [...]})",
+			     c->path, c->path);
 		if (!k.n)
 			continue;
 		g->sources = pvg_xrealloc(g->sources, g->n_sources + 1, sizeof(*g->sources));

@@ -211,46 +211,255 @@ static bool ident_char(char c)
 	return isalnum((unsigned char)c) || c == '_';
 }
 
-size_t pvg_triton_py_kernels(const char *text, size_t len, struct pvg_strv *out)
+static const char *skip_blanks(const char *p, const char *e)
+{
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/* An identifier at p (not a digit first); its end, or p when none. */
+static const char *ident_end(const char *p, const char *e)
+{
+	if (p >= e || isdigit((unsigned char)*p) || !ident_char(*p))
+		return p;
+	while (p < e && ident_char(*p))
+		p++;
+	return p;
+}
+
+static bool word_is(const char *p, const char *pe, const char *w)
+{
+	return (size_t)(pe - p) == strlen(w) && memcmp(p, w, (size_t)(pe - p)) == 0;
+}
+
+/* Names a file binds: to the triton module (import triton as tr; "triton" always, as vLLM's
+ * triton_utils re-exports it) and to its decorators (from triton import jit as tjit). */
+#define PY_NAMES 16
+struct py_names {
+	char v[PY_NAMES][64];
+	size_t n;
+};
+
+static void names_add(struct py_names *s, const char *p, const char *pe)
+{
+	if (s->n == PY_NAMES || pe - p <= 0 || pe - p >= 64)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		if (word_is(p, pe, s->v[i]))
+			return;
+	memcpy(s->v[s->n], p, (size_t)(pe - p));
+	s->v[s->n][pe - p] = '\0';
+	s->n++;
+}
+
+static bool names_has(const struct py_names *s, const char *p, const char *pe)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (word_is(p, pe, s->v[i]))
+			return true;
+	return false;
+}
+
+struct py_scan {
+	struct py_names modules;    /* names of the triton module */
+	struct py_names decorators; /* bare names of jit, autotune, heuristics */
+	struct py_names jits;       /* bare names of jit alone (its call form) */
+	bool imports_triton;
+	bool from_triton;           /* the import being read is "from triton[...] import" */
+};
+
+/* A dotted module path "a.b.c" in [p, e): is one of its parts "triton" (or vLLM's
+ * "triton_utils")? Its end in *end. */
+static bool module_is_triton(const char *p, const char *e, const char **end, bool *exactly)
+{
+	bool any = false;
+	const char *first = p;
+	for (;;) {
+		const char *pe = ident_end(p, e);
+		if (pe == p)
+			break;
+		any |= word_is(p, pe, "triton") || word_is(p, pe, "triton_utils");
+		p = pe;
+		if (p < e && *p == '.')
+			p++;
+		else
+			break;
+	}
+	*end = p;
+	*exactly = word_is(first, p, "triton");
+	return any;
+}
+
+/* The names of "from M import a, b as c" (or a bracketed list's line) in [p, e). */
+static void read_from_names(struct py_scan *sc, const char *p, const char *e)
+{
+	while (p < e) {
+		p = skip_blanks(p, e);
+		if (p < e && (*p == '(' || *p == ',')) {
+			p++;
+			continue;
+		}
+		if (p >= e || *p == ')' || *p == '#' || *p == '\\')
+			return;
+		const char *n = p, *ne = ident_end(p, e);
+		if (ne == n)
+			return;
+		p = skip_blanks(ne, e);
+		const char *a = n, *ae = ne;
+		if (starts(p, e, "as") && (p + 2 == e || !ident_char(p[2]))) {
+			a = skip_blanks(p + 2, e);
+			ae = ident_end(a, e);
+			p = ae;
+			if (ae == a)
+				return;
+		}
+		if (word_is(n, ne, "triton")) {
+			sc->imports_triton = true;
+			names_add(&sc->modules, a, ae);
+		} else if (sc->from_triton && (word_is(n, ne, "jit") || word_is(n, ne, "autotune") ||
+					       word_is(n, ne, "heuristics"))) {
+			names_add(&sc->decorators, a, ae);
+			if (word_is(n, ne, "jit"))
+				names_add(&sc->jits, a, ae);
+		}
+	}
+}
+
+/* "import a.b as c, triton as tr" in [p, e) after "import". */
+static void read_import(struct py_scan *sc, const char *p, const char *e)
+{
+	while (p < e) {
+		p = skip_blanks(p, e);
+		const char *mend;
+		bool exactly;
+		bool tri = module_is_triton(p, e, &mend, &exactly);
+		if (mend == p)
+			return;
+		sc->imports_triton |= tri;
+		p = skip_blanks(mend, e);
+		if (starts(p, e, "as") && (p + 2 == e || !ident_char(p[2]))) {
+			const char *a = skip_blanks(p + 2, e), *ae = ident_end(a, e);
+			if (exactly)
+				names_add(&sc->modules, a, ae);
+			p = skip_blanks(ae, e);
+		}
+		if (p >= e || *p != ',')
+			return;
+		p++;
+	}
+}
+
+/* A decorator or callee at p: ALIAS.NAME or a bare NAME. Is it one of Triton's kernel
+ * decorators (jit, autotune, heuristics; jit_only: jit alone)? *end: after it. */
+static bool triton_callee(const struct py_scan *sc, const char *p, const char *e, bool jit_only,
+			  const char **end)
+{
+	const char *n = p, *ne = ident_end(p, e);
+	*end = ne;
+	if (ne == n)
+		return false;
+	if (ne < e && *ne == '.') {
+		if (!names_has(&sc->modules, n, ne))
+			return false;
+		const char *m = ne + 1, *me = ident_end(m, e);
+		*end = me;
+		if (me < e && *me == '.')
+			return false;
+		return word_is(m, me, "jit") ||
+		       (!jit_only && (word_is(m, me, "autotune") || word_is(m, me, "heuristics")));
+	}
+	return names_has(jit_only ? &sc->jits : &sc->decorators, n, ne);
+}
+
+/* The call form, anywhere in a line: "k = triton.jit(fn)", "triton.jit(fn, ...)": the kernel
+ * is fn's (its __name__ is the cache entry's name). */
+static size_t call_form(const struct py_scan *sc, const char *s, const char *eol,
+			struct pvg_strv *out)
+{
+	size_t found = 0;
+	for (const char *q = s; q < eol && out->n < 4096; q++) {
+		if (!ident_char(*q) || (q > s && (ident_char(q[-1]) || q[-1] == '.')))
+			continue;
+		const char *ce;
+		if (!triton_callee(sc, q, eol, true, &ce)) {
+			q = ce > q ? ce - 1 : q;
+			continue;
+		}
+		const char *a = skip_blanks(ce, eol);
+		if (a >= eol || *a != '(')
+			continue;
+		a = skip_blanks(a + 1, eol);
+		const char *ae = ident_end(a, eol);
+		const char *after = skip_blanks(ae, eol);
+		if (ae == a || ae - a >= (long)PVG_TRITON_MAX_NAME || after >= eol ||
+		    (*after != ')' && *after != ','))
+			continue;
+		_cleanup_free_ char *name = pvg_xcalloc((size_t)(ae - a) + 1, 1);
+		memcpy(name, a, (size_t)(ae - a));
+		if (!pvg_strv_has(out, name)) {
+			pvg_strv_push(out, TAKE_PTR(name));
+			found++;
+		}
+		q = ae;
+	}
+	return found;
+}
+
+static int bracket_depth(int depth, const char *p, const char *e)
+{
+	for (; p < e && *p != '#'; p++)
+		depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+	return depth < 0 ? 0 : depth;
+}
+
+size_t pvg_triton_py_scan(const char *text, size_t len, struct pvg_strv *out,
+			  bool *imports_triton)
 {
 	if (len > PVG_TRITON_MAX_SOURCE)
 		len = PVG_TRITON_MAX_SOURCE;
 	const char *p = text, *end = text + len;
-	bool plain_jit = false; /* "from triton import jit" (or "..., jit") was seen */
-	bool pending = false;   /* a @triton.jit decorator waits for its def */
+	struct py_scan sc = { 0 };
+	names_add(&sc.modules, "triton", "triton" + 6);
+	bool pending = false;   /* a kernel decorator waits for its def */
 	int depth = 0;          /* open brackets of a decorator continued over lines */
+	int import_depth = 0;   /* open brackets of a "from M import (" continued */
 	size_t found = 0;
 	while (p < end && out->n < 4096) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		if (!eol)
 			eol = end;
-		const char *s = p;
-		while (s < eol && (*s == ' ' || *s == '\t'))
-			s++;
-		if (depth > 0) {
-			for (const char *q = s; q < eol; q++)
-				depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
-			if (depth < 0)
-				depth = 0;
-		} else if (starts(s, eol, "from triton import")) {
-			for (const char *q = s + 18; q + 3 <= eol; q++)
-				if (memcmp(q, "jit", 3) == 0 && !ident_char(q[-1]) &&
-				    (q + 3 == eol || !ident_char(q[3])))
-					plain_jit = true;
-		} else if (s + 1 < eol && *s == '@') {
-			const char *n = s + 1;
-			bool jit = (starts(n, eol, "triton.jit") && (n + 10 == eol || !ident_char(n[10]))) ||
-				   (plain_jit && starts(n, eol, "jit") && (n + 3 == eol || !ident_char(n[3])));
-			pending |= jit;
-			for (const char *q = s; q < eol; q++)
-				depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
-			if (depth < 0)
-				depth = 0;
+		const char *s = skip_blanks(p, eol);
+		if (import_depth > 0) {
+			read_from_names(&sc, s, eol);
+			import_depth = bracket_depth(import_depth, s, eol);
+		} else if (depth > 0) {
+			depth = bracket_depth(depth, s, eol);
+		} else if (starts(s, eol, "from ") || starts(s, eol, "from\t")) {
+			const char *m = skip_blanks(s + 5, eol), *mend;
+			bool exactly;
+			sc.from_triton = module_is_triton(m, eol, &mend, &exactly) &&
+					 (exactly || (mend - m > 7 && starts(m, eol, "triton.")));
+			sc.imports_triton |= sc.from_triton;
+			const char *i = skip_blanks(mend, eol);
+			if (starts(i, eol, "import") && (i + 6 == eol || !ident_char(i[6]))) {
+				/* vLLM's "from vllm.triton_utils import tl, triton" */
+				if (!sc.from_triton && mend > m)
+					sc.imports_triton |= module_is_triton(m, eol, &mend, &exactly);
+				read_from_names(&sc, i + 6, eol);
+				import_depth = bracket_depth(0, i + 6, eol);
+			}
+		} else if (starts(s, eol, "import ") || starts(s, eol, "import\t")) {
+			read_import(&sc, s + 7, eol);
+		} else if (s < eol && *s == '@') {
+			const char *d = skip_blanks(s + 1, eol), *de;
+			if (triton_callee(&sc, d, eol, false, &de) &&
+			    (de == eol || !ident_char(*de)))
+				pending = true;
+			depth = bracket_depth(0, s, eol);
 		} else if (starts(s, eol, "def ") || starts(s, eol, "async def ")) {
 			if (pending) {
-				const char *n = s + (*s == 'a' ? 10 : 4);
-				while (n < eol && *n == ' ')
-					n++;
+				const char *n = skip_blanks(s + (*s == 'a' ? 10 : 4), eol);
 				const char *ne = n;
 				while (ne < eol && ident_char(*ne) && ne - n < (long)PVG_TRITON_MAX_NAME - 1)
 					ne++;
@@ -266,8 +475,16 @@ size_t pvg_triton_py_kernels(const char *text, size_t len, struct pvg_strv *out)
 			pending = false;
 		} else if (s < eol && *s != '#') {
 			pending = false; /* a decorator applies only to the def right after it */
+			found += call_form(&sc, s, eol, out);
 		}
 		p = eol + 1;
 	}
+	if (imports_triton)
+		*imports_triton = sc.imports_triton;
 	return found;
+}
+
+size_t pvg_triton_py_kernels(const char *text, size_t len, struct pvg_strv *out)
+{
+	return pvg_triton_py_scan(text, len, out, NULL);
 }

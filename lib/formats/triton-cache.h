@@ -39,8 +39,16 @@ const char *pvg_triton_binary_ext(const char *backend);
  * undone), *line. 0, or -ENOENT (none), -EBADMSG (a loc cut short or malformed). */
 int pvg_triton_first_loc(const char *text, size_t len, char **path, unsigned long *line);
 
-/* The names of the functions a .py file decorates with @triton.jit (alone, with arguments, or
- * under @triton.autotune / @triton.heuristics / other decorators), and @jit after "from triton
- * import jit": a bounded textual scan, not Python. Names are added to out (unique); returns
- * how many were found. */
+/* The names of a .py file's Triton kernels: the functions decorated with triton.jit,
+ * triton.autotune or triton.heuristics (alone, with arguments over several lines, among other
+ * decorators and comments), through the module's own name or an alias ("import triton as tr":
+ * @tr.jit) or a name imported from triton or one of its modules ("from triton import (jit,)",
+ * "from triton.runtime.jit import jit as tjit": @tjit), and fn of the call form
+ * "k = triton.jit(fn)". A bounded textual scan, not Python: a jit of another library (numba,
+ * jax) is none. Names are added to out (unique); returns how many were found.
+ * *imports_triton (may be NULL): the file imports triton or one of its modules (or vLLM's
+ * triton_utils), whether or not a kernel was found. */
+size_t pvg_triton_py_scan(const char *text, size_t len, struct pvg_strv *out,
+			  bool *imports_triton);
+/* pvg_triton_py_scan without the import. */
 size_t pvg_triton_py_kernels(const char *text, size_t len, struct pvg_strv *out);

@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pvg_triton_first_loc(text, size, &path, &line) == 0)
 		free(path);
 	struct pvg_strv names = { 0 };
-	(void)pvg_triton_py_kernels(text, size, &names);
+	bool imports = false;
+	(void)pvg_triton_py_scan(text, size, &names, &imports);
 	pvg_strv_clear(&names);
 	struct pvg_hsa_uri uri;
 	const char *uwhy;

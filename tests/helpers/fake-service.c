@@ -26,6 +26,10 @@
  * container, not the host's). --host: the address the port is bound to (default 127.0.0.1;
  * 0.0.0.0 as `vllm serve --host 0.0.0.0` in a container with a published port). --churn: the engine keeps forking workers
  * that exit at once (processes that exit while being scanned).
+ *
+ * While it runs, the engine starts a process on a signal, as a service whose processes change
+ * does (a worker restarted, a compiler run): SIGUSR2 a new worker (VLLM::Worker_N, the next
+ * N), SIGWINCH a helper named "ptxas" (no service name) that lives until the engine stops.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -127,6 +131,8 @@ static sigset_t wait_set(void)
 	sigaddset(&s, SIGINT);
 	sigaddset(&s, SIGCHLD);
 	sigaddset(&s, SIGUSR1);
+	sigaddset(&s, SIGUSR2);
+	sigaddset(&s, SIGWINCH);
 	return s;
 }
 
@@ -187,6 +193,8 @@ static void stop_children(void)
 		waitpid(children[i], NULL, 0);
 }
 
+static void spawn(bool helper);
+
 /* Blocks until SIGTERM/SIGINT; reaps children meanwhile. With churn, forks a short-lived
  * worker every millisecond. */
 static void wait_for_stop(bool churn)
@@ -199,6 +207,8 @@ static void wait_for_stop(bool churn)
 			return;
 		if (sig == SIGUSR1 && opt.log)
 			serve_request();
+		if (sig == SIGUSR2 || sig == SIGWINCH)
+			spawn(sig == SIGWINCH);
 		if (sig == SIGCHLD || sig < 0)
 			while (waitpid(-1, NULL, WNOHANG) > 0)
 				;
@@ -212,6 +222,35 @@ static void wait_for_stop(bool churn)
 	}
 }
 
+static void worker(int i, int ready_fd);
+
+/* A process the engine starts while it runs (SIGUSR2, SIGWINCH): it lives until the engine
+ * stops (stop_children). */
+static void spawn(bool helper)
+{
+	static int next_worker = -1;
+	if (next_worker < 0)
+		next_worker = opt.workers;
+	if (n_children >= 64)
+		return;
+	pid_t w = fork();
+	if (w == 0) {
+		if (!helper)
+			worker(next_worker, -1);
+		prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+		set_title("ptxas");
+		sigset_t s = wait_set();
+		sigprocmask(SIG_UNBLOCK, &s, NULL);
+		signal(SIGTERM, SIG_DFL);
+		for (;;)
+			pause();
+	}
+	if (w > 0) {
+		children[n_children++] = w;
+		next_worker += !helper;
+	}
+}
+
 static void worker(int i, int ready_fd)
 {
 	char title[32];
@@ -221,8 +260,10 @@ static void worker(int i, int ready_fd)
 	sigset_t s = wait_set();
 	sigprocmask(SIG_UNBLOCK, &s, NULL);
 	signal(SIGTERM, SIG_DFL);
-	(void)!write(ready_fd, "w", 1);
-	close(ready_fd);
+	if (ready_fd >= 0) {
+		(void)!write(ready_fd, "w", 1);
+		close(ready_fd);
+	}
 	for (;;)
 		pause();
 }

@@ -423,6 +423,57 @@ test_kernel_of_another_changed_py_does_not_cover_a_second_py() {
 	assert_not_contains "$msgs" "changed source $PY"
 }
 
+# change_py FILE BASE WORK: FILE (under r/pkg/ops) changed from BASE on main to WORK on the
+# branch, installed
+change_py() {
+	git -C r checkout -q main
+	printf '%b' "$2" >"r/pkg/ops/$1"
+	git -C r add -A && git -C r commit -qm "$1: base"
+	git -C r checkout -q work && git -C r rebase -q main
+	printf '%b' "$3" >"r/pkg/ops/$1"
+	git -C r add -A && git -C r commit -qm "$1: changed"
+	rm -rf inst && mkdir -p inst && cp -r r/pkg inst/pkg
+}
+
+# a kernel spelled through an alias of the module is a kernel all the same: required
+test_kernel_of_an_aliased_triton_is_required() {
+	repo
+	change_py alias.py 'import triton as tr\n\n@tr.jit\ndef alias_kernel(p):\n    pass\n' \
+		'import triton as tr\n\n@tr.jit(do_not_specialize=["q"])\ndef alias_kernel(p, q):\n    pass\n'
+	cache "$PWD/inst/$PY"
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" fail "status ($codes: $msgs)"
+	assert_contains "$msgs" "changed source pkg/ops/alias.py: none of its kernels (alias_kernel)"
+}
+
+# A changed .py that imports triton and in which no kernel is recognised (tl helpers) requires
+# nothing, and the evidence and the summary say so: a note, no failure.
+test_changed_py_importing_triton_without_kernel_is_noted() {
+	repo
+	change_py helpers.py 'import triton.language as tl\n\ndef helper(x):\n    return x\n' \
+		'import triton.language as tl\n\ndef helper(x):\n    return tl.abs(x)\n'
+	cache "$PWD/inst/$PY"
+	start "$PWD/cache/good"; witness "$SM90"
+	gate7
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	local src='.gates[6].evidence.witness.changed_sources[] | select(.source == "pkg/ops/helpers.py")'
+	assert_eq "$(jq -r "$src | .state" r.json)" no-kernels
+	assert_contains "$(jq -r "$src | .why" r.json)" "it imports triton, but no Triton kernel was recognised in it"
+	assert_contains "$(jq -r '.gates[6].summary' r.json)" \
+		"note: 1 changed .py imports triton with no kernel recognised (pkg/ops/helpers.py)"
+}
+
+test_init_notes_a_changed_py_that_imports_triton_without_kernel() {
+	repo
+	change_py helpers.py 'import triton.language as tl\n' 'import triton.language as tl\nX = 1\n'
+	rm provgate.json
+	cd r && pg init . && cd ..
+	assert_eq "$rc" 0 "init ($err)"
+	assert_contains "$(cat r/provgate.json)" "// TODO: witness.changed_sources pkg/ops/helpers.py: it imports triton, but no Triton kernel was recognised in it"
+	assert_contains "$out$err" "to fill in: witness.changed_sources pkg/ops/helpers.py"
+}
+
 # init proposes the changed .py's @triton.jit kernels as a changed source, as it does a .cu's
 test_init_proposes_the_triton_kernels_of_a_changed_py() {
 	repo

@@ -292,6 +292,90 @@ static void maps_tree_rules(void)
 	CHECK_INT(o.status, PVG_PASS);
 }
 
+/* exec's after-check: the tree's service processes against those the before-check pinned */
+static struct pvg_pinned_proc pinned(pid_t pid, uint64_t ticks, const char *comm, bool service)
+{
+	struct pvg_pinned_proc p = { .pid = pid, .nspid = pid, .start_ticks = ticks,
+				     .service = service };
+	snprintf(p.comm, sizeof(p.comm), "%s", comm);
+	p.start.tv_sec = 2000;
+	return p;
+}
+
+static void maps_service_processes_gone_and_new(void)
+{
+	const struct pvg_pinned_proc before[] = {
+		pinned(100, 1, "VLLM::EngineCor", true), /* the selected one: still there */
+		pinned(101, 2, "VLLM::Worker_0", true),  /* exits */
+		pinned(102, 3, "ptxas", false),          /* a helper: exits, not counted */
+		pinned(103, 4, "VLLM::Worker_1", true),  /* exits; its pid taken by a new worker */
+		pinned(108, 5, "python3", false),        /* renamed a service name since: seen */
+		pinned(109, 6, "VLLM::Worker_3", true),  /* reparented out of the tree */
+	};
+	struct pvg_proc procs[] = {
+		proc(100), proc(103), proc(104), proc(105), proc(106), proc(108), proc(109),
+	};
+	const struct { const char *comm; uint64_t ticks; bool family, in_tree; } now[] = {
+		{ "VLLM::EngineCor", 1, true, true }, { "VLLM::Worker_1", 40, true, true },
+		{ "VLLM::Worker_2", 41, true, true }, { "cc1", 42, false, true },
+		{ "VLLM::EngineCor", 43, true, false }, { "VLLM::Worker_4", 5, true, true },
+		{ "VLLM::Worker_3", 6, true, false },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++) {
+		snprintf(procs[i].comm, sizeof(procs[i].comm), "%s", now[i].comm);
+		procs[i].start_ticks = now[i].ticks;
+		procs[i].family = now[i].family;
+		procs[i].in_tree = now[i].in_tree;
+		procs[i].start.tv_sec = 2010;
+	}
+	struct pvg_targets t = { .procs = procs, .n = ARRAY_SIZE(procs), .how = PVG_SELECT_MATCH,
+				 .root = 100, .primary = 100 };
+	struct pvg_maps_service_change c = { .pinned = before, .n_pinned = ARRAY_SIZE(before),
+					     .pinned_primary = 100,
+					     .pinned_ns = 2005000000000ull,
+					     .window_start_ns = 2006000000000ull,
+					     .window_end_ns = 2020000000000ull, .t = &t };
+	struct pvg_outcome o = pvg_maps_rule_same_service_processes(&c);
+	CHECK_INT(o.status, PVG_FAIL);
+	CHECK_INT((int)o.n_problems, 5);
+	CHECK_STR(code_of(&o, 0), "process-maps.service-process-gone");
+	CHECK(message_has(&o, 0, "service process 101 (VLLM::Worker_0, started"));
+	CHECK(message_has(&o, 0, "it exited before the after-check"));
+	CHECK_STR(code_of(&o, 1), "process-maps.service-process-gone");
+	CHECK(message_has(&o, 1, "service process 103 (VLLM::Worker_1"));
+	CHECK_STR(code_of(&o, 2), "process-maps.service-process-gone");
+	CHECK(message_has(&o, 2, "service process 109 (VLLM::Worker_3"));
+	CHECK(message_has(&o, 2, "it left the service's tree"));
+	CHECK_STR(code_of(&o, 3), "process-maps.service-process-new");
+	CHECK(message_has(&o, 3, "service process 103 (VLLM::Worker_1"));
+	CHECK(message_has(&o, 3, "4.000 s after the benchmark started"));
+	CHECK_STR(code_of(&o, 4), "process-maps.service-process-new");
+	CHECK(message_has(&o, 4, "service process 104 (VLLM::Worker_2"));
+	pvg_outcome_clear(&o);
+
+	cJSON *ev = cJSON_CreateObject();
+	pvg_maps_service_change_json(ev, &c);
+	const cJSON *sp = cJSON_GetObjectItem(ev, "service_processes");
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(sp, "gone")), 3);
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(sp, "new")), 2);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(sp, "certified")), "4");
+	cJSON_Delete(ev);
+
+	/* the same processes as pinned: nothing to say */
+	struct pvg_proc same[] = { proc(100), proc(101) };
+	same[0].start_ticks = 1, same[0].family = true;
+	same[1].start_ticks = 2, same[1].family = true;
+	struct pvg_targets t2 = { .procs = same, .n = 2, .how = PVG_SELECT_MATCH, .root = 100,
+				  .primary = 100 };
+	c.pinned = before;
+	c.n_pinned = 2;
+	c.t = &t2;
+	o = pvg_maps_rule_same_service_processes(&c);
+	CHECK_INT(o.status, PVG_PASS);
+	CHECK_INT((int)o.n_problems, 0);
+	pvg_outcome_clear(&o);
+}
+
 /* ---- gate 5 ---- */
 
 static struct pvg_proc svc(pid_t pid, pid_t ppid, const char *comm, bool family, bool in_tree)
@@ -598,6 +682,7 @@ int main(void)
 	RUN(maps_needs_start_after_install);
 	RUN(maps_target_must_map_with_match);
 	RUN(maps_tree_rules);
+	RUN(maps_service_processes_gone_and_new);
 	RUN(stale_reports_orphan_and_second_instance);
 	RUN(stale_lists_at_most_eight_but_fails_for_all);
 	RUN(stale_port_must_be_held_by_tree);

@@ -155,6 +155,83 @@ static void py_cases(void)
 	free(exact);
 }
 
+/* Spellings of real Triton code (vLLM, Triton's own libraries, kernels of other projects):
+ * each text defines one kernel, which the scan must name. */
+static void py_spelling_cases(void)
+{
+	static const struct {
+		const char *what, *text, *kernel;
+	} spelled[] = {
+		{ "alias", "import triton as tr\nimport triton.language as tl\n\n@tr.jit\n"
+			   "def k_alias(x, N: tl.constexpr):\n    pass\n", "k_alias" },
+		{ "runtime_jit", "from triton.runtime.jit import jit\n@jit\ndef k_rt(x):\n  pass\n",
+		  "k_rt" },
+		{ "import_in_brackets", "from triton import (\n    autotune,\n    jit,\n)\n\n@jit\n"
+					"def k_paren(x):\n    pass\n", "k_paren" },
+		{ "import_as", "from triton import jit as tjit\n@tjit\ndef k_as(x):\n  pass\n",
+		  "k_as" },
+		{ "call_form", "import triton\n\ndef _impl(x_ptr, n):\n    pass\n\n"
+			       "impl = triton.jit(_impl)\n", "_impl" },
+		{ "call_form_args", "import triton\ndef _impl2(x):\n  pass\n"
+				    "k = triton.jit(_impl2, do_not_specialize=[\"x\"])\n", "_impl2" },
+		{ "space_after_at", "import triton\n@ triton.jit\ndef k_space(x):\n  pass\n",
+		  "k_space" },
+		{ "autotune_alone", "import triton\n@triton.autotune(\n    configs=[],\n    "
+				    "key=[\"n\"],\n)\ndef k_auto(x, n):\n  pass\n", "k_auto" },
+		{ "heuristics_lines", "import triton\n@triton.heuristics(\n    {\"EVEN\": lambda a: "
+				      "a[\"n\"] % 2 == 0}\n)\n# a note\n@triton.jit(\n    "
+				      "do_not_specialize=[\"n\"],\n)\ndef k_heur(x, n):\n  pass\n",
+		  "k_heur" },
+		{ "vllm_utils", "from vllm.triton_utils import tl, triton\n\n\n@triton.jit\n"
+				"def k_vllm(x, B: tl.constexpr):\n    pass\n", "k_vllm" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(spelled); i++) {
+		struct pvg_strv k = { 0 };
+		pvg_triton_py_kernels(spelled[i].text, strlen(spelled[i].text), &k);
+		ok(k.n == 1 && pvg_strv_has(&k, spelled[i].kernel), "py_kernels_spelled_%s (%zu%s%s)",
+		   spelled[i].what, k.n, k.n ? ": " : "", k.n ? k.v[0] : "");
+		pvg_strv_clear(&k);
+	}
+	/* jit of other libraries, and look-alike names, are no Triton kernel */
+	static const char *const not_triton[] = {
+		"import numba\n@numba.jit\ndef n1(x):\n  pass\n",
+		"from numba import jit\n@jit\ndef n2(x):\n  pass\n",
+		"import jax\n@jax.jit\ndef n3(x):\n  pass\n",
+		"import torch\n@torch.jit.script\ndef n4(x):\n  pass\n",
+		"import triton as tr\n@tr.jitter\ndef n5(x):\n  pass\n",
+		"import triton\nf = numba.jit(g)\nh = triton.jit(self.kernel)\n",
+		"from triton import jit\nimport numba as triton2\n@triton2.jit\ndef n6(x):\n  pass\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(not_triton); i++) {
+		struct pvg_strv k = { 0 };
+		pvg_triton_py_kernels(not_triton[i], strlen(not_triton[i]), &k);
+		ok(k.n == 0, "py_kernels_not_triton_%zu (%zu%s%s)", i, k.n, k.n ? ": " : "",
+		   k.n ? k.v[0] : "");
+		pvg_strv_clear(&k);
+	}
+	/* a file that imports triton and defines no kernel the scan knows (tl helpers called
+	 * from elsewhere, a kernel spelled some other way) is told apart from one that has
+	 * nothing of triton */
+	static const struct {
+		const char *text;
+		bool imports;
+	} imports[] = {
+		{ "import triton.language as tl\n\ndef helper(x):\n    return tl.abs(x)\n", true },
+		{ "import torch, triton\n", true },
+		{ "from vllm.triton_utils import tl\n", true },
+		{ "from triton.language.extra import libdevice\n", true },
+		{ "import tritonclient.grpc as g\nfrom numba import jit\n", false },
+		{ "# import triton\nx = 'import triton'\n", false },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(imports); i++) {
+		struct pvg_strv k = { 0 };
+		bool imp = !imports[i].imports;
+		size_t n = pvg_triton_py_scan(imports[i].text, strlen(imports[i].text), &k, &imp);
+		ok(n == 0 && imp == imports[i].imports, "py_scan_imports_triton_%zu (%d)", i, imp);
+		pvg_strv_clear(&k);
+	}
+}
+
 static void index_cases(void)
 {
 	char tmpl[] = "/tmp/pvg-triton-XXXXXX";
@@ -244,6 +321,7 @@ int main(void)
 	RUN(meta_cases);
 	RUN(loc_cases);
 	RUN(py_cases);
+	RUN(py_spelling_cases);
 	RUN(index_cases);
 	TAP_EXIT();
 }
