@@ -888,11 +888,18 @@ struct pvg_outcome pvg_maps_rule_same_service_processes(const struct pvg_maps_se
 		char started[48];
 		pvg_proc_format_start(q, started, sizeof(started));
 		int64_t start_ns = (int64_t)q->start.tv_sec * 1000000000 + q->start.tv_nsec;
+		/* a start time is counted in clock ticks (10 ms at USER_HZ 100), rounded down: one
+		 * tick before the benchmark's start cannot be told from after it */
+		long hz = sysconf(_SC_CLK_TCK);
+		int64_t tick_ns = hz > 0 ? 1000000000 / hz : 10000000;
+		int64_t ws = (int64_t)c->window_start_ns;
 		_cleanup_free_ char *when =
 			!c->window_start_ns ? pvg_strdup("after the before-check")
-			: start_ns >= (int64_t)c->window_start_ns
-				? pvg_asprintf("%.3f s after the benchmark started",
-					       (double)(start_ns - (int64_t)c->window_start_ns) / 1e9)
+			: start_ns >= ws ? pvg_asprintf("%.3f s after the benchmark started",
+							(double)(start_ns - ws) / 1e9)
+			: start_ns + tick_ns > ws
+				? pvg_strdup("as the benchmark started (within the clock tick its "
+					     "start time is counted in)")
 				: pvg_strdup("after the before-check, before the benchmark started");
 		pvg_outcome_problem(&o, PVG_FAIL, "process-maps.service-process-new",
 				    "a service process started while the benchmark ran (a worker "
