@@ -263,14 +263,7 @@ static char *not_loaded_hint(const struct pvg_maps_artifact *a, const struct pvg
  * refuses the maps of a process whose capabilities are not a subset of provgate's */
 static bool root_without_ptrace(void)
 {
-	if (geteuid() != 0)
-		return false;
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capget, &h, d) < 0)
-		return false;
-	return !(d[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective & CAP_TO_MASK(CAP_SYS_PTRACE));
+	return pvg_root_without_cap(CAP_SYS_PTRACE);
 }
 
 static struct pvg_outcome rule_maps_readable(const struct pvg_maps_process *pr)

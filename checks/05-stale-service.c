@@ -177,15 +177,7 @@ static const char denied_tail[] = " cannot be ruled out";
  * is that user's (mode 0500), and stays closed to it */
 static bool root_without_dac(void)
 {
-	if (geteuid() != 0)
-		return false;
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capget, &h, d) < 0)
-		return false;
-	return !(d[CAP_TO_INDEX(CAP_DAC_READ_SEARCH)].effective & CAP_TO_MASK(CAP_DAC_READ_SEARCH)) &&
-	       !(d[CAP_TO_INDEX(CAP_DAC_OVERRIDE)].effective & CAP_TO_MASK(CAP_DAC_OVERRIDE));
+	return pvg_root_without_cap(CAP_DAC_READ_SEARCH) && pvg_root_without_cap(CAP_DAC_OVERRIDE);
 }
 
 static const char hint_dac[] =

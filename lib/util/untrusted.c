@@ -24,17 +24,21 @@
 
 /* ---- identity --------------------------------------------------------------------------- */
 
-/* This process's effective capabilities (two 32-bit words); false where they cannot be read. */
-static bool effective_caps(uint32_t eff[2])
+int pvg_effective_caps(uint64_t *eff)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
 	memset(d, 0, sizeof(d));
 	if (syscall(SYS_capget, &h, d) < 0)
-		return false;
-	eff[0] = d[0].effective;
-	eff[1] = d[1].effective;
-	return true;
+		return -errno;
+	*eff = (uint64_t)d[1].effective << 32 | d[0].effective;
+	return 0;
+}
+
+bool pvg_root_without_cap(int cap)
+{
+	uint64_t eff = 0;
+	return geteuid() == 0 && pvg_effective_caps(&eff) == 0 && !(eff & (1ull << cap));
 }
 
 enum { MISSING_SETGID = 1, MISSING_SETUID = 2 };
@@ -42,17 +46,17 @@ enum { MISSING_SETGID = 1, MISSING_SETUID = 2 };
 /* Which of the capabilities that taking on another user needs this process lacks. */
 static unsigned missing_setid_caps(void)
 {
-	uint32_t eff[2];
-	if (!effective_caps(eff))
+	uint64_t eff = 0;
+	if (pvg_effective_caps(&eff) < 0)
 		return MISSING_SETGID | MISSING_SETUID;
-	return (eff[0] & (1u << CAP_SETGID) ? 0u : MISSING_SETGID) |
-	       (eff[0] & (1u << CAP_SETUID) ? 0u : MISSING_SETUID);
+	return (eff & (1ull << CAP_SETGID) ? 0u : MISSING_SETGID) |
+	       (eff & (1ull << CAP_SETUID) ? 0u : MISSING_SETUID);
 }
 
 static bool has_effective_caps(void)
 {
-	uint32_t eff[2];
-	return !effective_caps(eff) || eff[0] || eff[1];
+	uint64_t eff = 0;
+	return pvg_effective_caps(&eff) < 0 || eff;
 }
 
 static int gid_cmp(const void *a, const void *b)

@@ -101,6 +101,12 @@ uint64_t pvg_data_bytes(int fd, uint64_t size);
  * Groups). 0 or -errno (-ESRCH gone). */
 int pvg_proc_creds(const char *procfs, pid_t pid, struct pvg_creds *out);
 
+/* This process's effective capabilities, bit N for capability N; 0 or -errno. */
+int pvg_effective_caps(uint64_t *eff);
+/* Root (euid 0) without capability cap in its effective set: a container's root given only
+ * some (a Kubernetes sidecar, podman run --cap-drop). False where they cannot be read. */
+bool pvg_root_without_cap(int cap);
+
 /* Opens path as process pid sees it (absolute: inside its root; relative: in its working
  * folder) with its user's rights, never following a link out (util/untrusted.h); a folder
  * when dir, else a regular file of at most max bytes (0: any). The fd, or -errno. */
