@@ -347,6 +347,20 @@ int cli_write_reports(const char *json, const char *junit, const struct pvg_run 
 static pthread_mutex_t progress_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t progress_start;
 
+/* How long hashing runs before progress shows: PROVGATE_PROGRESS_AFTER_MS, default a second. */
+static uint64_t progress_after_ns(void)
+{
+	const char *e = getenv("PROVGATE_PROGRESS_AFTER_MS");
+	if (e && *e) {
+		char *end;
+		errno = 0;
+		unsigned long long ms = strtoull(e, &end, 10);
+		if (!*end && !errno && ms <= 86400000ull && e[0] != '-')
+			return (uint64_t)ms * 1000000u;
+	}
+	return 1000000000u;
+}
+
 void cli_progress(const char *path, uint64_t done, uint64_t total)
 {
 	if (!isatty(STDERR_FILENO))
@@ -356,7 +370,7 @@ void cli_progress(const char *path, uint64_t done, uint64_t total)
 	if (!progress_start)
 		progress_start = now;
 	/* Only once hashing has taken more than a second: short runs stay quiet. */
-	if (now - progress_start > 1000000000u) {
+	if (now - progress_start >= progress_after_ns()) {
 		const char *name = pvg_basename(path);
 		_cleanup_free_ char *shown = pvg_escape_term(name, strlen(name));
 		if (done >= total)
