@@ -1169,6 +1169,28 @@ static void ninja_root_above(struct pvg_strv *roots, struct pvg_strv *tried, con
 	}
 }
 
+void pvg_build_roots_of_artifact(const struct pvg_linkgraph *g, const char *artifact,
+				 struct pvg_strv *roots)
+{
+	if (!artifact || artifact[0] != '/')
+		return;
+	const char *base = pvg_basename(artifact);
+	for (size_t i = 0; i < g->n_links; i++) {
+		const char *o = g->links[i].output;
+		if (!o || o[0] == '/' || g->links[i].dir || strcmp(pvg_basename(o), base) != 0)
+			continue;
+		/* the folder of "o" taken from the artifact's path: "_C.so" in /b/_C.so is /b;
+		 * "lib/_C.so" must end the artifact's path too */
+		size_t ol = strlen(o), al = strlen(artifact);
+		if (al <= ol + 1 || strcmp(artifact + al - ol, o) != 0 || artifact[al - ol - 1] != '/')
+			continue;
+		_cleanup_free_ char *d = pvg_strdup(artifact);
+		d[al - ol - 1] = '\0';
+		if (d[0] && (has_file(d, ".ninja_log") || has_file(d, ".ninja_deps")))
+			add_root(roots, d);
+	}
+}
+
 /* The build folders the log names: "Entering directory" lines, "cd DIR &&" of its commands,
  * and the ninja roots above the absolute paths of its hipify lines and commands. */
 void pvg_build_roots(const struct pvg_buildlog *log, const struct pvg_linkgraph *g,

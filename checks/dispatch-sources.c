@@ -213,6 +213,8 @@ void dispatch_sources_read(struct pvg_ctx *ctx, struct changed_sources *out)
 		if (lr == 0) {
 			pvg_linkgraph_build(&log, &g);
 			pvg_build_roots(&log, &g, &roots);
+			for (size_t ai = 0; ai < ctx->n_arts; ai++)
+				pvg_build_roots_of_artifact(&g, ctx->arts[ai].a.build, &roots);
 		}
 		for (size_t i = 0; i < out->n; i++) {
 			struct changed_source *c = &out->v[i];

@@ -70,6 +70,12 @@ struct pvg_buildlog;
 struct pvg_linkgraph;
 void pvg_build_roots(const struct pvg_buildlog *log, const struct pvg_linkgraph *g,
 		     struct pvg_strv *roots);
+/* Adds the folder of a configured build artifact (an absolute path) whose file name a link
+ * line of the log writes by a relative name, where that folder is ninja's build folder (its
+ * .ninja_log or .ninja_deps): a log of "ninja -v" alone, as torch.utils.cpp_extension writes
+ * it, names its folder nowhere. */
+void pvg_build_roots_of_artifact(const struct pvg_linkgraph *g, const char *artifact,
+				 struct pvg_strv *roots);
 
 /* ---- several artifacts ---- */
 

@@ -315,8 +315,8 @@ cuda_scenario() {
 	  command = $NVCC -Xcompiler -fPIC -gencode arch=compute_90,code=sm_90 -keep -keep-dir $PWD/keep -c \$in -o \$out
 	rule link
 	  command = g++ -shared \$in -L/usr/local/cuda/lib64 -lcudart -o \$out
-	build $PWD/build/align.o: cuda_compile $PWD/repo/csrc/moe/align.cu
-	build _moe_C.so: link $PWD/build/align.o
+	build ${OBJ_NAME:-$PWD/build/align.o}: cuda_compile $PWD/repo/csrc/moe/align.cu
+	build _moe_C.so: link ${OBJ_NAME:-$PWD/build/align.o}
 	NINJA
 	(cd build && ninja -v -j1) >build.log 2>&1 || { cat build.log; fail "nvcc build failed"; }
 	cp build/_moe_C.so inst/
@@ -356,6 +356,22 @@ record name=moe_align_k grid=2 block=64 count=4 module=1"
 	gate7
 	assert_eq "$status" unverifiable "status ($codes)"
 	assert_eq "$codes" dispatch-marker.witness-code-unknown
+}
+
+# torch.utils.cpp_extension's layout (as the H200 run's build): "ninja -v" alone, objects and
+# the library named relative to a build folder the log names nowhere; the folder is that of
+# the configured build artifact, which holds ninja's log
+test_cuda_objects_named_relative_to_the_artifacts_ninja_folder() {
+	OBJ_NAME=align.cuda.o cuda_scenario
+	grep -q -- " -o align.cuda.o" build.log || fail "the log names the object by a relative path"
+	! grep -q "Entering directory\|cd " build.log || fail "the log names its folder"
+	CHANGED=csrc/moe/align.cu
+	witness "module sha256=$CUBIN size=1 origin=embedded path=$PWD/inst/_moe_C.so
+record name=moe_align_k grid=2 block=64 count=4 module=1"
+	gate7
+	assert_eq "$(source_ev | jq -c .kernels)" '["moe_align_k"]'
+	assert_eq "$(source_ev | jq -r '.objects[0].path')" "$PWD/build/align.cuda.o"
+	assert_eq "$status" pass "status ($codes: $msgs)"
 }
 
 test_built_file_reads_back() {
