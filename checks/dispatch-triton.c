@@ -116,15 +116,6 @@ static const char *node_arch(const struct pvg_ctx *ctx)
 	return cfg->arch ? cfg->arch : ctx->n_arts ? pvg_artifact_arch(cfg, &ctx->arts[0].a) : NULL;
 }
 
-static bool arch_ok(const char *node, const struct pvg_triton_meta *m)
-{
-	if (!node)
-		return false;
-	if (strcmp(m->backend, "cuda") == 0)
-		return strcmp(node, m->arch) == 0;
-	return pvg_target_compatible(node, m->arch);
-}
-
 /* Does the service's path name the repo's file: the same tail from the file's package on
  * (at least a folder and the file)? */
 static bool tail_matches(const char *svc, const char *rel)
@@ -279,7 +270,7 @@ static enum triton_verdict judge_entry(struct triton_jit *j, const struct pvg_tr
 		*why = pvg_asprintf("it cannot be read: %s", e->why ? e->why : "?");
 		return TRITON_BAD_ENTRY;
 	}
-	if (!arch_ok(arch, &e->meta)) {
+	if (!pvg_triton_arch_runs(arch, &e->meta)) {
 		*why = pvg_asprintf("its cache entry was compiled for %s, the node is %s",
 				    e->meta.arch, arch ? arch : "(arch not set)");
 		return TRITON_WRONG_ARCH;

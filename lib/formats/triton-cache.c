@@ -134,6 +134,15 @@ int pvg_triton_meta_parse(const char *text, size_t len, struct pvg_triton_meta *
 	return r;
 }
 
+bool pvg_triton_arch_runs(const char *node, const struct pvg_triton_meta *m)
+{
+	if (!node)
+		return false;
+	if (strcmp(m->backend, "cuda") == 0)
+		return strcmp(node, m->arch) == 0;
+	return pvg_target_compatible(node, m->arch);
+}
+
 const char *pvg_triton_binary_ext(const char *backend)
 {
 	if (strcmp(backend, "cuda") == 0)

@@ -520,4 +520,82 @@ test_rocm_entry_for_gfx90a_on_a_gfx936_node_is_refused() {
 	assert_contains "$msgs" "its cache entry was compiled for gfx90a, the node is gfx936"
 }
 
+# The real caches Triton 3.6 wrote on an H200 (tests/fixtures/triton-cache/h200-2026-12-05):
+# their .source names /tmp/pvgjit/site/pvgjit/kern.py, so provgate and the service run in a
+# private mount namespace with a tmpfs at /tmp/pvgjit, where kern.py is installed (install_map)
+# and the recorded entry copied; the witness file has the recorded module's sha256 and size.
+H=$F/h200-2026-12-05
+H_V1=ZDAJQLSDN67ZA6QSQQGBTVQE5E4T3C266W22M54QKIXUHCUNSWLQ
+H_V1_SHA=$(sha256sum "$H/triton-cache/$H_V1/pvg_jit_scale.cubin" | cut -c1-64)
+
+# h200_run INSTALLED ORDER: the repo's change is kern-v1.py (pvgjit/kern.py); INSTALLED
+# (kern-v1.py or kern-v2.py) is installed at /tmp/pvgjit/site/pvgjit/kern.py and the v1 entry
+# copied into /tmp/pvgjit/rec/triton-cache, ORDER "install-first" or "entry-first"; the
+# service launched the v1 module; gate 7 in r.json
+h200_run() {
+	[ "$(id -u)" = 0 ] || { [ "${CI:-}" = true ] && fail "needs root for unshare -m"; echo "SKIP: needs root" >&2; exit 77; }
+	need unshare mount
+	git init -q -b main r
+	mkdir -p r/pvgjit
+	printf 'import triton\n\n@triton.jit\ndef pvg_jit_scale(x_ptr):\n    pass\n' >r/pvgjit/kern.py
+	git -C r add -A && git -C r commit -qm base
+	git -C r checkout -q -b work
+	cp "$H/kern-v1.py" r/pvgjit/kern.py
+	git -C r add -A && git -C r commit -qm "pvg_jit_scale: the recorded kernel"
+	cat >provgate.json <<-JSON
+	{"arch": "sm_90",
+	 "source": {"repo": "r", "baseline": "main", "include_uncommitted": false,
+	            "install_map": [{"from": "pvgjit/", "to": "/tmp/pvgjit/site/pvgjit/"}]},
+	 "witness": {"dir": "wdir", "answer_ms": 200}}
+	JSON
+	mkdir -p /tmp/pvgjit
+	export H H_V1 H_V1_SHA TOOL LIB BOOT F
+	timeout -k 5 120 unshare -m --propagation private -- bash -c "set -eu
+		$(declare -f fail pg gate_status problem_codes ticks_of start)
+		mount -t tmpfs tmpfs /tmp/pvgjit
+		mkdir -p /tmp/pvgjit/site/pvgjit /tmp/pvgjit/rec/triton-cache
+		inst() { install -m 0644 \"\$H/$1\" /tmp/pvgjit/site/pvgjit/kern.py; }
+		entry() { cp -r \"\$H/triton-cache/\$H_V1\" /tmp/pvgjit/rec/triton-cache/; }
+		if [ $2 = install-first ]; then inst; sleep 0.05; entry; else entry; sleep 0.05; inst; fi
+		start /tmp/pvgjit/rec/triton-cache
+		printf 'module sha256=%s size=%s origin=memory arch=90\nrecord name=pvg_jit_scale grid=8 block=128 count=5 module=1\n' \
+			\"\$H_V1_SHA\" \"\$(stat -c %s /tmp/pvgjit/rec/triton-cache/\$H_V1/pvg_jit_scale.cubin)\" >w.txt
+		\"\$TOOL\" build w.txt w.pvgw
+		\"\$TOOL\" restamp w.pvgw wdir \"\$svc\" \"\$svc\" 1 \"\$(ticks_of \"\$svc\")\" \"\$BOOT\" >/dev/null
+		pg run -c provgate.json --pid \"\$svc\" --gates 7 --json r.json
+		echo \"provgate exit \$rc\"
+	" || fail "the run in a private mount namespace failed"
+	rmdir /tmp/pvgjit 2>/dev/null || true
+	status=$(gate_status r.json 7)
+	codes=$(problem_codes r.json 7)
+	msgs=$(jq -r '.gates[6].problems[].message' r.json)
+	validate r.json
+}
+
+test_real_h200_v1_entry_of_the_installed_file_certifies() {
+	h200_run kern-v1.py install-first
+	assert_eq "$status" pass "status ($codes: $msgs)"
+	assert_eq "$(mod_ev verdict)" linked
+	assert_eq "$(mod_ev kernel)" pvg_jit_scale
+	assert_eq "$(mod_ev arch)" sm_90
+	assert_eq "$(mod_ev source)" /tmp/pvgjit/site/pvgjit/kern.py
+	assert_eq "$(mod_ev sha256)" "$H_V1_SHA"
+	assert_eq "$(jq -r '.gates[6].evidence.witness.kernels[0].code' r.json)" jit-linked
+}
+
+test_real_h200_v1_entry_before_the_install_is_stale() {
+	# as the recording's step 3 left it: the v1 entry written, then kern.py installed again
+	h200_run kern-v1.py entry-first
+	assert_eq "$status" fail "status ($codes: $msgs)"
+	assert_contains "$codes" dispatch-marker.triton-stale
+	assert_contains "$msgs" "before /tmp/pvgjit/site/pvgjit/kern.py took its content"
+}
+
+test_real_h200_v1_entry_with_v2_installed_is_another_copy() {
+	# the entry's .source names the installed path, whose bytes are not the change's
+	h200_run kern-v2.py install-first
+	assert_eq "$status" fail "status ($codes: $msgs)"
+	assert_contains "$msgs" "does not hold the change's pvgjit/kern.py"
+}
+
 run_tests

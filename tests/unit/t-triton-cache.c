@@ -5,6 +5,10 @@
  * such a tree (a real sm_90 and sm_80 cubin, a real gfx90a code object) with its hostile
  * variants: a truncated json, a link out of the cache, a 5 MiB json; and an autotuned
  * kernel's variants (three real cubins of one name) and one entry in two folders.
+ * Then the real caches Triton 3.6 wrote on an H200 (tests/fixtures/triton-cache/
+ * h200-2026-12-05, its README says which key is which) with the witness files of the same
+ * runs: each launched module's bytes find the entry of the kern.py that was installed, and
+ * copies of the real entries with a wrong arch, a cut json and a changed cubin.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 
 #include "formats/codeobj/codeobj.h"
 #include "formats/triton-cache.h"
+#include "formats/witness.h"
 #include "sys/triton-cache.h"
 #include "util/hash.h"
 #include "tap.h"
@@ -316,6 +321,356 @@ static void index_cases(void)
 		printf("#   cannot remove %s\n", tmpl);
 }
 
+/* ---- the real caches recorded on an H200 (record-jit.sh) ---------------------------------- */
+
+#define REAL "tests/fixtures/triton-cache/h200-2026-12-05"
+#define KEY_V1 "ZDAJQLSDN67ZA6QSQQGBTVQE5E4T3C266W22M54QKIXUHCUNSWLQ"
+#define KEY_V2 "AN7TXGJENUWZO3LZKVOBPCEH75PHZHL7ILK2Y5IOZ7KQ3EIRVMSA"
+#define KEY_SM80 "PZGPUDVNR52VOJUU3SDXAMPQUOOGTSRZ2MJHEOZWTNRB2PPFE7OA"
+#define KEY_IND "OSN6YIFOKUEOSNX3AM4POJXY3W7FCNTXVUWFRGKXPVN7ZCWU4MUQ"
+#define KEY_IND2 "F5VC4XCPDNI6GGPHBKPYL53TZ2G3WKQEXRGDZGICBSDVATQP2YOQ"
+#define IND_NAME "triton_red_fused__softmax_add_amax_mul_sub_0"
+#define IND_PY "inductor-cache/ks/cks7jsfrzuqoe5pewmztlmqa4ou6yge6t73v2gnwlwohwraaht5p.py"
+#define KERN_PY "/tmp/pvgjit/site/pvgjit/kern.py"
+
+static char *real_path(const char *rel)
+{
+	return pvg_asprintf("%s/" REAL "/%s", src_dir(), rel);
+}
+
+static char *real_read(const char *rel, size_t *len)
+{
+	char *p = real_path(rel), *buf = NULL;
+	size_t n = 0;
+	if (pvg_read_file(p, 1u << 24, &buf, &n) < 0)
+		buf = NULL;
+	free(p);
+	if (len)
+		*len = n;
+	return buf;
+}
+
+/* The 1-based line of the first line of a file of the fixture that starts with prefix; 0 if
+ * none. prev: the line before it, copied (size 128). */
+static unsigned long line_of(const char *rel, const char *prefix, char prev[128])
+{
+	size_t len = 0;
+	char *t = real_read(rel, &len);
+	unsigned long line = 0, at = 0;
+	prev[0] = 0;
+	for (const char *p = t; p && p < t + len && !at;) {
+		const char *nl = memchr(p, '\n', (size_t)(t + len - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(t + len - p);
+		line++;
+		if (strncmp(p, prefix, strlen(prefix)) == 0)
+			at = line;
+		else
+			snprintf(prev, 128, "%.*s", (int)(n < 127 ? n : 127), p);
+		p += n + 1;
+	}
+	free(t);
+	return at;
+}
+
+static void sha_of_real(const char *rel, uint8_t out[32])
+{
+	char *p = pvg_asprintf("h200-2026-12-05/%s", rel);
+	sha_of(p, out);
+	free(p);
+}
+
+/* Each real entry's json, .source and cubin, read with the parsers gate 7 uses. */
+static void real_entry_cases(void)
+{
+	char prev[128];
+	unsigned long def_v1 = line_of("kern-v1.py", "def pvg_jit_scale(", prev);
+	ok(def_v1 && strcmp(prev, "@triton.jit") == 0, "real_kern_v1_def_below_decorator (%lu, %s)",
+	   def_v1, prev);
+	unsigned long def_v2 = line_of("kern-v2.py", "def pvg_jit_scale(", prev);
+	ok(def_v2 == def_v1, "real_kern_v2_def_same_line (%lu)", def_v2);
+	unsigned long def_ind = line_of(IND_PY, "def " IND_NAME "(", prev);
+	ok(def_ind && strcmp(prev, "@triton.jit") == 0, "real_inductor_def_below_decorator (%lu)",
+	   def_ind);
+	static const struct {
+		const char *key, *name, *arch, *src;
+		long warps, stages;
+		bool inductor;
+	} want[] = {
+		{ KEY_V1, "pvg_jit_scale", "sm_90", KERN_PY, 4, 3, false },
+		{ KEY_V2, "pvg_jit_scale", "sm_90", KERN_PY, 4, 3, false },
+		{ KEY_SM80, "pvg_jit_scale", "sm_80", KERN_PY, 4, 3, false },
+		{ KEY_IND, IND_NAME, "sm_90", "/tmp/pvgjit/rec/" IND_PY, 16, 1, true },
+		{ KEY_IND2, IND_NAME, "sm_90", "/tmp/pvgjit/rec/" IND_PY, 16, 1, true },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		char *rel = pvg_asprintf("triton-cache/%s/%s.json", want[i].key, want[i].name);
+		size_t len = 0;
+		char *json = real_read(rel, &len), *why = NULL;
+		struct pvg_triton_meta m = { 0 };
+		int r = json ? pvg_triton_meta_parse(json, len, &m, &why) : -ENOENT;
+		ok(r == 0 && strcmp(m.backend, "cuda") == 0 && strcmp(m.arch, want[i].arch) == 0 &&
+			   strcmp(m.name, want[i].name) == 0 && strcmp(m.triton_version, "3.6.0") == 0 &&
+			   m.warp_size == 32 && m.num_warps == want[i].warps &&
+			   m.num_stages == want[i].stages && m.maxnreg == 0,
+		   "real_meta_%.8s (%d %s: %s %s warps %ld stages %ld)", want[i].key, r,
+		   why ? why : "", m.name, m.arch, m.num_warps, m.num_stages);
+		free(why);
+		free(json);
+		free(rel);
+		/* the .source: the file Triton was given and the line of the def */
+		rel = pvg_asprintf("triton-cache/%s/%s.source", want[i].key, want[i].name);
+		char *src = real_read(rel, &len), *path = NULL;
+		unsigned long line = 0;
+		r = src ? pvg_triton_first_loc(src, len, &path, &line) : -ENOENT;
+		unsigned long def = want[i].inductor ? def_ind : def_v1;
+		ok(r == 0 && path && strcmp(path, want[i].src) == 0 && line == def,
+		   "real_source_%.8s (%d %s:%lu, the def at %lu)", want[i].key, r, path ? path : "-",
+		   line, def);
+		free(path);
+		free(src);
+		free(rel);
+		/* the cubin is for the arch the json says, and defines the kernel: gate 6's reading
+		 * of a code object */
+		rel = pvg_asprintf("%s/" REAL "/triton-cache/%s/%s.cubin", src_dir(), want[i].key,
+				   want[i].name);
+		struct pvg_codeobj_set *set = NULL;
+		size_t match = 0, other = 0, named = 0;
+		struct pvg_codeobj_opts opts = { .kernel_names = true };
+		if (pvg_codeobj_scan_path(rel, &opts, &set) == 0) {
+			for (size_t k = 0; k < set->n_objs; k++) {
+				const struct pvg_code_object *co = &set->objs[k];
+				if (co->error)
+					continue;
+				match += pvg_codeobj_matches_arch(co, want[i].arch);
+				other += pvg_codeobj_matches_arch(co, strcmp(want[i].arch, "sm_90") == 0
+									? "sm_80"
+									: "sm_90");
+				named += pvg_codeobj_has_kernel(co, want[i].name);
+			}
+			pvg_codeobj_set_free(set);
+		}
+		ok(match == 1 && other == 0 && named == 1, "real_cubin_%.8s_is_%s (%zu %zu %zu)",
+		   want[i].key, want[i].arch, match, other, named);
+		free(rel);
+	}
+}
+
+/* The module a witness file binds the launches of kernel to: 0, or -1. */
+static int launched_module(const char *pvgw, const char *kernel, struct pvg_witness_mod *out,
+			   struct pvg_witness_file *wf_out)
+{
+	size_t len = 0, at = 0;
+	char *buf = real_read(pvgw, &len);
+	struct pvg_witness_file wf = { 0 };
+	wf.entries = pvg_xcalloc(PVG_WITNESS_MAX_RECORDS, sizeof(*wf.entries));
+	wf.modules = pvg_xcalloc(PVG_WITNESS_MAX_MODULES, sizeof(*wf.modules));
+	int r = -1;
+	enum pvg_witness_error e = buf ? pvg_witness_parse((const uint8_t *)buf, len, &wf, &at)
+				       : PVG_WITNESS_E_SHORT;
+	ok(e == PVG_WITNESS_OK, "real_witness_parses_%s (%s at %zu)", pvgw, pvg_witness_strerror(e),
+	   at);
+	size_t hits = 0;
+	for (size_t i = 0; e == PVG_WITNESS_OK && i < wf.n; i++) {
+		const struct pvg_witness_entry *en = &wf.entries[i];
+		if (en->name.n != strlen(kernel) || memcmp(en->name.p, kernel, en->name.n) != 0)
+			continue;
+		hits++;
+		if (en->code == 0 || en->code > wf.n_modules)
+			continue;
+		*out = wf.modules[en->code - 1];
+		out->path.p = NULL; /* into buf, freed below */
+		r = 0;
+	}
+	ok(hits == 1 && r == 0, "real_witness_%s_binds_%s (%zu records)", pvgw, kernel, hits);
+	if (wf_out)
+		*wf_out = (struct pvg_witness_file){ .h = wf.h, .n = wf.n, .n_modules = wf.n_modules };
+	free(wf.entries);
+	free(wf.modules);
+	free(buf);
+	return r;
+}
+
+static bool has_key(const struct pvg_triton_index *idx, const uint8_t sha[32], const char *key)
+{
+	for (const struct pvg_triton_entry *e = pvg_triton_index_find(idx, sha); e;
+	     e = pvg_triton_index_next(idx, sha, e))
+		if (strcmp(e->key, key) == 0)
+			return true;
+	return false;
+}
+
+/* The witness's module of each launch of pvg_jit_scale finds, by its sha256, the entry of
+ * the kern.py that was installed when it ran, and not the other one. */
+static void real_witness_cases(void)
+{
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct pvg_triton_where w = { .root_fd = root };
+	struct pvg_triton_index idx = { 0 };
+	char *dir = real_path("triton-cache");
+	pvg_triton_index_add(&idx, &w, dir, "test");
+	free(dir);
+	/* five kernel entries; the launcher's and cuda_utils' folders hold no binary */
+	ok(idx.n == 5 && idx.n_folders == 1 && idx.folders[0].err == 0,
+	   "real_index_has_five_entries (%zu, folders %zu)", idx.n, idx.n_folders);
+	static const struct {
+		const char *pvgw, *key, *other;
+		uint64_t size;
+	} runs[] = {
+		{ "1-triton.pvgw", KEY_V1, KEY_V2, 6416 },
+		{ "3-triton-changed.pvgw", KEY_V2, KEY_V1, 6800 },
+	};
+	char prev[128];
+	unsigned long def = line_of("kern-v1.py", "def pvg_jit_scale(", prev);
+	for (size_t i = 0; i < ARRAY_SIZE(runs); i++) {
+		struct pvg_witness_mod mod = { 0 };
+		struct pvg_witness_file wf = { 0 };
+		if (launched_module(runs[i].pvgw, "pvg_jit_scale", &mod, &wf) < 0)
+			continue;
+		ok(mod.origin == PVG_WITNESS_ORIGIN_MEMORY && mod.arch == 90 &&
+			   mod.size == runs[i].size,
+		   "real_module_from_memory_%s (origin %u arch %u size %" PRIu64 ")", runs[i].pvgw,
+		   mod.origin, mod.arch, mod.size);
+		const struct pvg_triton_entry *e = pvg_triton_index_find(&idx, mod.sha256);
+		ok(e && strcmp(e->key, runs[i].key) == 0 && e->size == mod.size && e->meta_ok &&
+			   strcmp(e->meta.name, "pvg_jit_scale") == 0 && e->src_path &&
+			   strcmp(e->src_path, KERN_PY) == 0 && e->src_line == def,
+		   "real_module_finds_its_entry_%s (%s)", runs[i].pvgw, e ? e->key : "none");
+		ok(e && !pvg_triton_index_next(&idx, mod.sha256, e) &&
+			   !has_key(&idx, mod.sha256, runs[i].other),
+		   "real_module_not_the_other_version_%s", runs[i].pvgw);
+		ok(e && pvg_triton_arch_runs("sm_90", &e->meta) && !pvg_triton_arch_runs("sm_80", &e->meta),
+		   "real_entry_runs_on_sm_90_only_%s", runs[i].pvgw);
+		/* the cubin on disk has the bytes the witness hashed */
+		char *rel = pvg_asprintf("triton-cache/%s/pvg_jit_scale.cubin", runs[i].key);
+		uint8_t sha[32];
+		sha_of_real(rel, sha);
+		ok(memcmp(sha, mod.sha256, 32) == 0, "real_cubin_sha256_is_module_%s", runs[i].pvgw);
+		free(rel);
+	}
+	/* the AOT entry: indexed, for sm_80, refused on the H200 by gate 7's rule */
+	uint8_t sha[32];
+	sha_of_real("triton-cache/" KEY_SM80 "/pvg_jit_scale.cubin", sha);
+	const struct pvg_triton_entry *e = pvg_triton_index_find(&idx, sha);
+	ok(e && strcmp(e->key, KEY_SM80) == 0 && strcmp(e->meta.arch, "sm_80") == 0 &&
+		   !pvg_triton_arch_runs("sm_90", &e->meta) && pvg_triton_arch_runs("sm_80", &e->meta),
+	   "real_aot_sm80_entry_refused_on_sm_90 (%s)", e ? e->meta.arch : "none");
+	/* Inductor's kernel: its two configs, one name, two keys */
+	uint8_t a[32], b[32];
+	sha_of_real("triton-cache/" KEY_IND "/" IND_NAME ".cubin", a);
+	sha_of_real("triton-cache/" KEY_IND2 "/" IND_NAME ".cubin", b);
+	const struct pvg_triton_entry *ea = pvg_triton_index_find(&idx, a),
+				      *eb = pvg_triton_index_find(&idx, b);
+	ok(ea && eb && ea != eb && strcmp(ea->key, KEY_IND) == 0 && strcmp(eb->key, KEY_IND2) == 0 &&
+		   ea->meta_ok && strcmp(ea->meta.name, IND_NAME) == 0 && ea->meta.num_warps == 16 &&
+		   pvg_triton_arch_runs("sm_90", &ea->meta) && ea->src_path &&
+		   strstr(ea->src_path, "/inductor-cache/ks/"),
+	   "real_inductor_entries (%s, %s)", ea ? ea->key : "none", eb ? eb->key : "none");
+	/* torch.compile's runs: the witness recorded no module, as the README says */
+	struct pvg_witness_file wf = { 0 };
+	size_t len = 0, at = 0;
+	char *buf = real_read("4a-compile.pvgw", &len);
+	wf.entries = pvg_xcalloc(PVG_WITNESS_MAX_RECORDS, sizeof(*wf.entries));
+	wf.modules = pvg_xcalloc(PVG_WITNESS_MAX_MODULES, sizeof(*wf.modules));
+	enum pvg_witness_error we = buf ? pvg_witness_parse((const uint8_t *)buf, len, &wf, &at)
+					: PVG_WITNESS_E_SHORT;
+	ok(we == PVG_WITNESS_OK && wf.n == 0 && wf.n_modules == 0,
+	   "real_compile_witness_empty (%s, %zu, %zu)", pvg_witness_strerror(we), wf.n,
+	   wf.n_modules);
+	free(wf.entries);
+	free(wf.modules);
+	free(buf);
+	pvg_triton_index_clear(&idx);
+	close(root);
+}
+
+static int write_all(const char *path, const char *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	size_t w = fwrite(p, 1, n, f);
+	return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+/* Copies of the v1 entry changed at test time: the json's arch 80, the json cut short, one
+ * byte of the cubin flipped. */
+static void real_variant_cases(void)
+{
+	char tmpl[] = "/tmp/pvg-triton-real-XXXXXX";
+	if (!mkdtemp(tmpl)) {
+		ok(false, "mkdtemp");
+		return;
+	}
+	const char *kinds[] = { "arch80", "truncated", "flipped" };
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		char *cmd = pvg_asprintf("mkdir -p %s/%s && cp -r %s/" REAL "/triton-cache/" KEY_V1
+					 " %s/%s/", tmpl, kinds[i], src_dir(), tmpl, kinds[i]);
+		ok(system(cmd) == 0, "real_copy_%s", kinds[i]);
+		free(cmd);
+	}
+	size_t len = 0;
+	char *json = real_read("triton-cache/" KEY_V1 "/pvg_jit_scale.json", &len);
+	char *at = json ? strstr(json, "\"arch\": 90") : NULL;
+	ok(at != NULL, "real_json_has_arch_90");
+	char *p;
+	if (at) {
+		at[8] = '8'; /* "arch": 80 */
+		p = pvg_asprintf("%s/arch80/" KEY_V1 "/pvg_jit_scale.json", tmpl);
+		ok(write_all(p, json, len) == 0, "real_write_arch80");
+		free(p);
+		at[8] = '9';
+	}
+	p = pvg_asprintf("%s/truncated/" KEY_V1 "/pvg_jit_scale.json", tmpl);
+	ok(json && write_all(p, json, len / 2) == 0, "real_write_truncated");
+	free(p);
+	struct pvg_triton_meta m;
+	char *why = NULL;
+	ok(json && pvg_triton_meta_parse(json, len / 2, &m, &why) == -EBADMSG && why,
+	   "real_truncated_json_refused (%s)", why ? why : "accepted");
+	free(why);
+	free(json);
+	size_t blen = 0;
+	char *bin = real_read("triton-cache/" KEY_V1 "/pvg_jit_scale.cubin", &blen);
+	if (bin && blen) {
+		bin[blen / 2] ^= 0x01;
+		p = pvg_asprintf("%s/flipped/" KEY_V1 "/pvg_jit_scale.cubin", tmpl);
+		ok(write_all(p, bin, blen) == 0, "real_write_flipped");
+		free(p);
+	}
+	free(bin);
+	uint8_t v1[32];
+	sha_of_real("triton-cache/" KEY_V1 "/pvg_jit_scale.cubin", v1);
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct pvg_triton_where w = { .root_fd = root };
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		struct pvg_triton_index idx = { 0 };
+		p = pvg_asprintf("%s/%s", tmpl, kinds[i]);
+		pvg_triton_index_add(&idx, &w, p, "test");
+		free(p);
+		const struct pvg_triton_entry *e = pvg_triton_index_find(&idx, v1);
+		if (strcmp(kinds[i], "arch80") == 0)
+			/* the bytes are the v1 module's, the json says sm_80: gate 7 refuses it on
+			 * the H200 */
+			ok(idx.n == 1 && e && e->meta_ok && strcmp(e->meta.arch, "sm_80") == 0 &&
+				   !pvg_triton_arch_runs("sm_90", &e->meta),
+			   "real_arch80_copy_refused_on_sm_90 (%s)", e ? e->meta.arch : "none");
+		else if (strcmp(kinds[i], "truncated") == 0)
+			ok(idx.n == 1 && e && !e->meta_ok && e->why,
+			   "real_truncated_copy_unreadable (%s)", e && e->why ? e->why : "read");
+		else
+			ok(idx.n == 1 && !e && memcmp(idx.v[0].sha256, v1, 32) != 0 &&
+				   idx.v[0].meta_ok,
+			   "real_flipped_cubin_no_longer_the_module (%zu, %s)", idx.n,
+			   e ? "found" : "not found");
+		pvg_triton_index_clear(&idx);
+	}
+	close(root);
+	p = pvg_asprintf("rm -rf %s", tmpl);
+	if (system(p) != 0)
+		printf("#   cannot remove %s\n", tmpl);
+	free(p);
+}
+
 int main(void)
 {
 	RUN(meta_cases);
@@ -323,5 +678,8 @@ int main(void)
 	RUN(py_cases);
 	RUN(py_spelling_cases);
 	RUN(index_cases);
+	RUN(real_entry_cases);
+	RUN(real_witness_cases);
+	RUN(real_variant_cases);
 	TAP_EXIT();
 }
