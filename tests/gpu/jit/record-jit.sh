@@ -23,8 +23,13 @@ touch "$W/site/pvgjit/__init__.py"
 run() { # NAME MODE
 	(cd "$W" && PYTHONPATH=$W/site python3 "$STAGE/jit_service.py" "$2") >"$W/rec/$1.log" 2>&1
 	echo "$1: exit $? $(tail -1 "$W/rec/$1.log")"
-	for f in "$W"/witness/*.pvgw; do [ -f "$f" ] && mv "$f" "$W/rec/$1.pvgw"; done
-	[ -f "$W/rec/$1.pvgw" ] && "$STAGE/witness-tool" dump "$W/rec/$1.pvgw" >"$W/rec/$1.dump.txt" 2>&1
+	# one file a process: torch.compile's compile workers write theirs beside the main one's
+	local f
+	for f in "$W"/witness/*.pvgw; do
+		[ -f "$f" ] || continue
+		mv "$f" "$W/rec/$1.$(basename "$f")"
+		"$STAGE/witness-tool" dump "$W/rec/$1.$(basename "$f")" >"$W/rec/$1.$(basename "$f" .pvgw).dump.txt" 2>&1
+	done
 	date -u +"%Y-%m-%dT%H:%M:%S.%NZ $1 done" >>"$W/rec/times.txt"
 }
 install -m 0644 "$STAGE/pvgjit_kern.py" "$W/site/pvgjit/kern.py"
