@@ -122,7 +122,8 @@ static void hash_mapped(int fd, const struct stat *st, struct hash_memo *memo,
  * whose digest is cached (same dev, inode, size, mtime, ctime). */
 static void read_mapped_bytes(const char *procfs, const struct pvg_maps_artifact *a,
 			      struct hash_memo *memo, const struct pvg_proc *p,
-			      const struct pvg_mapped_file *f, struct pvg_mapped_bytes *b)
+			      const struct pvg_mapped_file *f, bool numbers_only,
+			      struct pvg_mapped_bytes *b)
 {
 	struct pvg_mapping m = { .start = f->first_start, .end = f->first_end };
 	b->map_files = pvg_map_files_path(procfs, p->pid, &m);
@@ -150,11 +151,12 @@ static void read_mapped_bytes(const char *procfs, const struct pvg_maps_artifact
 		if (fd == -ENOENT || fd == -ESRCH)
 			return;
 		/* Without CAP_SYS_ADMIN map_files cannot be opened. The mapping is the installed
-		 * inode (checked before) and its page cache is the file's: the cached digest holds
-		 * if the file is unchanged since it was hashed. */
+		 * inode (checked before, by numbers unique to it) and its page cache is the
+		 * file's: the cached digest holds if the file is unchanged since it was hashed.
+		 * Numbers that a btrfs snapshot's file shares prove nothing: no digest. */
 		struct stat now;
-		if (a->inst_id && stat(a->installed, &now) == 0 && same_identity(a->inst_id, &now) &&
-		    f->inode == (uint64_t)now.st_ino)
+		if (!numbers_only && a->inst_id && stat(a->installed, &now) == 0 &&
+		    same_identity(a->inst_id, &now) && same_file(&now, &a->st))
 			bytes_from_cache(b, a->inst_id, "installed file (map_files not readable)");
 		return;
 	}
@@ -206,8 +208,11 @@ static void read_process(struct pvg_ctx *ctx, const struct pvg_maps_artifact *a,
 		*m = (struct pvg_maps_mapping){ .f = f };
 		/* Identity, never path text: the path in maps is a path in the process's mount
 		 * namespace (a container's bind mount, its own image), the file is what counts. */
-		m->is_installed = !f->deleted && pvg_mapping_is_file(ctx->procfs, p->pid, f,
-								     a->canon, &a->st, &m->quirk);
+		enum pvg_same_file same = f->deleted ? PVG_OTHER_FILE
+			: pvg_mapping_same_file(ctx->procfs, p->pid, f, a->canon, &a->st, &a->ref);
+		m->is_installed = same != PVG_OTHER_FILE;
+		m->quirk = same == PVG_SAME_FILE_QUIRK || same == PVG_SAME_NUMBERS;
+		m->numbers_only = same == PVG_SAME_NUMBERS;
 		if (!m->is_installed && strcmp(pvg_basename(f->path), a->name) != 0)
 			continue;
 		pr->n++;
@@ -225,7 +230,7 @@ static void read_process(struct pvg_ctx *ctx, const struct pvg_maps_artifact *a,
 									      &quirk2);
 			continue;
 		}
-		read_mapped_bytes(ctx->procfs, a, memo, p, f, &m->bytes);
+		read_mapped_bytes(ctx->procfs, a, memo, p, f, m->numbers_only, &m->bytes);
 	}
 }
 
@@ -379,8 +384,13 @@ static struct pvg_outcome bytes_unread(const struct pvg_maps_process *pr,
 	else if (e != ENOENT && e != ESRCH)
 		pvg_outcome_problem(&o, PVG_UNVERIFIABLE, "process-maps.permission-denied",
 				    "run provgate as root (or with CAP_SYS_ADMIN) to read map_files",
-				    "cannot read the mapped bytes of process %d through %s: %s",
-				    (int)p->pid, b->map_files, strerror(e));
+				    "cannot read the mapped bytes of process %d through %s: %s%s",
+				    (int)p->pid, b->map_files, strerror(e),
+				    m->numbers_only
+					    ? " (the device and inode in its maps are those of the "
+					      "installed file, and of every file with that inode number "
+					      "in another subvolume or snapshot of its btrfs)"
+					    : "");
 	return o;
 }
 
@@ -694,6 +704,12 @@ static void read_artifact(struct pvg_ctx *ctx, size_t ai, struct pvg_maps_artifa
 		return;
 	}
 	a->name = pvg_basename(a->canon);
+	/* the numbers maps shows for it, for processes whose map_files cannot be followed */
+	const struct pvg_untrusted how = { .root_fd = -1 };
+	struct pvg_untrusted_file uf;
+	_cleanup_close_ int fd = pvg_open_untrusted(a->installed, &how, &uf);
+	if (fd >= 0 && same_file(&uf.st, &a->st))
+		(void)pvg_maps_id_of_fd(fd, &a->ref);
 
 	/* the digest to compare with: the build's (cached from gate 3 when unchanged) */
 	const char *paths[2] = { a->installed, build };

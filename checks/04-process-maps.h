@@ -21,6 +21,7 @@ struct pvg_maps_artifact {
 	const char *digest_hex;
 	const char *digest_of;             /* "build" or "installed file" */
 	long tick_ns;                      /* the start time's resolution */
+	struct pvg_maps_id ref;            /* the device and inode maps shows for it */
 };
 
 /* The bytes one process maps of the installed file, as read (or not) through map_files. */
@@ -42,6 +43,8 @@ struct pvg_maps_mapping {
 	const struct pvg_mapped_file *f;
 	bool is_installed;       /* the installed file, by identity in the process's namespace */
 	bool quirk;              /* matched despite a device number quirk */
+	bool numbers_only;       /* matched by numbers that btrfs gives files of other
+				  * subvolumes too, map_files not followed: its bytes must be read */
 	int now_r;               /* stat of f->path in the process's mount namespace: 0/-errno */
 	struct stat now;
 	bool now_installed;      /* that path names the installed file now */

@@ -4,6 +4,7 @@
  * what their paths name now (dev, inode, ctime; overlayfs' device numbers tolerated).
  */
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -36,30 +37,81 @@ char *pvg_map_files_path(const char *procfs, pid_t pid, const struct pvg_mapping
 #define OVERLAYFS_MAGIC 0x794c7630
 #define BTRFS_MAGIC 0x9123683e
 
-bool pvg_mapping_is_file(const char *procfs, pid_t pid, const struct pvg_mapped_file *f,
-			 const char *path, const struct stat *st, bool *quirk)
+int pvg_maps_id_of_fd(int fd, struct pvg_maps_id *out)
 {
-	*quirk = false;
-	if (f->inode != (uint64_t)st->st_ino)
-		return false;
-	if (makedev(f->dev_major, f->dev_minor) == st->st_dev)
-		return true;
-	/* Same inode number, other device: overlayfs shows the real (upper or lower) device in
-	 * maps, btrfs a per-subvolume anonymous device. Ask the mapping itself, else the fs. */
+	*out = (struct pvg_maps_id){ 0 };
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = page > 0 ? (size_t)page : 4096;
+	/* a page past the end of a short (or empty) file maps too: only its line is read */
+	void *at = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (at == MAP_FAILED)
+		return -errno;
+	_cleanup_free_ char *text = NULL;
+	size_t n = 0;
+	struct pvg_maps maps = { 0 };
+	int r = pvg_read_file("/proc/self/maps", PVG_MAPS_MAX_BYTES, &text, &n);
+	if (r == 0)
+		r = pvg_maps_parse(text, n, &maps, NULL);
+	munmap(at, len);
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < maps.n; i++) {
+		const struct pvg_mapping *m = &maps.m[i];
+		if (m->start != (uint64_t)(uintptr_t)at || m->kind != PVG_MAPPING_FILE)
+			continue;
+		out->known = true;
+		out->dev_major = m->dev_major;
+		out->dev_minor = m->dev_minor;
+		out->inode = m->inode;
+		r = 0;
+	}
+	pvg_maps_clear(&maps);
+	struct statfs sfs;
+	if (r == 0 && fstatfs(fd, &sfs) == 0)
+		out->shared_numbers = (unsigned long)sfs.f_type == BTRFS_MAGIC;
+	return r;
+}
+
+enum pvg_same_file pvg_mapping_same_file(const char *procfs, pid_t pid,
+					 const struct pvg_mapped_file *f, const char *path,
+					 const struct stat *st, const struct pvg_maps_id *ref)
+{
+	if (f->inode == (uint64_t)st->st_ino && makedev(f->dev_major, f->dev_minor) == st->st_dev)
+		return PVG_SAME_FILE;
+	/* The mapping itself: its link names the file it maps, whatever numbers maps shows. */
 	struct pvg_mapping m = { .start = f->first_start, .end = f->first_end };
 	_cleanup_free_ char *mf = pvg_map_files_path(procfs, pid, &m);
 	struct stat ms;
-	if (stat(mf, &ms) == 0 && ms.st_ino == st->st_ino && ms.st_dev == st->st_dev) {
-		*quirk = true;
-		return true;
+	if (stat(mf, &ms) == 0)
+		return ms.st_ino == st->st_ino && ms.st_dev == st->st_dev ? PVG_SAME_FILE_QUIRK
+									   : PVG_OTHER_FILE;
+	if (ref) {
+		if (!ref->known || f->inode != ref->inode || f->dev_major != ref->dev_major ||
+		    f->dev_minor != ref->dev_minor)
+			return PVG_OTHER_FILE;
+		return ref->shared_numbers ? PVG_SAME_NUMBERS : PVG_SAME_FILE_QUIRK;
 	}
+	/* Same inode number, other device: overlayfs (before Linux 6.7) shows the real (upper
+	 * or lower) device in maps, btrfs its file system's device. A guess, for messages. */
 	struct statfs sfs;
-	if (statfs(path, &sfs) == 0 &&
-	    ((unsigned long)sfs.f_type == OVERLAYFS_MAGIC || (unsigned long)sfs.f_type == BTRFS_MAGIC)) {
-		*quirk = true;
-		return true;
-	}
-	return false;
+	if (f->inode == (uint64_t)st->st_ino && statfs(path, &sfs) == 0 &&
+	    ((unsigned long)sfs.f_type == OVERLAYFS_MAGIC || (unsigned long)sfs.f_type == BTRFS_MAGIC))
+		return PVG_SAME_FILE_QUIRK;
+	return PVG_OTHER_FILE;
+}
+
+bool pvg_mapping_is_file(const char *procfs, pid_t pid, const struct pvg_mapped_file *f,
+			 const char *path, const struct stat *st, bool *quirk)
+{
+	enum pvg_same_file s = pvg_mapping_same_file(procfs, pid, f, path, st, NULL);
+	*quirk = s == PVG_SAME_FILE_QUIRK;
+	return s != PVG_OTHER_FILE;
 }
 
 void pvg_mapped_files_clear(struct pvg_mapped_files *files)

@@ -42,8 +42,40 @@ void pvg_mapped_files_build(const char *procfs, pid_t pid, const struct pvg_maps
 			    const struct timespec *start, long tick_ns,
 			    struct pvg_mapped_files *out);
 void pvg_mapped_files_clear(struct pvg_mapped_files *files);
-/* Is the mapped file (dev, inode) the file st describes? Accepts the device-number quirk of
- * overlayfs and btrfs (as needrestart does) when map_files confirms or the file system is
- * one of them; *quirk says that allowance was needed. */
+/* The device and inode /proc/PID/maps shows for a file: those of this process's own mapping
+ * of it. They are not always stat's: overlayfs before Linux 6.7 shows its layer's file, btrfs
+ * its file system's device for every subvolume, where stat shows the subvolume's. */
+struct pvg_maps_id {
+	bool known;
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	/* btrfs: every subvolume (every snapshot) shows one device in maps and numbers its
+	 * inodes anew, so equal numbers there do not make one file */
+	bool shared_numbers;
+};
+/* Maps one page of fd (a regular file) here, reads the line /proc/self/maps has for it and
+ * unmaps it. 0, or -errno (not a regular file, no such line). */
+int pvg_maps_id_of_fd(int fd, struct pvg_maps_id *out);
+
+/* How a mapped file was found to be the file st describes. */
+enum pvg_same_file {
+	PVG_OTHER_FILE = 0,
+	PVG_SAME_FILE,          /* maps shows st's device and inode */
+	PVG_SAME_FILE_QUIRK,    /* maps shows other numbers: map_files' link names st's file,
+				 * or the numbers are those maps shows for st's file (ref) */
+	PVG_SAME_NUMBERS,       /* only the numbers agree, and they are not unique to one file
+				 * (ref->shared_numbers) while map_files cannot be followed */
+};
+/* Is the mapped file the file st describes? An inode number is unique only within one file
+ * system: a device number that differs from st's is accepted only where the map_files link
+ * of the mapping names st's file (dev and inode of the link's target), or, where that link
+ * cannot be followed (no CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), where maps shows for this
+ * mapping the numbers ref says it shows for st's file. Without ref (a path of the service's,
+ * named only for a message), the file system at path (overlayfs, btrfs) stands in for ref;
+ * that guess never makes a mapping the installed file. */
+enum pvg_same_file pvg_mapping_same_file(const char *procfs, pid_t pid,
+					 const struct pvg_mapped_file *f, const char *path,
+					 const struct stat *st, const struct pvg_maps_id *ref);
+/* pvg_mapping_same_file without ref, as a yes or no; *quirk: the numbers in maps differed. */
 bool pvg_mapping_is_file(const char *procfs, pid_t pid, const struct pvg_mapped_file *f,
 			 const char *path, const struct stat *st, bool *quirk);

@@ -227,6 +227,119 @@ test_overlayfs_device_number_quirk_is_tolerated() {
 		true "quirk recorded"
 }
 
+# An inode number is unique only within one file system. The installed file sits on an
+# overlayfs (a container's root); the service maps an older copy from another file system
+# whose file has the same inode number (tmpfs numbers its inodes from 2 up, so a few files
+# reach it). provgate runs as root with CAP_SYS_PTRACE but neither CAP_SYS_ADMIN nor
+# CAP_CHECKPOINT_RESTORE (a Kubernetes sidecar, podman --cap-add SYS_PTRACE): the links in
+# map_files cannot be followed, so that device and inode number in maps are all it has.
+test_same_inode_number_on_another_file_system_is_not_the_installed_file() {
+	setup
+	need capsh
+	mkdir layers elsewhere merged
+	mount -t tmpfs tmpfs layers 2>/dev/null || { echo "SKIP: mounts are not permitted here" >&2; exit 77; }
+	trap 'cleanup; umount -l "$T/merged" 2>/dev/null; umount -l "$T/layers" "$T/elsewhere" 2>/dev/null' EXIT
+	mount -t tmpfs tmpfs elsewhere
+	mkdir layers/lower layers/upper layers/work
+	cp build/libpvgfixture.so layers/lower/
+	mount -t overlay overlay -o "lowerdir=$T/layers/lower,upperdir=$T/layers/upper,workdir=$T/layers/work" \
+		"$T/merged" 2>/dev/null || { echo "SKIP: overlay mounts are not permitted here" >&2; exit 77; }
+	local ino; ino=$(stat -c %i merged/libpvgfixture.so)
+	# an older build: other bytes, at a path whose inode number is the installed file's
+	local i=0
+	while [ "$(stat -c %i "elsewhere/f$i" 2>/dev/null || echo 0)" != "$ino" ]; do
+		i=$((i + 1)); [ "$i" -lt 1000 ] || fail "no inode number $ino on the tmpfs"
+		: >"elsewhere/f$i"
+	done
+	cp build/libpvgfixture.so "elsewhere/f$i"
+	printf 'X' >>"elsewhere/f$i" # a byte past the ELF's end: it loads, and hashes differently
+	assert_eq "$(stat -c %i "elsewhere/f$i")" "$ino" "same inode number"
+	[ "$(stat -c %d "elsewhere/f$i")" != "$(stat -c %d merged/libpvgfixture.so)" ] ||
+		fail "same device"
+	cmp -s "elsewhere/f$i" merged/libpvgfixture.so && fail "same bytes"
+	sleep 0.03
+	start svc --lib "$T/elsewhere/f$i"
+	[ "$(maps_lines "$(cat svc.pid)" merged/libpvgfixture.so)" -eq 0 ] || fail "grep: installed mapped"
+	[ "$(maps_lines "$(cat svc.pid)" "elsewhere/f$i")" -gt 0 ] || fail "grep: copy not mapped"
+	cat >provgate.json <<-J
+	{"build": {"artifact": "build/libpvgfixture.so"},
+	 "install": {"artifact": "merged/libpvgfixture.so"}, "service": {"pidfile": "svc.pid"}}
+	J
+	local o
+	o=$(capsh --drop=cap_sys_admin,cap_checkpoint_restore -- -c \
+		'"$0" run --gates 4 --json -' "$PROVGATE" 2>"$T/err") || true
+	echo "$o" >r.json
+	assert_not_contains "$(cat "$T/err")" "Sanitizer" "stderr"
+	assert_eq "$(gate_status r.json 4)" fail "gate 4 without map_files ($(problem_codes r.json 4))"
+	assert_contains "$(problem_codes r.json 4)" process-maps.not-loaded "codes"
+	assert_eq "$(jq -r '.gates[3].evidence.processes[0].mappings | length' r.json)" 0 \
+		"the copy is no mapping of the installed file"
+	# as full root, map_files says which file it is
+	pg run --gates 4 --json r.json
+	assert_eq "$(gate_status r.json 4)" fail "gate 4 as root"
+	assert_eq "$(problem_codes r.json 4)" process-maps.not-loaded "codes as root"
+	# the installed file itself, mapped through the overlay, is known without map_files
+	start good --lib "$T/merged/libpvgfixture.so"
+	cat >provgate.json <<-J
+	{"build": {"artifact": "build/libpvgfixture.so"},
+	 "install": {"artifact": "merged/libpvgfixture.so"}, "service": {"pidfile": "good.pid"}}
+	J
+	o=$(capsh --drop=cap_sys_admin,cap_checkpoint_restore -- -c \
+		'"$0" run --gates 4 --json -' "$PROVGATE" 2>"$T/err") || true
+	echo "$o" >r.json
+	assert_eq "$(gate_status r.json 4)" pass "installed file without map_files ($(problem_codes r.json 4))"
+	assert_eq "$(jq -r '.gates[3].evidence.processes[0].mappings[0].bytes_from' r.json)" \
+		"installed file (map_files not readable)" "bytes from"
+}
+
+# btrfs shows its file system's device in maps for the file of every subvolume, and a
+# snapshot keeps its subvolume's inode numbers: a service that runs from a snapshot of the
+# install (an older venv, a container root on btrfs storage) maps the same device and inode
+# numbers as the installed file, with older bytes. Only the map_files link tells them apart.
+test_btrfs_snapshot_of_the_install_is_not_the_installed_file() {
+	setup
+	need capsh mkfs.btrfs btrfs
+	truncate -s 200M btrfs.img
+	mkfs.btrfs -q btrfs.img >/dev/null 2>&1 || fail "mkfs.btrfs"
+	mkdir mnt
+	mount -o loop btrfs.img mnt 2>/dev/null || { echo "SKIP: loop mounts are not permitted here" >&2; exit 77; }
+	trap 'cleanup; umount -l "$T/mnt"' EXIT
+	btrfs -q subvolume create mnt/venv
+	# the old build installed, the venv snapshotted, the new build copied over it in place
+	cp build/libpvgfixture.so mnt/venv/libpvgfixture.so
+	printf 'X' >>mnt/venv/libpvgfixture.so
+	btrfs -q subvolume snapshot mnt/venv mnt/old
+	cp build/libpvgfixture.so mnt/venv/libpvgfixture.so
+	cmp -s mnt/old/libpvgfixture.so mnt/venv/libpvgfixture.so && fail "same bytes"
+	assert_eq "$(stat -c %i mnt/old/libpvgfixture.so)" "$(stat -c %i mnt/venv/libpvgfixture.so)" "inode numbers"
+	sleep 0.03
+	start svc --lib "$T/mnt/old/libpvgfixture.so"
+	local pid; pid=$(cat svc.pid)
+	# maps shows the numbers the installed file shows in a mapping of its own
+	local mine; mine=$(python3 -c 'import mmap, sys
+f = open(sys.argv[1], "rb"); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+print(*[" ".join(l.split()[3:5]) for l in open("/proc/self/maps") if sys.argv[1] in l], sep="\n")' \
+		"$T/mnt/venv/libpvgfixture.so" | head -n1)
+	assert_eq "$(awk '/old\/libpvgfixture.so/ { print $4, $5; exit }' "/proc/$pid/maps")" "$mine" \
+		"maps numbers of the snapshot's file and the installed file"
+	cat >provgate.json <<-J
+	{"build": {"artifact": "build/libpvgfixture.so"},
+	 "install": {"artifact": "mnt/venv/libpvgfixture.so"}, "service": {"pidfile": "svc.pid"}}
+	J
+	pg run --gates 4 --json r.json
+	assert_eq "$(gate_status r.json 4)" fail "gate 4 as root"
+	assert_contains "$(problem_codes r.json 4)" process-maps.other-copy "codes as root"
+	# without map_files: the numbers cannot tell, so the bytes are not the installed file's
+	local o
+	o=$(capsh --drop=cap_sys_admin,cap_checkpoint_restore -- -c \
+		'"$0" run --gates 4 --json -' "$PROVGATE" 2>"$T/err") || true
+	echo "$o" >r.json
+	assert_not_contains "$(cat "$T/err")" "Sanitizer" "stderr"
+	assert_eq "$(gate_status r.json 4)" unverifiable "gate 4 without map_files ($(problem_codes r.json 4))"
+	assert_eq "$(problem_codes r.json 4)" process-maps.permission-denied "codes without map_files"
+	assert_contains "$(jq -r '.gates[3].problems[0].message' r.json)" "snapshot" "message"
+}
+
 test_maps_reports_never_loaded() {
 	setup
 	start svc

@@ -174,6 +174,47 @@ static void mutated_real_maps_never_crash(void)
 	free(text);
 }
 
+/* The numbers maps shows for a file, from a page of it mapped here: those of this process's
+ * own executable's mapping; nothing for what is no regular file. Unmapped afterwards. */
+static void maps_id_is_what_maps_shows_for_the_file(void)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	struct stat st;
+	CHECK_INT(fstat(fd, &st), 0);
+	struct pvg_maps_id id;
+	CHECK_INT(pvg_maps_id_of_fd(fd, &id), 0);
+	CHECK(id.known);
+	CHECK(id.inode == (uint64_t)st.st_ino);
+	struct pvg_maps m;
+	CHECK_INT(pvg_maps_read("/proc", getpid(), &m), 0);
+	size_t exe = 0, same = 0;
+	for (size_t i = 0; i < m.n; i++) {
+		if (m.m[i].kind != PVG_MAPPING_FILE || m.m[i].inode != (uint64_t)st.st_ino)
+			continue;
+		exe++;
+		same += m.m[i].dev_major == id.dev_major && m.m[i].dev_minor == id.dev_minor;
+	}
+	CHECK(exe > 0);
+	CHECK(same == exe);
+	pvg_maps_clear(&m);
+	/* no mapping of it is left behind: as many as before */
+	CHECK_INT(pvg_maps_id_of_fd(fd, &id), 0);
+	CHECK_INT(pvg_maps_read("/proc", getpid(), &m), 0);
+	size_t after = 0;
+	for (size_t i = 0; i < m.n; i++)
+		after += m.m[i].kind == PVG_MAPPING_FILE && m.m[i].inode == (uint64_t)st.st_ino;
+	CHECK(after == exe);
+	pvg_maps_clear(&m);
+	close(fd);
+	int p[2];
+	CHECK_INT(pipe(p), 0);
+	CHECK_INT(pvg_maps_id_of_fd(p[0], &id), -EINVAL);
+	CHECK(!id.known);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	RUN(parses_every_kind_of_line);
@@ -182,5 +223,6 @@ int main(void)
 	RUN(reads_own_maps_with_deleted_file_with_spaces);
 	RUN(gone_process_is_esrch);
 	RUN(mutated_real_maps_never_crash);
+	RUN(maps_id_is_what_maps_shows_for_the_file);
 	TAP_EXIT();
 }
