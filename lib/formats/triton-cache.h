@@ -34,7 +34,7 @@ int pvg_triton_meta_parse(const char *text, size_t len, struct pvg_triton_meta *
 
 /* Does a node of arch node ("sm_90", "gfx90a:xnack-") run an entry of meta m: CUDA the same
  * sm_NN (a cubin is built for one), HIP by the target-id rule (pvg_target_compatible). False
- * when node is NULL (not known). Gate 7's rule. */
+ * when node is NULL (not known). */
 bool pvg_triton_arch_runs(const char *node, const struct pvg_triton_meta *m);
 
 /* The binary's file name suffix for a backend: "cubin", "hsaco"; NULL for another. */
