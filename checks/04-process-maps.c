@@ -899,8 +899,7 @@ struct pvg_outcome pvg_maps_rule_same_service_processes(const struct pvg_maps_se
 		int64_t start_ns = (int64_t)q->start.tv_sec * 1000000000 + q->start.tv_nsec;
 		/* a start time is counted in clock ticks (10 ms at USER_HZ 100), rounded down: one
 		 * tick before the benchmark's start cannot be told from after it */
-		long hz = sysconf(_SC_CLK_TCK);
-		int64_t tick_ns = hz > 0 ? 1000000000 / hz : 10000000;
+		int64_t tick_ns = t->tick_ns;
 		int64_t ws = (int64_t)c->window_start_ns;
 		_cleanup_free_ char *when =
 			!c->window_start_ns ? pvg_strdup("after the before-check")
